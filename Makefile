@@ -1,0 +1,40 @@
+# The two commands: `make run` and `make test` (see README.md).
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed-stamp
+PORT   ?= 8000
+
+.PHONY: venv test run migrate seed lint format bench-webhook clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test,dev]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+# Every test: SQLite by default; PostgreSQL when DATABASE_URL points at it.
+# pytest's exit 5 ("no tests collected") means the suite did not run: a failure.
+test: venv
+	@$(VENV)/bin/pytest $(PYTEST_ARGS); rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing" >&2; exit 1; fi; exit $$rc
+
+run: venv
+	DEBUG=1 $(PY) manage.py migrate --noinput
+	DEBUG=1 $(PY) manage.py seed_demo --base-url http://127.0.0.1:$(PORT)
+	DEBUG=1 PORT=$(PORT) PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/honcho start -f Procfile
+
+lint: venv
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+format: venv
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
+
+bench-webhook: venv
+	$(PY) bench/webhook.py
+
+clean:
+	rm -rf $(VENV) db.sqlite3 .pytest_cache

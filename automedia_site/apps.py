@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class AutomediaSiteConfig(AppConfig):
+    name = "automedia_site"
+    verbose_name = "automedia"

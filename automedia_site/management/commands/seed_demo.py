@@ -1,0 +1,59 @@
+"""Seed a demo tenant wired to the sandbox's fake Backlog, and a local admin user."""
+
+from __future__ import annotations
+
+import secrets
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand
+
+from deliveries.models import Tenant
+from deliveries.services import tenant_webhook_urls
+
+DEMO_SLUG = "demo"
+DEMO_PROJECT = "DEMO"
+SANDBOX_API_KEY = "sandbox-api-key"
+
+
+class Command(BaseCommand):
+    help = "デモテナント（サンドボックスの Backlog に接続）と管理ユーザーを作成します。"
+
+    def add_arguments(self, parser):
+        parser.add_argument("--base-url", default="http://127.0.0.1:8000")
+        parser.add_argument("--sandbox-url", default=settings.SANDBOX_BACKLOG_URL)
+
+    def handle(self, *args, base_url: str, sandbox_url: str, **opts):
+        tenant, _ = Tenant.objects.update_or_create(
+            slug=DEMO_SLUG,
+            defaults={
+                "name": "デモ事務所",
+                "backlog_base_url": sandbox_url,
+                "backlog_api_key": SANDBOX_API_KEY,
+                "backlog_project_key": DEMO_PROJECT,
+                "operators": ["manager"],
+                "quiet_hours": {
+                    "enabled": True,
+                    "timezone": "Asia/Tokyo",
+                    "ranges": [{"from": "23:00", "to": "07:00"}],
+                    "mode": "defer",
+                },
+            },
+        )
+        urls = tenant_webhook_urls(tenant=tenant, base_url=base_url)
+        self.stdout.write(f"デモテナント: {tenant} → Backlog {sandbox_url} / {DEMO_PROJECT}")
+        self.stdout.write(f"  Backlog Webhook URL: {urls['backlog_webhook_url']}")
+        self._admin(base_url)
+
+    def _admin(self, base_url: str) -> None:
+        User = get_user_model()
+        password = secrets.token_urlsafe(9)
+        user, created = User.objects.get_or_create(
+            username="admin", defaults={"is_staff": True, "is_superuser": True}
+        )
+        if not created and user.has_usable_password() and user.last_login:
+            self.stdout.write(f"管理画面: {base_url}/admin/ （admin のパスワードは変更済み）")
+            return
+        user.set_password(password)
+        user.save()
+        self.stdout.write(f"管理画面: {base_url}/admin/  ユーザー: admin  パスワード: {password}")

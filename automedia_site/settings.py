@@ -1,0 +1,179 @@
+"""Settings for automedia, read from the environment (django-environ).
+
+Every variable is listed, with a comment, in `.env.example`.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from pathlib import Path
+
+import environ
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+env = environ.Env()
+environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
+
+DEV_SECRET_KEY = "automedia-insecure-development-key"  # noqa: S105 - refused outside DEBUG
+
+DEBUG = env.bool("DEBUG", default=False)
+SECRET_KEY = env.str("DJANGO_SECRET_KEY", default=DEV_SECRET_KEY)
+if not DEBUG and (SECRET_KEY == DEV_SECRET_KEY or len(SECRET_KEY) < 32):
+    raise ImproperlyConfigured(
+        "DJANGO_SECRET_KEY must be set to a random value of at least 32 characters "
+        "when DEBUG is off (production settings refuse the development key)."
+    )
+
+ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "testserver"])
+CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
+
+
+def _field_encryption_key() -> str:
+    key = env.str("FIELD_ENCRYPTION_KEY", default="")
+    if key:
+        return key
+    if not DEBUG:
+        raise ImproperlyConfigured(
+            "FIELD_ENCRYPTION_KEY must be set when DEBUG is off (generate one with "
+            "`python -c 'from cryptography.fernet import Fernet; print(Fernet.generate_key().decode())'`)."
+        )
+    # Development only: a stable key derived from the (development) secret key.
+    return base64.urlsafe_b64encode(hashlib.sha256(SECRET_KEY.encode()).digest()).decode()
+
+
+FIELD_ENCRYPTION_KEY = _field_encryption_key()
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "django_q",
+    "automedia_site",
+    "deliveries",
+    "linepush",
+    "backlog_bridge",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.locale.LocaleMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "automedia_site.urls"
+WSGI_APPLICATION = "automedia_site.wsgi.application"
+ASGI_APPLICATION = "automedia_site.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}")}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # WAL + a busy timeout let the web server, the worker and the scheduler share the file.
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        {
+            "timeout": 20,
+            "transaction_mode": "IMMEDIATE",
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        }
+    )
+else:
+    DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("CONN_MAX_AGE", default=60))
+    DATABASES["default"].setdefault("CONN_HEALTH_CHECKS", True)
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+
+LANGUAGE_CODE = "ja"
+TIME_ZONE = "Asia/Tokyo"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = BASE_DIR / "staticfiles"
+
+REDIS_URL = env.str("REDIS_URL", default="")
+Q_CLUSTER = {
+    "name": "automedia",
+    "workers": env.int("Q_WORKERS", default=2),
+    "timeout": 300,
+    "retry": 360,
+    "max_attempts": 1,  # retries are automedia's own (new due times), never the broker's
+    "catch_up": False,
+    "ack_failures": True,
+    "label": "django-q2",
+    "sync": env.bool("Q_SYNC", default=False),
+}
+if REDIS_URL:
+    Q_CLUSTER["redis"] = REDIS_URL
+else:
+    Q_CLUSTER["orm"] = "default"
+    Q_CLUSTER["poll"] = 0.2
+
+REST_FRAMEWORK = {
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_AUTHENTICATION_CLASSES": [],
+    "DEFAULT_PERMISSION_CLASSES": [],
+    "UNAUTHENTICATED_USER": None,
+}
+
+# Outbound services: every base URL is a setting so the same code talks to a fake.
+LINE_API_BASE_URL = env.str("LINE_API_BASE_URL", default="https://api.line.me")
+ANTHROPIC_API_KEY = env.str("ANTHROPIC_API_KEY", default="")
+BACKLOG_TIMEOUT_SECONDS = env.float("BACKLOG_TIMEOUT_SECONDS", default=10.0)
+BACKLOG_METADATA_TTL_SECONDS = env.int("BACKLOG_METADATA_TTL_SECONDS", default=300)
+
+# Invalidate revert target (seed 001): NAME is resolved per project; ID is the
+# fallback when NAME cannot be resolved, or used directly when NAME is unset.
+INVALIDATE_REVERT_STATUS_NAME = env.str("INVALIDATE_REVERT_STATUS_NAME", default="")
+INVALIDATE_REVERT_STATUS_ID = env.int("INVALIDATE_REVERT_STATUS_ID", default=None)
+
+BACKLOG_WEBHOOK_MAX_BYTES = 1024 * 1024
+PUBLIC_BASE_URL = env.str("PUBLIC_BASE_URL", default="http://127.0.0.1:8000")
+
+ADMINS = [tuple(a.split(":", 1)) for a in env.list("ADMINS", default=[]) if ":" in a]
+EMAIL_BACKEND = env.str("EMAIL_BACKEND", default="django.core.mail.backends.console.EmailBackend")
+
+LOG_LEVEL = env.str("LOG_LEVEL", default="INFO")
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": LOG_LEVEL},
+    "loggers": {
+        "httpx": {"level": "WARNING"},  # httpx logs full URLs, which carry Backlog's apiKey
+        "httpcore": {"level": "WARNING"},
+    },
+}
+
+# The sandbox of `make run`: fake Backlog (and later fake LINE) on loopback.
+SANDBOX_BACKLOG_URL = env.str("SANDBOX_BACKLOG_URL", default="http://127.0.0.1:8081")

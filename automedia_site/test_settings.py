@@ -1,0 +1,15 @@
+"""Settings for the test suite: the production settings plus test-only fixed values."""
+
+import os
+
+os.environ.setdefault("DJANGO_SECRET_KEY", "test-secret-key-not-for-production-0123456789abcdef")
+# A fixed, valid Fernet key so encrypted fixtures are reproducible.
+os.environ.setdefault("FIELD_ENCRYPTION_KEY", "mRVbT8xV0h9dmt4Yp0rZx3lYZk1m3vLzT2b8oN5Q1Ww=")
+
+from automedia_site.settings import *  # noqa: E402,F403
+
+Q_CLUSTER = {**Q_CLUSTER, "sync": True}  # noqa: F405 - async_task runs inline in unit tests
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
+BACKLOG_RETRY_BASE_DELAY = 0.0
+LOGGING = {**LOGGING, "loggers": {**LOGGING["loggers"], "django-q": {"level": "WARNING"}}}  # noqa: F405

@@ -1,0 +1,11 @@
+from django.contrib import admin
+from django.urls import include, path
+
+admin.site.site_header = "automedia 管理"
+admin.site.site_title = "automedia"
+admin.site.index_title = "運用メニュー"
+
+urlpatterns = [
+    path("admin/", admin.site.urls),
+    path("", include("backlog_bridge.urls")),
+]

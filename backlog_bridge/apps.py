@@ -1,0 +1,13 @@
+from django.apps import AppConfig
+
+
+class BacklogBridgeConfig(AppConfig):
+    name = "backlog_bridge"
+    verbose_name = "Backlog 連携"
+
+    def ready(self) -> None:
+        from django.db.models.signals import post_migrate
+
+        from backlog_bridge.schedules import ensure_recurring_jobs
+
+        post_migrate.connect(ensure_recurring_jobs, sender=self)

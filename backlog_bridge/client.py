@@ -1,0 +1,243 @@
+"""The one Backlog API v2 client. Nothing else builds Backlog URLs.
+
+Facts from ../shared/reference/backlog.md: `?apiKey=` on every call (also writes),
+form-encoded bodies, no trailing slash, errors as
+`{"errors":[{"message","code","moreInfo"}]}`, 429 with `X-RateLimit-Reset`
+(UTC epoch seconds).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator
+from typing import Any
+from urllib.parse import urlencode
+
+import httpx
+from django.conf import settings
+from django.core.cache import cache
+
+logger = logging.getLogger(__name__)
+
+MAX_PAGE = 100  # Backlog's maximum `count`
+QUICK_RETRIES = 2  # for 5xx / timeouts / connection errors inside one call
+MAX_RATE_LIMIT_WAIT = 10.0  # seconds; a longer wait is left to the caller's retry policy
+
+
+class BacklogError(Exception):
+    """Any failed Backlog call: HTTP status (0 = no response), Backlog error code, retryable."""
+
+    def __init__(self, message: str, *, status: int = 0, code: int | None = None, retry_after=None):
+        super().__init__(message)
+        self.message = message
+        self.status = status
+        self.code = code
+        self.retry_after = retry_after
+
+    @property
+    def retryable(self) -> bool:
+        return self.status == 0 or self.status == 429 or self.status >= 500
+
+    def __str__(self) -> str:
+        where = f"HTTP {self.status}" if self.status else "接続エラー"
+        return f"Backlog API エラー ({where}): {self.message}"
+
+
+def _error_from_response(response: httpx.Response) -> BacklogError:
+    message, code = response.reason_phrase or "error", None
+    try:
+        first = response.json()["errors"][0]
+        message, code = first.get("message") or message, first.get("code")
+    except (ValueError, KeyError, IndexError, TypeError):
+        pass
+    return BacklogError(
+        message, status=response.status_code, code=code, retry_after=_reset_wait(response)
+    )
+
+
+def _reset_wait(response: httpx.Response) -> float | None:
+    reset = response.headers.get("X-RateLimit-Reset")
+    if not reset:
+        return None
+    try:
+        return max(0.0, float(reset) - time.time())
+    except ValueError:
+        return None
+
+
+class BacklogClient:
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        api_key: str,
+        timeout: float | None = None,
+        transport: httpx.BaseTransport | None = None,
+    ):
+        self.base_url = base_url.rstrip("/")
+        self._api_key = api_key
+        self._http = httpx.Client(
+            base_url=self.base_url,
+            timeout=timeout or settings.BACKLOG_TIMEOUT_SECONDS,
+            transport=transport,
+            headers={"User-Agent": "automedia/0.1"},
+        )
+
+    @classmethod
+    def for_tenant(cls, tenant) -> BacklogClient:
+        return cls(base_url=tenant.backlog_base_url, api_key=tenant.backlog_api_key)
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> BacklogClient:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- transport -------------------------------------------------------------
+
+    def _request(self, method: str, path: str, *, params=None, data=None) -> Any:
+        path = "/api/v2/" + path.strip("/")  # Backlog rejects a trailing slash
+        query = [("apiKey", self._api_key), *_pairs(params)]
+        for attempt in range(QUICK_RETRIES + 1):
+            try:
+                response = self._http.request(method, path, params=query, **_form(data))
+            except httpx.TransportError as exc:
+                error = BacklogError(f"{type(exc).__name__}: {path}")
+            else:
+                if response.is_success:
+                    return response.json() if response.content else None
+                error = _error_from_response(response)
+            if not error.retryable or attempt == QUICK_RETRIES or not self._wait(error, attempt):
+                raise error
+        raise AssertionError("unreachable")
+
+    def _wait(self, error: BacklogError, attempt: int) -> bool:
+        """Sleep before a quick retry; False when the wait would be too long for one call."""
+        if error.status == 429:
+            delay = error.retry_after if error.retry_after is not None else 1.0
+            if delay > MAX_RATE_LIMIT_WAIT:
+                return False
+        else:
+            delay = getattr(settings, "BACKLOG_RETRY_BASE_DELAY", 0.5) * (2**attempt)
+        logger.warning("backlog retry in %.1fs after %s", delay, error)
+        time.sleep(delay)
+        return True
+
+    # -- issues ----------------------------------------------------------------
+
+    def get_issue(self, issue_key: str) -> dict:
+        return self._request("GET", f"issues/{issue_key}")
+
+    def update_issue(
+        self,
+        issue_key: str,
+        *,
+        status_id: int | None = None,
+        custom_fields: dict[int, str] | None = None,
+        comment: str | None = None,
+    ) -> dict:
+        """One PATCH: status, custom fields and a comment together (one write-back call)."""
+        data: dict[str, Any] = {}
+        if status_id is not None:
+            data["statusId"] = status_id
+        for field_id, value in (custom_fields or {}).items():
+            data[f"customField_{field_id}"] = value
+        if comment:
+            data["comment"] = comment
+        return self._request("PATCH", f"issues/{issue_key}", data=data)
+
+    def add_comment(self, issue_key: str, content: str) -> dict:
+        return self._request("POST", f"issues/{issue_key}/comments", data={"content": content})
+
+    def iter_issues(
+        self, *, project_id: int, status_ids: list[int] | None = None, count: int = MAX_PAGE
+    ) -> Iterator[dict]:
+        """Every matching issue, page by page (offset paging, oldest first for stability)."""
+        offset = 0
+        while True:
+            params = {
+                "projectId[]": [project_id],
+                "statusId[]": status_ids or [],
+                "count": count,
+                "offset": offset,
+                "sort": "created",
+                "order": "asc",
+            }
+            page = self._request("GET", "issues", params=params)
+            yield from page
+            if len(page) < count:
+                return
+            offset += count
+
+    # -- projects --------------------------------------------------------------
+
+    def activities(
+        self, project_key: str, *, min_id: int | None = None, latest: bool = False
+    ) -> list[dict]:
+        """Up to 100 project activities after `min_id`, oldest first; or just the latest one."""
+        params: dict[str, Any] = {"count": MAX_PAGE, "order": "asc"}
+        if latest:
+            params = {"count": 1, "order": "desc"}
+        elif min_id is not None:
+            params["minId"] = min_id
+        return self._request("GET", f"projects/{project_key}/activities", params=params)
+
+    def project(self, project_key: str) -> dict:
+        return self._cached(
+            project_key, "project", lambda: self._request("GET", f"projects/{project_key}")
+        )
+
+    def statuses(self, project_key: str) -> list[dict]:
+        return self._cached(
+            project_key,
+            "statuses",
+            lambda: self._request("GET", f"projects/{project_key}/statuses"),
+        )
+
+    def custom_fields(self, project_key: str) -> list[dict]:
+        return self._cached(
+            project_key,
+            "customFields",
+            lambda: self._request("GET", f"projects/{project_key}/customFields"),
+        )
+
+    def status_id(self, project_key: str, name: str) -> int | None:
+        return _id_by_name(self.statuses(project_key), name)
+
+    def custom_field_id(self, project_key: str, name: str) -> int | None:
+        return _id_by_name(self.custom_fields(project_key), name)
+
+    def _cached(self, project_key: str, kind: str, fetch):
+        # Statuses and custom fields are resolved by name and change rarely (seed 001).
+        key = f"backlog:{self.base_url}:{project_key}:{kind}"
+        value = cache.get(key)
+        if value is None:
+            value = fetch()
+            cache.set(key, value, settings.BACKLOG_METADATA_TTL_SECONDS)
+        return value
+
+
+def _id_by_name(items: list[dict], name: str) -> int | None:
+    return next((item["id"] for item in items if item.get("name") == name), None)
+
+
+def _form(data: dict | None) -> dict:
+    if data is None:
+        return {}
+    return {
+        "content": urlencode(_pairs(data)),
+        "headers": {"Content-Type": "application/x-www-form-urlencoded"},
+    }
+
+
+def _pairs(mapping: dict | None) -> list[tuple[str, Any]]:
+    """Flatten {name: value | [values]} into query/form pairs (`statusId[]=1&statusId[]=2`)."""
+    pairs: list[tuple[str, Any]] = []
+    for name, value in (mapping or {}).items():
+        values = value if isinstance(value, list | tuple) else [value]
+        pairs.extend((name, str(v)) for v in values)
+    return pairs

@@ -1,0 +1,496 @@
+"""From a Backlog activity to the right schedule or the right comment (seed 000/001).
+
+Webhooks are hints: every decision re-reads the issue from the API and compares it
+with what automedia accepted at approval time. Decisions are state-based, so an
+event that arrives twice, late, or because automedia itself changed the issue
+never acts twice.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from automedia_site.timeutil import fmt_jst
+from backlog_bridge.client import BacklogClient, BacklogError
+from backlog_bridge.models import (
+    HANDLED_TYPES,
+    TYPE_BULK_UPDATED,
+    TYPE_COMMENTED,
+    TYPE_DELETED,
+    BacklogEvent,
+)
+from backlog_bridge.parser import ParsedTask, content_fingerprint, parse_issue, parse_publish_at
+from deliveries.models import (
+    FIELD_DELIVERED_AT,
+    STATUS_APPROVED,
+    STATUS_DEFAULT_REVERT,
+    STATUS_ERROR,
+    ContentTask,
+    DeliverySchedule,
+    Tenant,
+)
+from deliveries.services import schedule_delete, schedule_upsert
+
+logger = logging.getLogger(__name__)
+
+MIN_LEAD = timedelta(seconds=5)  # seed 000: at(max(投稿日時, now+5s))
+MAX_EVENT_ATTEMPTS = 5
+CLAIM_ROUNDS = 3
+
+
+class PayloadError(ValueError):
+    """A webhook body automedia cannot accept (answered with 400 and this reason)."""
+
+
+class BacklogConfigError(Exception):
+    """The Backlog project lacks something automedia needs (a status, a field)."""
+
+
+# -- receiving -------------------------------------------------------------------
+
+
+def webhook_validate(*, tenant: Tenant, payload: object) -> dict:
+    if not isinstance(payload, dict):
+        raise PayloadError("body must be a JSON object (one Backlog activity)")
+    if not isinstance(payload.get("id"), int) or isinstance(payload.get("id"), bool):
+        raise PayloadError("activity `id` (integer) is missing")
+    if not isinstance(payload.get("type"), int):
+        raise PayloadError("activity `type` (integer) is missing")
+    project = payload.get("project")
+    project_key = project.get("projectKey") if isinstance(project, dict) else None
+    if project_key != tenant.backlog_project_key:
+        raise PayloadError(f"project key {project_key!r} does not belong to tenant {tenant.slug!r}")
+    if payload["type"] in HANDLED_TYPES and not isinstance(payload.get("content"), dict):
+        raise PayloadError("activity `content` (object) is missing")
+    return payload
+
+
+def activity_store(*, tenant: Tenant, activity: dict, source: str) -> tuple[BacklogEvent, bool]:
+    """Store a raw activity once per (tenant, activity id); True when it is new."""
+    handled = activity["type"] in HANDLED_TYPES
+    defaults = {
+        "type": activity["type"],
+        "issue_key": _issue_key(tenant, activity.get("content") or {}),
+        "payload": activity,
+        "source": source,
+        "outcome": BacklogEvent.Outcome.PENDING if handled else BacklogEvent.Outcome.IGNORED,
+    }
+    try:
+        with transaction.atomic():
+            return BacklogEvent.objects.get_or_create(
+                tenant=tenant, activity_id=activity["id"], defaults=defaults
+            )
+    except IntegrityError:  # a concurrent delivery of the same activity won the insert
+        return BacklogEvent.objects.get(tenant=tenant, activity_id=activity["id"]), False
+
+
+def webhook_accept(*, tenant: Tenant, payload: object) -> str:
+    """Validate, store and enqueue; returns "accepted", "duplicate" or "ignored"."""
+    from django_q.tasks import async_task
+
+    activity = webhook_validate(tenant=tenant, payload=payload)
+    event, created = activity_store(tenant=tenant, activity=activity, source="webhook")
+    if not created:
+        return "duplicate"
+    if event.outcome == BacklogEvent.Outcome.IGNORED:
+        return "ignored"
+    # If the broker loses this, the catch-up job finds the pending row and runs it.
+    transaction.on_commit(lambda: async_task("backlog_bridge.tasks.process_event", event.pk))
+    return "accepted"
+
+
+def _issue_key(tenant: Tenant, content: dict) -> str:
+    key_id = content.get("key_id")
+    return f"{tenant.backlog_project_key}-{key_id}" if key_id is not None else ""
+
+
+# -- processing ------------------------------------------------------------------
+
+
+def event_process(*, event_id: int, client: BacklogClient | None = None) -> str:
+    event = BacklogEvent.objects.select_related("tenant").get(pk=event_id)
+    if event.outcome in (BacklogEvent.Outcome.DONE, BacklogEvent.Outcome.IGNORED):
+        return event.outcome
+    client = client or BacklogClient.for_tenant(event.tenant)
+    BacklogEvent.objects.filter(pk=event.pk).update(attempts=F("attempts") + 1)
+    try:
+        detail = _route(event, client)
+    except (BacklogError, BacklogConfigError, ConcurrentChange) as exc:
+        _event_finish(event, BacklogEvent.Outcome.FAILED, str(exc))
+        level = logging.ERROR if event.attempts + 1 >= MAX_EVENT_ATTEMPTS else logging.WARNING
+        logger.log(level, "backlog event %s failed: %s", event, exc)
+        return BacklogEvent.Outcome.FAILED
+    _event_finish(event, BacklogEvent.Outcome.DONE, detail)
+    return BacklogEvent.Outcome.DONE
+
+
+def _event_finish(event: BacklogEvent, outcome: str, detail: str) -> None:
+    BacklogEvent.objects.filter(pk=event.pk).update(
+        outcome=outcome, detail=detail[:2000], processed_at=timezone.now()
+    )
+
+
+def _route(event: BacklogEvent, client: BacklogClient) -> str:
+    tenant, content = event.tenant, event.payload.get("content") or {}
+    if event.type == TYPE_BULK_UPDATED:
+        keys = [_issue_key(tenant, link) for link in content.get("link") or []]
+        return "; ".join(
+            f"{k}: {issue_reconcile(tenant=tenant, issue_key=k, client=client)}" for k in keys
+        )
+    if event.type == TYPE_DELETED:
+        return issue_forget(tenant=tenant, issue_key=event.issue_key)
+    if event.type == TYPE_COMMENTED:
+        # Stored for the comment-command handler; a plain comment changes no state.
+        return "comment stored"
+    return issue_reconcile(tenant=tenant, issue_key=event.issue_key, client=client)
+
+
+def issue_forget(*, tenant: Tenant, issue_key: str) -> str:
+    task = ContentTask.objects.filter(tenant=tenant, issue_key=issue_key).first()
+    if task is None:
+        return "unknown issue deleted"
+    removed = schedule_delete(task=task)
+    ContentTask.objects.filter(pk=task.pk).update(deleted_at=timezone.now())
+    return "deleted; schedule removed" if removed else "deleted"
+
+
+# -- reconciling one issue --------------------------------------------------------
+
+
+@dataclass
+class IssueState:
+    """The issue as Backlog says it is now (the authority)."""
+
+    issue_id: int
+    summary: str
+    description: str
+    status_id: int
+    status_name: str
+    parsed: ParsedTask
+    fingerprint: str
+    delivered_at: datetime | None
+
+    @property
+    def approved(self) -> bool:
+        return self.status_name == STATUS_APPROVED
+
+
+class ConcurrentChange(Exception):
+    """Another process kept changing the same task; the event is retried later."""
+
+
+def issue_read(*, client: BacklogClient, issue_key: str) -> IssueState | None:
+    try:
+        issue = client.get_issue(issue_key)
+    except BacklogError as exc:
+        if exc.status == 404:
+            return None
+        raise
+    custom_fields = issue.get("customFields") or []
+    description = issue.get("description") or ""
+    return IssueState(
+        issue_id=issue["id"],
+        summary=issue.get("summary") or "",
+        description=description,
+        status_id=issue["status"]["id"],
+        status_name=issue["status"]["name"],
+        parsed=parse_issue(description=description, custom_fields=custom_fields),
+        fingerprint=content_fingerprint(description),
+        delivered_at=_delivered_at(custom_fields),
+    )
+
+
+def _delivered_at(custom_fields: list[dict]) -> datetime | None:
+    value = next(
+        (f.get("value") for f in custom_fields if f.get("name") == FIELD_DELIVERED_AT), None
+    )
+    if not value or not isinstance(value, str):
+        return None
+    try:
+        return parse_publish_at(value)
+    except ValueError:
+        return timezone.now()  # unreadable, but present: it was delivered
+
+
+def issue_reconcile(*, tenant: Tenant, issue_key: str, client: BacklogClient) -> str:
+    """Bring automedia's schedule for one issue in line with Backlog; returns what was done."""
+    for _ in range(CLAIM_ROUNDS):
+        state = issue_read(client=client, issue_key=issue_key)
+        if state is None:
+            return issue_forget(tenant=tenant, issue_key=issue_key)
+        task, _ = ContentTask.objects.get_or_create(tenant=tenant, issue_key=issue_key)
+        decision = _decide(task, state, tenant)
+        if _claim(task, state):
+            return ACTIONS[decision.action](
+                tenant=tenant, task=task, state=state, client=client, reason=decision.reason
+            )
+    raise ConcurrentChange(f"{issue_key}: changed concurrently {CLAIM_ROUNDS} times")
+
+
+@dataclass(frozen=True)
+class Decision:
+    action: str
+    reason: str = ""
+
+
+def _decide(task: ContentTask, state: IssueState, tenant: Tenant) -> Decision:
+    has_schedule = DeliverySchedule.objects.filter(task=task).exists()
+    if not state.approved:
+        return Decision("unschedule" if has_schedule else "none")
+    if state.delivered_at:
+        return Decision("none" if task.is_approved() else "already_delivered")
+    if not (has_schedule and task.is_approved() and task.approved_at):
+        return Decision("register")
+    if state.fingerprint != task.approval_fingerprint:
+        template = str(state.parsed.template or "")
+        if template != task.approved_template_ref:
+            return Decision(
+                "invalidate",
+                f"テンプレ参照が変更されました（{task.approved_template_ref} → {template or 'なし'}）",
+            )
+        return Decision("invalidate", "承認後に本文が変更されました")
+    if state.parsed.publish_at != task.approved_publish_at:
+        change = f"投稿日時が変更されました（{_fmt(task.approved_publish_at)} → {_fmt(state.parsed.publish_at)}）"
+        if tenant.publish_time_policy == Tenant.PublishTimePolicy.RESCHEDULE and state.parsed.ok:
+            return Decision("reschedule", change)
+        return Decision("invalidate", change)
+    return Decision("none")
+
+
+def _fmt(when: datetime | None) -> str:
+    return fmt_jst(when) if when else "なし"
+
+
+def _claim(task: ContentTask, state: IssueState) -> bool:
+    """Write the mirror and move the version on; False if another process got there first."""
+    parsed = state.parsed
+    claimed = ContentTask.objects.filter(pk=task.pk, version=task.version).update(
+        version=F("version") + 1,
+        issue_id=state.issue_id,
+        summary=state.summary[:500],
+        description=state.description,
+        status_id=state.status_id,
+        status_name=state.status_name,
+        channel=parsed.channel or "",
+        publish_at=parsed.publish_at,
+        template_ref=str(parsed.template or ""),
+        parsed=parsed.to_json(),
+        parse_errors=parsed.errors,
+        content_fingerprint=state.fingerprint,
+        # Follows Backlog: a manager clears 自動配信実行日時 to allow a resend (seed 000).
+        delivered_at=state.delivered_at,
+        deleted_at=None,
+        last_synced_at=timezone.now(),
+    )
+    if claimed:
+        task.refresh_from_db()
+    return bool(claimed)
+
+
+# -- actions ---------------------------------------------------------------------
+
+
+def _act_none(**_) -> str:
+    return "no change"
+
+
+def _act_unschedule(*, tenant, task, state, client, reason) -> str:
+    if not schedule_delete(task=task):
+        return "no change"
+    _comment(
+        client,
+        task,
+        f"[automedia] 状態が「{state.status_name}」に変わったため、配信予約を取り消しました。",
+    )
+    return "schedule deleted"
+
+
+def _act_register(*, tenant, task, state, client, reason) -> str:
+    parsed = state.parsed
+    if not parsed.ok:
+        problems = "\n".join(f"- {e}" for e in parsed.errors)
+        return _reject(
+            client, task, f"課題の内容に問題があるため配信を予約できません。\n{problems}"
+        )
+    verdict = tenant.quiet_hours_config().check(parsed.publish_at)
+    publish_at, note = parsed.publish_at, ""
+    if verdict.inside:
+        if tenant.quiet_hours_config().mode == "reject":
+            return _reject(client, task, f"{verdict.message}。投稿日時を見直してください。")
+        publish_at, note = (
+            verdict.window_end,
+            f"\n{verdict.message}のため、{fmt_jst(verdict.window_end)} に遅らせます。",
+        )
+    schedule = _schedule(
+        task, state, publish_at, DeliverySchedule.Reason.APPROVAL, new_approval=True
+    )
+    _comment(
+        client,
+        task,
+        f"[automedia] 配信を予約しました: {fmt_jst(schedule.due_at)}（チャネル: {parsed.channel}、テンプレ: {parsed.template}）{note}",
+    )
+    return f"scheduled at {schedule.due_at.isoformat()}"
+
+
+def _act_reschedule(*, tenant, task, state, client, reason) -> str:
+    verdict = tenant.quiet_hours_config().check(state.parsed.publish_at)
+    publish_at = state.parsed.publish_at
+    if verdict.inside:
+        if tenant.quiet_hours_config().mode == "reject":
+            schedule_delete(task=task)
+            return _reject(
+                client, task, f"{reason}。{verdict.message}。投稿日時を見直してください。"
+            )
+        publish_at = verdict.window_end
+    schedule = _schedule(
+        task, state, publish_at, DeliverySchedule.Reason.RESCHEDULE, new_approval=False
+    )
+    _comment(
+        client,
+        task,
+        f"[automedia] {reason}。配信予約を {fmt_jst(schedule.due_at)} に更新しました。",
+    )
+    return f"rescheduled at {schedule.due_at.isoformat()}"
+
+
+def _act_invalidate(*, tenant, task, state, client, reason) -> str:
+    # Backlog first: if the PATCH fails the schedule (and so the decision) survives for the retry.
+    status_id = revert_status_id(client=client, project_key=tenant.backlog_project_key)
+    comment = f"[automedia] {reason}。承認を取り消し、配信予約を削除しました。内容を確認して、もう一度「{STATUS_APPROVED}」にしてください。"
+    client.update_issue(task.issue_key, status_id=status_id, comment=comment)
+    schedule_delete(task=task)
+    _mirror_status(task, status_id, client, tenant)
+    return f"invalidated: {reason}"
+
+
+def _act_already_delivered(*, tenant, task, state, client, reason) -> str:
+    _comment(
+        client,
+        task,
+        f"[automedia] この課題は {fmt_jst(state.delivered_at)} に配信済みのため、再配信しません。再配信するにはカスタム属性「{FIELD_DELIVERED_AT}」を空にしてから承認してください。",
+    )
+    return "already delivered"
+
+
+ACTIONS = {
+    "none": _act_none,
+    "unschedule": _act_unschedule,
+    "register": _act_register,
+    "reschedule": _act_reschedule,
+    "invalidate": _act_invalidate,
+    "already_delivered": _act_already_delivered,
+}
+
+
+def _schedule(task, state, publish_at, reason, *, new_approval: bool) -> DeliverySchedule:
+    now = timezone.now()
+    with transaction.atomic():
+        schedule = schedule_upsert(task=task, due_at=max(publish_at, now + MIN_LEAD), reason=reason)
+        fields = {"approved_publish_at": state.parsed.publish_at}
+        if new_approval:
+            fields |= {
+                "approved_at": now,
+                "approval_fingerprint": state.fingerprint,
+                "approved_template_ref": str(state.parsed.template or ""),
+                "approval_seq": F("approval_seq") + 1,
+            }
+        ContentTask.objects.filter(pk=task.pk).update(**fields)
+    return schedule
+
+
+def _reject(client: BacklogClient, task: ContentTask, message: str) -> str:
+    """Move an approval automedia cannot honour to automediaエラー, saying why."""
+    tenant = task.tenant
+    status_id = client.status_id(tenant.backlog_project_key, STATUS_ERROR)
+    if status_id is None:
+        raise BacklogConfigError(
+            f"プロジェクト {tenant.backlog_project_key} に状態「{STATUS_ERROR}」がありません"
+        )
+    client.update_issue(task.issue_key, status_id=status_id, comment=f"[automedia] {message}")
+    _mirror_status(task, status_id, client, tenant)
+    return f"rejected: {message.splitlines()[0]}"
+
+
+def _mirror_status(
+    task: ContentTask, status_id: int, client: BacklogClient, tenant: Tenant
+) -> None:
+    # Record automedia's own change at once, so the webhook it causes finds nothing to do.
+    name = next(
+        (s["name"] for s in client.statuses(tenant.backlog_project_key) if s["id"] == status_id), ""
+    )
+    ContentTask.objects.filter(pk=task.pk).update(status_id=status_id, status_name=name)
+
+
+def _comment(client: BacklogClient, task: ContentTask, text: str) -> None:
+    """Informational comment: a failure is logged, never undoes the decision."""
+    try:
+        client.add_comment(task.issue_key, text)
+    except BacklogError as exc:
+        logger.warning("comment on %s failed: %s", task.issue_key, exc)
+
+
+def revert_status_id(*, client: BacklogClient, project_key: str) -> int:
+    """Where invalidation sends an issue back (seed 001 precedence).
+
+    NAME set → resolve it, ID is the fallback; only ID set → use it directly;
+    neither → resolve 処理中.
+    """
+    name, fallback = settings.INVALIDATE_REVERT_STATUS_NAME, settings.INVALIDATE_REVERT_STATUS_ID
+    if not name and fallback is not None:
+        return fallback
+    status_id = client.status_id(project_key, name or STATUS_DEFAULT_REVERT)
+    if status_id is not None:
+        return status_id
+    if fallback is not None:
+        return fallback
+    raise BacklogConfigError(
+        f"差し戻し先の状態「{name or STATUS_DEFAULT_REVERT}」がプロジェクト {project_key} にありません"
+        "（INVALIDATE_REVERT_STATUS_NAME / INVALIDATE_REVERT_STATUS_ID で指定できます）"
+    )
+
+
+# -- catch-up (missed webhooks) ----------------------------------------------------
+
+
+def catchup_run(*, tenant: Tenant, client: BacklogClient) -> int:
+    """Store and process project activities after the tenant's cursor; returns how many were new."""
+    cursor = tenant.last_activity_id
+    if cursor is None:
+        # First run: start from now; the daily scan covers anything older.
+        latest = client.activities(tenant.backlog_project_key, min_id=None, latest=True)
+        Tenant.objects.filter(pk=tenant.pk).update(
+            last_activity_id=latest[0]["id"] if latest else 0
+        )
+        return 0
+    new = 0
+    while page := client.activities(tenant.backlog_project_key, min_id=cursor):
+        for activity in page:
+            event, created = activity_store(tenant=tenant, activity=activity, source="catchup")
+            if created and event.outcome == BacklogEvent.Outcome.PENDING:
+                new += 1
+                event_process(event_id=event.pk, client=client)
+        cursor = max(a["id"] for a in page)
+        Tenant.objects.filter(pk=tenant.pk).update(last_activity_id=cursor)
+    return new
+
+
+def pending_events_retry(*, older_than: timedelta = timedelta(minutes=1)) -> int:
+    """Re-run accepted events whose task was lost by the broker or failed (bounded)."""
+    cutoff = timezone.now() - older_than
+    stale = BacklogEvent.objects.filter(
+        outcome__in=[BacklogEvent.Outcome.PENDING, BacklogEvent.Outcome.FAILED],
+        received_at__lt=cutoff,
+        attempts__lt=MAX_EVENT_ATTEMPTS,
+    ).order_by("activity_id")
+    count = 0
+    for event_id in stale.values_list("pk", flat=True):
+        event_process(event_id=event_id)
+        count += 1
+    return count

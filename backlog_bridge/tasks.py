@@ -1,0 +1,28 @@
+"""django-q2 task entry points (import paths are stored in the queue: keep them stable)."""
+
+from __future__ import annotations
+
+import logging
+
+from backlog_bridge.client import BacklogClient, BacklogError
+from backlog_bridge.services import catchup_run, event_process, pending_events_retry
+from deliveries.models import Tenant
+
+logger = logging.getLogger(__name__)
+
+
+def process_event(event_id: int) -> str:
+    return event_process(event_id=event_id)
+
+
+def catchup_all() -> dict[str, int]:
+    """Every 5 minutes: recover missed webhooks, then re-run accepted events still pending."""
+    recovered: dict[str, int] = {}
+    for tenant in Tenant.objects.filter(is_active=True):
+        try:
+            with BacklogClient.for_tenant(tenant) as client:
+                recovered[tenant.slug] = catchup_run(tenant=tenant, client=client)
+        except BacklogError as exc:
+            logger.warning("catch-up for %s failed: %s", tenant.slug, exc)
+    recovered["_retried"] = pending_events_retry()
+    return recovered

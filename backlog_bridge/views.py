@@ -1,0 +1,45 @@
+"""Backlog webhook receiver: verify, store raw, dedupe, enqueue, answer fast."""
+
+from __future__ import annotations
+
+import hmac
+import json
+
+from django.conf import settings
+from django.db import transaction
+from django.http import Http404
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from backlog_bridge.services import PayloadError, webhook_accept
+from deliveries.models import Tenant
+
+
+def _tenant_for(slug: str, token: str) -> Tenant:
+    tenant = Tenant.objects.filter(slug=slug, is_active=True).first()
+    expected = tenant.webhook_token if tenant else "-"
+    # Constant-time compare, also for unknown tenants; both answers are the same 404.
+    if not hmac.compare_digest(expected.encode(), token.encode()) or tenant is None:
+        raise Http404
+    return tenant
+
+
+class BacklogWebhookView(APIView):
+    authentication_classes: list = []
+    permission_classes: list = []
+
+    def post(self, request, slug: str, token: str) -> Response:
+        tenant = _tenant_for(slug, token)
+        limit = settings.BACKLOG_WEBHOOK_MAX_BYTES
+        if int(request.META.get("CONTENT_LENGTH") or 0) > limit:
+            return Response({"error": f"body larger than {limit} bytes"}, status=413)
+        try:
+            payload = json.loads(request.body)
+        except (ValueError, UnicodeDecodeError):
+            return Response({"error": "body is not valid JSON"}, status=400)
+        try:
+            with transaction.atomic():
+                result = webhook_accept(tenant=tenant, payload=payload)
+        except PayloadError as exc:
+            return Response({"error": str(exc)}, status=400)
+        return Response({"result": result})

@@ -1,0 +1,172 @@
+"""Tenants, content tasks mirrored from Backlog, and their delivery schedules."""
+
+from __future__ import annotations
+
+import secrets
+from datetime import datetime
+
+from django.core.exceptions import ValidationError
+from django.db import models
+
+from automedia_site.crypto import EncryptedTextField
+from deliveries.quiet_hours import QuietHours
+
+# Backlog status names (seed 001), resolved to ids per project through the API.
+STATUS_APPROVED = "automedia承認"
+STATUS_DELIVERED = "automedia実行済み"
+STATUS_ERROR = "automediaエラー"
+STATUS_DEFAULT_REVERT = "処理中"
+
+# Backlog custom field names (seed 000 / 001).
+FIELD_PUBLISH_AT = "投稿日時"
+FIELD_DELIVERED_AT = "自動配信実行日時"
+
+
+def new_webhook_token() -> str:
+    return secrets.token_urlsafe(32)
+
+
+def validate_quiet_hours(value: dict) -> None:
+    QuietHours.from_config(value)
+
+
+def validate_operators(value: list) -> None:
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise ValidationError("操作を許可するユーザーは文字列のリストで指定してください。")
+
+
+class Tenant(models.Model):
+    class PublishTimePolicy(models.TextChoices):
+        INVALIDATE = "invalidate", "承認を取り消す（invalidate）"
+        RESCHEDULE = "reschedule", "新しい時刻で予約し直す（reschedule）"
+
+    slug = models.SlugField("スラッグ", unique=True)
+    name = models.CharField("名前", max_length=200)
+    backlog_base_url = models.URLField("Backlog URL", help_text="例: https://acme.backlog.jp")
+    backlog_api_key = EncryptedTextField("Backlog APIキー")
+    backlog_project_key = models.CharField("Backlog プロジェクトキー", max_length=64)
+    webhook_token = EncryptedTextField("Webhook トークン", default=new_webhook_token)
+    line_channel_token = EncryptedTextField("LINE チャネルアクセストークン", blank=True, default="")
+    line_channel_secret = EncryptedTextField("LINE チャネルシークレット", blank=True, default="")
+    operators = models.JSONField(
+        "コメントコマンドを許可するユーザー",
+        default=list,
+        blank=True,
+        validators=[validate_operators],
+        help_text="Backlog のユーザーID（数値）、userId、または表示名",
+    )
+    quiet_hours = models.JSONField(
+        "静粛時間帯", default=dict, blank=True, validators=[validate_quiet_hours]
+    )
+    publish_time_policy = models.CharField(
+        "投稿日時変更時の動作",
+        max_length=16,
+        choices=PublishTimePolicy.choices,
+        default=PublishTimePolicy.INVALIDATE,
+    )
+    max_concurrent_deliveries = models.PositiveSmallIntegerField("同時配信数の上限", default=4)
+    last_activity_id = models.BigIntegerField(
+        "取り込み済みの最新アクティビティID", null=True, blank=True
+    )
+    is_active = models.BooleanField("有効", default=True)
+    created_at = models.DateTimeField("作成日時", auto_now_add=True)
+    updated_at = models.DateTimeField("更新日時", auto_now=True)
+
+    class Meta:
+        verbose_name = "テナント"
+        verbose_name_plural = "テナント"
+        ordering = ["slug"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.slug})"
+
+    def quiet_hours_config(self) -> QuietHours:
+        return QuietHours.from_config(self.quiet_hours)
+
+    def is_operator(self, user: dict | None) -> bool:
+        """Is this Backlog user (an activity's createdUser) allowed to run comment commands?"""
+        if not user:
+            return False
+        allowed = set(self.operators)
+        names = {str(user.get("id", "")), user.get("userId") or "", user.get("name") or ""}
+        return bool(allowed & (names - {""}))
+
+
+class ContentTask(models.Model):
+    """A Backlog issue as automedia last saw it, plus what automedia decided about it."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="tasks")
+    issue_key = models.CharField("課題キー", max_length=64)
+    issue_id = models.BigIntegerField("課題ID", null=True, blank=True)
+    summary = models.CharField("件名", max_length=500, blank=True)
+    description = models.TextField("本文", blank=True)
+    status_id = models.IntegerField("状態ID", null=True, blank=True)
+    status_name = models.CharField("状態", max_length=100, blank=True)
+    channel = models.CharField("チャネル", max_length=20, blank=True)
+    publish_at = models.DateTimeField("投稿日時", null=True, blank=True)
+    template_ref = models.CharField("テンプレ", max_length=200, blank=True)
+    parsed = models.JSONField("解析結果", default=dict, blank=True)
+    parse_errors = models.JSONField("解析エラー", default=list, blank=True)
+    content_fingerprint = models.CharField(max_length=64, blank=True)
+    delivered_at = models.DateTimeField("自動配信実行日時", null=True, blank=True)
+    approved_at = models.DateTimeField("承認受付日時", null=True, blank=True)
+    # What was approved: later edits are compared with these (seed 001 invalidate rules).
+    approval_fingerprint = models.CharField(max_length=64, blank=True)
+    approved_publish_at = models.DateTimeField(null=True, blank=True)
+    approved_template_ref = models.CharField(max_length=200, blank=True)
+    approval_seq = models.PositiveIntegerField("承認回数", default=0)
+    deleted_at = models.DateTimeField("削除日時", null=True, blank=True)
+    last_synced_at = models.DateTimeField("最終同期", null=True, blank=True)
+    # Optimistic concurrency: a decision is acted on only by the process that moved
+    # the version on, so two events for one issue never act twice.
+    version = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        verbose_name = "コンテンツ課題"
+        verbose_name_plural = "コンテンツ課題"
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "issue_key"], name="uniq_task_issue")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.issue_key} {self.summary}"
+
+    def is_approved(self) -> bool:
+        return self.status_name == STATUS_APPROVED
+
+
+class DeliverySchedule(models.Model):
+    """One pending delivery per task; the row is the source of truth for due work."""
+
+    class Reason(models.TextChoices):
+        APPROVAL = "approval", "承認"
+        RESCHEDULE = "reschedule", "投稿日時変更"
+        COMMAND = "command", "コメントコマンド"
+        SCAN = "scan", "取りこぼし救済"
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="schedules")
+    task = models.OneToOneField(ContentTask, on_delete=models.CASCADE, related_name="schedule")
+    name = models.CharField("スケジュール名", max_length=200, unique=True)
+    due_at = models.DateTimeField("配信予定", db_index=True)
+    reason = models.CharField("理由", max_length=16, choices=Reason.choices)
+    lease_until = models.DateTimeField("リース期限", null=True, blank=True)
+    claimed_by = models.CharField("取得者", max_length=200, blank=True)
+    attempts = models.PositiveIntegerField("試行回数", default=0)
+    last_error = models.TextField("最後のエラー", blank=True)
+    created_at = models.DateTimeField("作成日時", auto_now_add=True)
+    updated_at = models.DateTimeField("更新日時", auto_now=True)
+
+    class Meta:
+        verbose_name = "配信スケジュール"
+        verbose_name_plural = "配信スケジュール"
+        ordering = ["due_at"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @staticmethod
+    def name_for(tenant: Tenant, issue_key: str) -> str:
+        return f"automedia-deliver-{tenant.slug}-{issue_key}"
+
+    def is_due(self, now: datetime) -> bool:
+        return self.due_at <= now and (self.lease_until is None or self.lease_until <= now)

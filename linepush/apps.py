@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class LinepushConfig(AppConfig):
+    name = "linepush"
+    verbose_name = "LINE グループ投稿"
