@@ -51,9 +51,7 @@ def _error_from_response(response: httpx.Response) -> BacklogError:
         message, code = first.get("message") or message, first.get("code")
     except (ValueError, KeyError, IndexError, TypeError):
         pass
-    return BacklogError(
-        message, status=response.status_code, code=code, retry_after=_reset_wait(response)
-    )
+    return BacklogError(message, status=response.status_code, code=code, retry_after=_reset_wait(response))
 
 
 def _reset_wait(response: httpx.Response) -> float | None:
@@ -175,9 +173,7 @@ class BacklogClient:
 
     # -- projects --------------------------------------------------------------
 
-    def activities(
-        self, project_key: str, *, min_id: int | None = None, latest: bool = False
-    ) -> list[dict]:
+    def activities(self, project_key: str, *, min_id: int | None = None, latest: bool = False) -> list[dict]:
         """Up to 100 project activities after `min_id`, oldest first; or just the latest one."""
         params: dict[str, Any] = {"count": MAX_PAGE, "order": "asc"}
         if latest:
@@ -187,9 +183,7 @@ class BacklogClient:
         return self._request("GET", f"projects/{project_key}/activities", params=params)
 
     def project(self, project_key: str) -> dict:
-        return self._cached(
-            project_key, "project", lambda: self._request("GET", f"projects/{project_key}")
-        )
+        return self._cached(project_key, "project", lambda: self._request("GET", f"projects/{project_key}"))
 
     def statuses(self, project_key: str) -> list[dict]:
         return self._cached(

@@ -32,9 +32,7 @@ class BacklogEvent(models.Model):
     issue_key = models.CharField("課題キー", max_length=64, blank=True)
     payload = models.JSONField("受信内容")
     source = models.CharField(max_length=16, choices=Source.choices, default=Source.WEBHOOK)
-    outcome = models.CharField(
-        "結果", max_length=16, choices=Outcome.choices, default=Outcome.PENDING
-    )
+    outcome = models.CharField("結果", max_length=16, choices=Outcome.choices, default=Outcome.PENDING)
     detail = models.TextField("詳細", blank=True)
     attempts = models.PositiveSmallIntegerField("処理回数", default=0)
     received_at = models.DateTimeField("受信日時", auto_now_add=True)

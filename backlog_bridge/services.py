@@ -141,9 +141,7 @@ def _route(event: BacklogEvent, client: BacklogClient) -> str:
     tenant, content = event.tenant, event.payload.get("content") or {}
     if event.type == TYPE_BULK_UPDATED:
         keys = [_issue_key(tenant, link) for link in content.get("link") or []]
-        return "; ".join(
-            f"{k}: {issue_reconcile(tenant=tenant, issue_key=k, client=client)}" for k in keys
-        )
+        return "; ".join(f"{k}: {issue_reconcile(tenant=tenant, issue_key=k, client=client)}" for k in keys)
     if event.type == TYPE_DELETED:
         return issue_forget(tenant=tenant, issue_key=event.issue_key)
     if event.type == TYPE_COMMENTED:
@@ -208,9 +206,7 @@ def issue_read(*, client: BacklogClient, issue_key: str) -> IssueState | None:
 
 
 def _delivered_at(custom_fields: list[dict]) -> datetime | None:
-    value = next(
-        (f.get("value") for f in custom_fields if f.get("name") == FIELD_DELIVERED_AT), None
-    )
+    value = next((f.get("value") for f in custom_fields if f.get("name") == FIELD_DELIVERED_AT), None)
     if not value or not isinstance(value, str):
         return None
     try:
@@ -257,7 +253,9 @@ def _decide(task: ContentTask, state: IssueState, tenant: Tenant) -> Decision:
             )
         return Decision("invalidate", "承認後に本文が変更されました")
     if state.parsed.publish_at != task.approved_publish_at:
-        change = f"投稿日時が変更されました（{_fmt(task.approved_publish_at)} → {_fmt(state.parsed.publish_at)}）"
+        change = (
+            f"投稿日時が変更されました（{_fmt(task.approved_publish_at)} → {_fmt(state.parsed.publish_at)}）"
+        )
         if tenant.publish_time_policy == Tenant.PublishTimePolicy.RESCHEDULE and state.parsed.ok:
             return Decision("reschedule", change)
         return Decision("invalidate", change)
@@ -316,21 +314,14 @@ def _act_register(*, tenant, task, state, client, reason) -> str:
     parsed = state.parsed
     if not parsed.ok:
         problems = "\n".join(f"- {e}" for e in parsed.errors)
-        return _reject(
-            client, task, f"課題の内容に問題があるため配信を予約できません。\n{problems}"
-        )
+        return _reject(client, task, f"課題の内容に問題があるため配信を予約できません。\n{problems}")
     verdict = tenant.quiet_hours_config().check(parsed.publish_at)
     publish_at, note = parsed.publish_at, ""
     if verdict.inside:
         if tenant.quiet_hours_config().mode == "reject":
-            return _reject(client, task, f"{verdict.message}。投稿日時を見直してください。")
-        publish_at, note = (
-            verdict.window_end,
-            f"\n{verdict.message}のため、{fmt_jst(verdict.window_end)} に遅らせます。",
-        )
-    schedule = _schedule(
-        task, state, publish_at, DeliverySchedule.Reason.APPROVAL, new_approval=True
-    )
+            return _reject(client, task, verdict.message)
+        publish_at, note = verdict.window_end, f"\n{verdict.message}"
+    schedule = _schedule(task, state, publish_at, DeliverySchedule.Reason.APPROVAL, new_approval=True)
     _comment(
         client,
         task,
@@ -345,13 +336,9 @@ def _act_reschedule(*, tenant, task, state, client, reason) -> str:
     if verdict.inside:
         if tenant.quiet_hours_config().mode == "reject":
             schedule_delete(task=task)
-            return _reject(
-                client, task, f"{reason}。{verdict.message}。投稿日時を見直してください。"
-            )
+            return _reject(client, task, f"{reason}。{verdict.message}")
         publish_at = verdict.window_end
-    schedule = _schedule(
-        task, state, publish_at, DeliverySchedule.Reason.RESCHEDULE, new_approval=False
-    )
+    schedule = _schedule(task, state, publish_at, DeliverySchedule.Reason.RESCHEDULE, new_approval=False)
     _comment(
         client,
         task,
@@ -418,13 +405,9 @@ def _reject(client: BacklogClient, task: ContentTask, message: str) -> str:
     return f"rejected: {message.splitlines()[0]}"
 
 
-def _mirror_status(
-    task: ContentTask, status_id: int, client: BacklogClient, tenant: Tenant
-) -> None:
+def _mirror_status(task: ContentTask, status_id: int, client: BacklogClient, tenant: Tenant) -> None:
     # Record automedia's own change at once, so the webhook it causes finds nothing to do.
-    name = next(
-        (s["name"] for s in client.statuses(tenant.backlog_project_key) if s["id"] == status_id), ""
-    )
+    name = next((s["name"] for s in client.statuses(tenant.backlog_project_key) if s["id"] == status_id), "")
     ContentTask.objects.filter(pk=task.pk).update(status_id=status_id, status_name=name)
 
 
@@ -465,9 +448,7 @@ def catchup_run(*, tenant: Tenant, client: BacklogClient) -> int:
     if cursor is None:
         # First run: start from now; the daily scan covers anything older.
         latest = client.activities(tenant.backlog_project_key, min_id=None, latest=True)
-        Tenant.objects.filter(pk=tenant.pk).update(
-            last_activity_id=latest[0]["id"] if latest else 0
-        )
+        Tenant.objects.filter(pk=tenant.pk).update(last_activity_id=latest[0]["id"] if latest else 0)
         return 0
     new = 0
     while page := client.activities(tenant.backlog_project_key, min_id=cursor):

@@ -31,10 +31,14 @@ class BacklogWebhookView(APIView):
     def post(self, request, slug: str, token: str) -> Response:
         tenant = _tenant_for(slug, token)
         limit = settings.BACKLOG_WEBHOOK_MAX_BYTES
+        too_big = Response({"error": f"body larger than {limit} bytes"}, status=413)
         if int(request.META.get("CONTENT_LENGTH") or 0) > limit:
-            return Response({"error": f"body larger than {limit} bytes"}, status=413)
+            return too_big
+        body = request.body
+        if len(body) > limit:  # no (or a lying) Content-Length
+            return too_big
         try:
-            payload = json.loads(request.body)
+            payload = json.loads(body)
         except (ValueError, UnicodeDecodeError):
             return Response({"error": "body is not valid JSON"}, status=400)
         try:

@@ -55,9 +55,7 @@ class Tenant(models.Model):
         validators=[validate_operators],
         help_text="Backlog のユーザーID（数値）、userId、または表示名",
     )
-    quiet_hours = models.JSONField(
-        "静粛時間帯", default=dict, blank=True, validators=[validate_quiet_hours]
-    )
+    quiet_hours = models.JSONField("静粛時間帯", default=dict, blank=True, validators=[validate_quiet_hours])
     publish_time_policy = models.CharField(
         "投稿日時変更時の動作",
         max_length=16,
@@ -65,9 +63,7 @@ class Tenant(models.Model):
         default=PublishTimePolicy.INVALIDATE,
     )
     max_concurrent_deliveries = models.PositiveSmallIntegerField("同時配信数の上限", default=4)
-    last_activity_id = models.BigIntegerField(
-        "取り込み済みの最新アクティビティID", null=True, blank=True
-    )
+    last_activity_id = models.BigIntegerField("取り込み済みの最新アクティビティID", null=True, blank=True)
     is_active = models.BooleanField("有効", default=True)
     created_at = models.DateTimeField("作成日時", auto_now_add=True)
     updated_at = models.DateTimeField("更新日時", auto_now=True)
@@ -124,9 +120,7 @@ class ContentTask(models.Model):
     class Meta:
         verbose_name = "コンテンツ課題"
         verbose_name_plural = "コンテンツ課題"
-        constraints = [
-            models.UniqueConstraint(fields=["tenant", "issue_key"], name="uniq_task_issue")
-        ]
+        constraints = [models.UniqueConstraint(fields=["tenant", "issue_key"], name="uniq_task_issue")]
 
     def __str__(self) -> str:
         return f"{self.issue_key} {self.summary}"

@@ -38,9 +38,7 @@ def frozen_now():
 @pytest.fixture
 def issue(fake_backlog, tenant, pump):
     """An issue in 処理中, its creation webhook already delivered."""
-    created = fake_backlog.create_issue(
-        "ACME", summary="年末告知", description=body(), status="処理中"
-    )
+    created = fake_backlog.create_issue("ACME", summary="年末告知", description=body(), status="処理中")
     pump(tenant)
     return created["issueKey"]
 
@@ -88,9 +86,9 @@ def test_it_schedules_an_approved_issue_at_its_publish_time(fake_backlog, tenant
 
 
 def test_it_schedules_a_past_publish_time_five_seconds_from_now(fake_backlog, tenant, pump):
-    key = fake_backlog.create_issue(
-        "ACME", summary="即時", description=body(when="2026-11-01 10:00")
-    )["issueKey"]
+    key = fake_backlog.create_issue("ACME", summary="即時", description=body(when="2026-11-01 10:00"))[
+        "issueKey"
+    ]
     approve(fake_backlog, pump, tenant, key)
 
     assert schedule_of(key).due_at == NOW + timedelta(seconds=5)
@@ -110,9 +108,7 @@ def test_it_comments_every_parse_problem_and_schedules_nothing(fake_backlog, ten
 
 
 def test_it_does_not_start_another_round_after_its_own_status_change(fake_backlog, tenant, pump):
-    key = fake_backlog.create_issue("ACME", summary="壊れた課題", description="本文なし")[
-        "issueKey"
-    ]
+    key = fake_backlog.create_issue("ACME", summary="壊れた課題", description="本文なし")["issueKey"]
     fake_backlog.reset_requests()
     approve(fake_backlog, pump, tenant, key)  # pump also delivers automedia's own PATCH webhook
 
@@ -168,9 +164,7 @@ def test_it_handles_every_issue_of_a_bulk_update(fake_backlog, tenant, pump):
         ({"custom_fields": {"投稿日時": "2026-12-12 10:00"}}, "投稿日時が変更されました"),
     ],
 )
-def test_it_invalidates_an_approval_when_the_content_changes(
-    fake_backlog, tenant, pump, issue, edit, reason
-):
+def test_it_invalidates_an_approval_when_the_content_changes(fake_backlog, tenant, pump, issue, edit, reason):
     approve(fake_backlog, pump, tenant, issue)
     fake_backlog.update_issue(issue, **edit)
     pump(tenant)
@@ -181,9 +175,7 @@ def test_it_invalidates_an_approval_when_the_content_changes(
     assert reason in comment and "承認を取り消し" in comment
 
 
-def test_it_reschedules_a_changed_publish_time_when_the_tenant_says_so(
-    fake_backlog, tenant, pump, issue
-):
+def test_it_reschedules_a_changed_publish_time_when_the_tenant_says_so(fake_backlog, tenant, pump, issue):
     Tenant.objects.filter(pk=tenant.pk).update(publish_time_policy="reschedule")
     approve(fake_backlog, pump, tenant, issue)
     fake_backlog.update_issue(issue, description=body(when="2026-12-11 12:00"))
@@ -213,9 +205,9 @@ def test_it_rejects_a_publish_time_in_quiet_hours(fake_backlog, tenant, pump):
             "ranges": [{"from": "22:00", "to": "08:00"}],
         }
     )
-    key = fake_backlog.create_issue(
-        "ACME", summary="深夜", description=body(when="2026-12-10 23:30")
-    )["issueKey"]
+    key = fake_backlog.create_issue("ACME", summary="深夜", description=body(when="2026-12-10 23:30"))[
+        "issueKey"
+    ]
     approve(fake_backlog, pump, tenant, key)
 
     assert schedule_of(key) is None
@@ -231,9 +223,9 @@ def test_it_defers_a_publish_time_in_quiet_hours_to_their_end(fake_backlog, tena
             "mode": "defer",
         }
     )
-    key = fake_backlog.create_issue(
-        "ACME", summary="深夜", description=body(when="2026-12-10 23:30")
-    )["issueKey"]
+    key = fake_backlog.create_issue("ACME", summary="深夜", description=body(when="2026-12-10 23:30"))[
+        "issueKey"
+    ]
     approve(fake_backlog, pump, tenant, key)
 
     assert schedule_of(key).due_at == datetime(2026, 12, 11, 8, 0, tzinfo=JST)

@@ -27,17 +27,11 @@ class Command(BaseCommand):
         parser.add_argument("--backlog-project", help="Backlog project key, e.g. TTRTAGSPIN")
         parser.add_argument("--line-channel-token")
         parser.add_argument("--line-channel-secret")
-        parser.add_argument(
-            "--operators", help="comma-separated Backlog user ids / userIds / names"
-        )
-        parser.add_argument(
-            "--quiet-hours-file", type=Path, help="project.yml with a quiet_hours block"
-        )
+        parser.add_argument("--operators", help="comma-separated Backlog user ids / userIds / names")
+        parser.add_argument("--quiet-hours-file", type=Path, help="project.yml with a quiet_hours block")
         parser.add_argument("--publish-time-policy", choices=Tenant.PublishTimePolicy.values)
         parser.add_argument("--rotate-webhook-token", action="store_true")
-        parser.add_argument(
-            "--base-url", default="http://127.0.0.1:8000", help="public URL of automedia"
-        )
+        parser.add_argument("--base-url", default="http://127.0.0.1:8000", help="public URL of automedia")
         parser.add_argument("--json", action="store_true", help="print one JSON object")
 
     def handle(self, *args, **opts):

@@ -32,9 +32,7 @@ class Command(BaseCommand):
         while not self.stopping:
             close_old_connections()
             waiting = DeliverySchedule.objects.count()
-            logger.info(
-                "scheduler idle: %d schedule(s) waiting; delivery is not enabled yet", waiting
-            )
+            logger.info("scheduler idle: %d schedule(s) waiting; delivery is not enabled yet", waiting)
             self._sleep(poll)
         logger.info("scheduler stopped")
 

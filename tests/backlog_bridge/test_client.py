@@ -1,0 +1,154 @@
+"""The Backlog client, with respx: the exact requests it sends and each failure mode."""
+
+from __future__ import annotations
+
+import time
+from urllib.parse import parse_qs
+
+import httpx
+import pytest
+import respx
+
+from backlog_bridge.client import BacklogClient, BacklogError
+
+BASE = "https://acme.backlog.jp"
+
+
+@pytest.fixture
+def backlog():
+    return BacklogClient(base_url=BASE + "/", api_key="secret-key")
+
+
+@pytest.fixture
+def mock():
+    with respx.mock(base_url=BASE, assert_all_called=False) as router:
+        yield router
+
+
+def test_it_sends_the_api_key_as_a_query_parameter_without_a_trailing_slash(backlog, mock):
+    route = mock.get("/api/v2/issues/ACME-1").respond(json={"id": 1})
+
+    assert backlog.get_issue("ACME-1") == {"id": 1}
+    request = route.calls.last.request
+    assert request.url.path == "/api/v2/issues/ACME-1"
+    assert request.url.params["apiKey"] == "secret-key"
+
+
+def test_it_writes_status_field_and_comment_in_one_form_encoded_patch(backlog, mock):
+    route = mock.patch("/api/v2/issues/ACME-1").respond(json={"id": 1})
+
+    backlog.update_issue(
+        "ACME-1",
+        status_id=6,
+        custom_fields={102: "2026-12-10T10:00:00+09:00"},
+        comment="[automedia] dispatched",
+    )
+
+    assert route.call_count == 1
+    request = route.calls.last.request
+    assert request.headers["content-type"] == "application/x-www-form-urlencoded"
+    assert parse_qs(request.content.decode()) == {
+        "statusId": ["6"],
+        "customField_102": ["2026-12-10T10:00:00+09:00"],
+        "comment": ["[automedia] dispatched"],
+    }
+
+
+def test_it_raises_one_error_type_with_status_and_backlog_code(backlog, mock):
+    mock.get("/api/v2/issues/ACME-9").respond(
+        404, json={"errors": [{"message": "No issue.", "code": 6, "moreInfo": ""}]}
+    )
+
+    with pytest.raises(BacklogError) as caught:
+        backlog.get_issue("ACME-9")
+
+    assert (caught.value.status, caught.value.code, caught.value.message) == (404, 6, "No issue.")
+    assert caught.value.retryable is False
+
+
+def test_it_does_not_retry_an_auth_error(backlog, mock):
+    route = mock.get("/api/v2/issues/ACME-1").respond(
+        401, json={"errors": [{"message": "Authentication failure.", "code": 11}]}
+    )
+
+    with pytest.raises(BacklogError) as caught:
+        backlog.get_issue("ACME-1")
+
+    assert route.call_count == 1
+    assert caught.value.status == 401 and not caught.value.retryable
+
+
+def test_it_retries_a_server_error_quickly_then_succeeds(backlog, mock):
+    route = mock.get("/api/v2/issues/ACME-1")
+    route.side_effect = [httpx.Response(503), httpx.Response(502), httpx.Response(200, json={"id": 1})]
+
+    assert backlog.get_issue("ACME-1") == {"id": 1}
+    assert route.call_count == 3
+
+
+def test_it_gives_up_after_a_few_timeouts_with_a_retryable_error(backlog, mock):
+    route = mock.get("/api/v2/issues/ACME-1").mock(side_effect=httpx.ReadTimeout("slow"))
+
+    with pytest.raises(BacklogError) as caught:
+        backlog.get_issue("ACME-1")
+
+    assert route.call_count == 3
+    assert caught.value.status == 0 and caught.value.retryable
+
+
+def test_it_waits_for_the_rate_limit_reset_then_retries(backlog, mock, monkeypatch):
+    slept = []
+    monkeypatch.setattr(time, "sleep", slept.append)
+    reset = str(int(time.time()) + 2)
+    route = mock.get("/api/v2/issues/ACME-1")
+    route.side_effect = [
+        httpx.Response(
+            429, headers={"X-RateLimit-Reset": reset}, json={"errors": [{"message": "Too many", "code": 13}]}
+        ),
+        httpx.Response(200, json={"id": 1}),
+    ]
+
+    assert backlog.get_issue("ACME-1") == {"id": 1}
+    assert 0 < slept[0] <= 2
+
+
+def test_it_does_not_wait_for_a_rate_limit_reset_that_is_far_away(backlog, mock, monkeypatch):
+    monkeypatch.setattr(time, "sleep", lambda s: pytest.fail("must not sleep"))
+    reset = str(int(time.time()) + 600)
+    mock.get("/api/v2/issues/ACME-1").respond(429, headers={"X-RateLimit-Reset": reset})
+
+    with pytest.raises(BacklogError) as caught:
+        backlog.get_issue("ACME-1")
+
+    assert caught.value.status == 429 and caught.value.retry_after > 500
+
+
+def test_it_pages_through_issues_with_status_filters(backlog, mock):
+    pages = [[{"id": i} for i in range(100)], [{"id": 100}, {"id": 101}]]
+    route = mock.get("/api/v2/issues").mock(side_effect=[httpx.Response(200, json=p) for p in pages])
+
+    issues = list(backlog.iter_issues(project_id=7, status_ids=[5]))
+
+    assert len(issues) == 102
+    first, second = (call.request.url.params for call in route.calls)
+    assert first.get_list("statusId[]") == ["5"] and first.get_list("projectId[]") == ["7"]
+    assert (first["count"], first["offset"], second["offset"]) == ("100", "0", "100")
+
+
+def test_it_resolves_statuses_by_name_and_caches_them(backlog, mock):
+    route = mock.get("/api/v2/projects/ACME/statuses").respond(
+        json=[{"id": 2, "name": "処理中"}, {"id": 17, "name": "automedia承認"}]
+    )
+
+    assert backlog.status_id("ACME", "automedia承認") == 17
+    assert backlog.status_id("ACME", "処理中") == 2
+    assert backlog.status_id("ACME", "存在しない") is None
+    assert route.call_count == 1
+
+
+def test_it_reads_activities_after_a_min_id_oldest_first(backlog, mock):
+    route = mock.get("/api/v2/projects/ACME/activities").respond(json=[{"id": 11}])
+
+    assert backlog.activities("ACME", min_id=10) == [{"id": 11}]
+    params = route.calls.last.request.url.params
+    assert (params["minId"], params["order"], params["count"]) == ("10", "asc", "100")

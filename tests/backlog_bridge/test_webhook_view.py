@@ -1,0 +1,172 @@
+"""The Backlog webhook endpoint: every bad-input answer, dedupe, and Backlog's payload shapes."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from backlog_bridge.models import BacklogEvent
+from deliveries.models import DeliverySchedule
+from tests.conftest import load_fixture, webhook_url
+from tests.factories import TenantFactory
+
+BODY = "## 配信メタ\n- チャネル: LINE\n- 投稿日時: 2030-01-10 10:00\n- 対象タグ: tag:active\n- テンプレ: announce\n"
+
+
+def post(client, url, payload, **extra):
+    data = payload if isinstance(payload, str | bytes) else json.dumps(payload)
+    return client.post(url, data=data, content_type="application/json", **extra)
+
+
+@pytest.fixture
+def approved_issues(fake_backlog):
+    for summary in ("年末告知", "新年告知"):
+        fake_backlog.create_issue("ACME", summary=summary, description=BODY, status="automedia承認")
+    fake_backlog.outbox.clear()
+
+
+def test_it_answers_404_for_an_unknown_tenant(client, db):
+    assert (
+        post(client, "/hooks/backlog/nobody/abc", load_fixture("backlog/issue_updated.json")).status_code
+        == 404
+    )
+
+
+def test_it_answers_404_for_a_wrong_token(client, tenant):
+    response = post(
+        client, f"/hooks/backlog/{tenant.slug}/wrong-token", load_fixture("backlog/issue_updated.json")
+    )
+
+    assert response.status_code == 404
+    assert not BacklogEvent.objects.exists()
+
+
+def test_it_answers_404_for_another_tenants_token(client, tenant):
+    other = TenantFactory(slug="other")
+    response = post(
+        client,
+        f"/hooks/backlog/{tenant.slug}/{other.webhook_token}",
+        load_fixture("backlog/issue_updated.json"),
+    )
+
+    assert response.status_code == 404
+
+
+def test_it_answers_400_for_a_body_that_is_not_json(client, tenant):
+    response = post(client, webhook_url(tenant), "{not json")
+
+    assert response.status_code == 400
+    assert "not valid JSON" in response.json()["error"]
+
+
+@pytest.mark.parametrize("payload", [[1, 2], '"text"', 42])
+def test_it_answers_400_for_json_that_is_not_an_object(client, tenant, payload):
+    response = post(
+        client, webhook_url(tenant), json.dumps(payload) if not isinstance(payload, str) else payload
+    )
+
+    assert response.status_code == 400
+    assert "JSON object" in response.json()["error"]
+
+
+def test_it_answers_400_for_an_activity_without_id(client, tenant):
+    payload = load_fixture("backlog/issue_updated.json")
+    del payload["id"]
+
+    response = post(client, webhook_url(tenant), payload)
+
+    assert response.status_code == 400
+    assert "id" in response.json()["error"]
+
+
+def test_it_answers_400_for_another_project(client, tenant):
+    payload = load_fixture("backlog/issue_updated.json")
+    payload["project"]["projectKey"] = "OTHER"
+
+    response = post(client, webhook_url(tenant), payload)
+
+    assert response.status_code == 400
+    assert "OTHER" in response.json()["error"]
+    assert not BacklogEvent.objects.exists()
+
+
+def test_it_answers_413_for_a_body_over_one_megabyte(client, tenant):
+    payload = load_fixture("backlog/issue_updated.json")
+    payload["content"]["description"] = "あ" * 400_000  # 1.2 MB in UTF-8
+
+    response = post(client, webhook_url(tenant), payload)
+
+    assert response.status_code == 413
+    assert not BacklogEvent.objects.exists()
+
+
+def test_it_stores_and_processes_an_accepted_event(
+    client, tenant, approved_issues, django_capture_on_commit_callbacks
+):
+    with django_capture_on_commit_callbacks(execute=True):
+        response = post(client, webhook_url(tenant), load_fixture("backlog/issue_updated.json"))
+
+    assert response.status_code == 200
+    assert response.json() == {"result": "accepted"}
+    event = BacklogEvent.objects.get()
+    assert (event.activity_id, event.issue_key, event.outcome) == (12, "ACME-1", "done")
+    assert event.payload["content"]["changes"][0]["new_value"] == "5"
+    assert DeliverySchedule.objects.filter(task__issue_key="ACME-1").exists()
+
+
+def test_it_answers_200_and_does_nothing_for_a_duplicate(
+    client, tenant, approved_issues, django_capture_on_commit_callbacks
+):
+    payload = load_fixture("backlog/issue_updated.json")
+    with django_capture_on_commit_callbacks(execute=True):
+        post(client, webhook_url(tenant), payload)
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        response = post(client, webhook_url(tenant), payload)
+
+    assert response.json() == {"result": "duplicate"}
+    assert callbacks == []
+    assert BacklogEvent.objects.count() == 1
+
+
+def test_it_answers_200_and_does_nothing_for_an_ignored_type(
+    client, tenant, django_capture_on_commit_callbacks
+):
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        response = post(client, webhook_url(tenant), load_fixture("backlog/wiki_created.json"))
+
+    assert response.json() == {"result": "ignored"}
+    assert callbacks == []
+    assert BacklogEvent.objects.get().outcome == "ignored"
+
+
+@pytest.mark.parametrize(
+    ("fixture", "issue_key", "detail"),
+    [
+        ("issue_created.json", "ACME-1", "scheduled at"),
+        ("issue_updated.json", "ACME-1", "scheduled at"),
+        ("issue_commented.json", "ACME-1", "comment stored"),
+        ("issue_multi_updated.json", "", "ACME-2: scheduled at"),
+    ],
+)
+def test_it_routes_each_documented_payload_shape(
+    client, tenant, approved_issues, django_capture_on_commit_callbacks, fixture, issue_key, detail
+):
+    with django_capture_on_commit_callbacks(execute=True):
+        response = post(client, webhook_url(tenant), load_fixture(f"backlog/{fixture}"))
+
+    assert response.status_code == 200
+    event = BacklogEvent.objects.get()
+    assert (event.issue_key, event.outcome) == (issue_key, "done")
+    assert detail in event.detail
+
+
+def test_it_drops_the_schedule_of_a_deleted_issue(
+    client, tenant, approved_issues, django_capture_on_commit_callbacks
+):
+    with django_capture_on_commit_callbacks(execute=True):
+        post(client, webhook_url(tenant), load_fixture("backlog/issue_updated.json"))
+        post(client, webhook_url(tenant), load_fixture("backlog/issue_deleted.json"))
+
+    assert not DeliverySchedule.objects.exists()
+    assert BacklogEvent.objects.get(type=4).detail == "deleted; schedule removed"
