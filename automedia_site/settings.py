@@ -10,6 +10,7 @@ import hashlib
 from pathlib import Path
 
 import environ
+from cryptography.fernet import Fernet
 from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -34,6 +35,10 @@ CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 def _field_encryption_key() -> str:
     key = env.str("FIELD_ENCRYPTION_KEY", default="")
     if key:
+        try:
+            Fernet(key.encode())
+        except ValueError as exc:
+            raise ImproperlyConfigured("FIELD_ENCRYPTION_KEY is not a valid Fernet key") from exc
         return key
     if not DEBUG:
         raise ImproperlyConfigured(

@@ -325,7 +325,7 @@ def _act_register(*, tenant, task, state, client, reason) -> str:
     _comment(
         client,
         task,
-        f"[automedia] 配信を予約しました: {fmt_jst(schedule.due_at)}（チャネル: {parsed.channel}、テンプレ: {parsed.template}）{note}",
+        f"[automedia] 配信を予約しました: {fmt_jst(schedule.due_at)}（チャネル: {task.channel_label}、テンプレ: {parsed.template}）{note}",
     )
     return f"scheduled at {schedule.due_at.isoformat()}"
 

@@ -22,6 +22,9 @@ FIELD_PUBLISH_AT = "投稿日時"
 FIELD_DELIVERED_AT = "自動配信実行日時"
 
 
+CHANNEL_LABELS = {"line": "LINE", "instagram": "Instagram", "tiktok": "TikTok", "hubspot": "HubSpot"}
+
+
 def new_webhook_token() -> str:
     return secrets.token_urlsafe(32)
 
@@ -127,6 +130,10 @@ class ContentTask(models.Model):
 
     def is_approved(self) -> bool:
         return self.status_name == STATUS_APPROVED
+
+    @property
+    def channel_label(self) -> str:
+        return CHANNEL_LABELS.get(self.channel, self.channel)
 
 
 class DeliverySchedule(models.Model):

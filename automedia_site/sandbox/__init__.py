@@ -1,0 +1,1 @@
+"""Fake servers of outside services, for the tests and the ``make run`` sandbox."""

@@ -1,0 +1,47 @@
+"""Production settings refuse to start without real keys."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from django.conf import settings
+
+CHECK = [sys.executable, "-c", "import automedia_site.settings"]
+
+
+def run_settings(**env) -> subprocess.CompletedProcess:
+    base = {k: v for k, v in os.environ.items() if k not in ("DJANGO_SECRET_KEY", "FIELD_ENCRYPTION_KEY", "DEBUG")}
+    return subprocess.run(CHECK, env={**base, **env}, capture_output=True, text=True, cwd=settings.BASE_DIR)
+
+
+def test_it_refuses_to_start_without_a_secret_key_in_production():
+    result = run_settings(DEBUG="0")
+
+    assert result.returncode != 0
+    assert "DJANGO_SECRET_KEY" in result.stderr
+
+
+def test_it_refuses_to_start_without_an_encryption_key_in_production():
+    result = run_settings(DEBUG="0", DJANGO_SECRET_KEY="x" * 50)
+
+    assert result.returncode != 0
+    assert "FIELD_ENCRYPTION_KEY" in result.stderr
+
+
+def test_it_starts_with_real_keys():
+    result = run_settings(DEBUG="0", DJANGO_SECRET_KEY="x" * 50, FIELD_ENCRYPTION_KEY="mRVbT8xV0h9dmt4Yp0rZx3lYZk1m3vLzT2b8oN5Q1Ww=")
+
+    assert result.returncode == 0, result.stderr
+
+
+def test_it_uses_tokyo_time_and_japanese():
+    assert (settings.TIME_ZONE, settings.USE_TZ, settings.LANGUAGE_CODE) == ("Asia/Tokyo", True, "ja")
+
+
+def test_it_refuses_an_encryption_key_that_is_not_a_fernet_key():
+    result = run_settings(DEBUG="0", DJANGO_SECRET_KEY="x" * 50, FIELD_ENCRYPTION_KEY="too-short")
+
+    assert result.returncode != 0
+    assert "not a valid Fernet key" in result.stderr
