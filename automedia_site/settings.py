@@ -110,7 +110,6 @@ else:
     DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("CONN_MAX_AGE", default=60))
     DATABASES["default"].setdefault("CONN_HEALTH_CHECKS", True)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
-FORMS_URLFIELD_ASSUME_HTTPS = True  # the Django 6 default, opted into now
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
@@ -153,6 +152,7 @@ REST_FRAMEWORK = {
 
 # Outbound services: every base URL is a setting so the same code talks to a fake.
 LINE_API_BASE_URL = env.str("LINE_API_BASE_URL", default="https://api.line.me")
+LINE_TIMEOUT_SECONDS = env.float("LINE_TIMEOUT_SECONDS", default=10.0)
 ANTHROPIC_API_KEY = env.str("ANTHROPIC_API_KEY", default="")
 BACKLOG_TIMEOUT_SECONDS = env.float("BACKLOG_TIMEOUT_SECONDS", default=10.0)
 BACKLOG_METADATA_TTL_SECONDS = env.int("BACKLOG_METADATA_TTL_SECONDS", default=300)
@@ -183,3 +183,10 @@ LOGGING = {
 
 # The sandbox of `make run`: fake Backlog (and later fake LINE) on loopback.
 SANDBOX_BACKLOG_URL = env.str("SANDBOX_BACKLOG_URL", default="http://127.0.0.1:8081")
+
+# Delivery engine: a claim's lease (a dead worker's schedule is due again after it),
+# the scheduler's longest sleep, and health thresholds.
+DELIVERY_LEASE_SECONDS = env.int("DELIVERY_LEASE_SECONDS", default=120)
+SCHEDULER_POLL_SECONDS = env.float("SCHEDULER_POLL_SECONDS", default=0.5)
+HEALTH_HEARTBEAT_MAX_AGE = env.int("HEALTH_HEARTBEAT_MAX_AGE", default=30)
+HEALTH_OVERDUE_MAX_SECONDS = env.int("HEALTH_OVERDUE_MAX_SECONDS", default=60)

@@ -13,3 +13,5 @@ PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
 BACKLOG_RETRY_BASE_DELAY = 0.0
 LOGGING = {**LOGGING, "loggers": {**LOGGING["loggers"], "django-q": {"level": "WARNING"}}}  # noqa: F405
+ADMINS = [("運用担当", "ops@example.jp")]
+LINE_TIMEOUT_SECONDS = 1.0  # the fake LINE timeout fault waits longer than this

@@ -18,6 +18,8 @@ import httpx
 from django.conf import settings
 from django.core.cache import cache
 
+from automedia_site import metrics
+
 logger = logging.getLogger(__name__)
 
 MAX_PAGE = 100  # Backlog's maximum `count`
@@ -104,8 +106,10 @@ class BacklogClient:
             try:
                 response = self._http.request(method, path, params=query, **_form(data))
             except httpx.TransportError as exc:
+                metrics.outbound_call("backlog", "connection_error")
                 error = BacklogError(f"{type(exc).__name__}: {path}")
             else:
+                metrics.outbound_call("backlog", str(response.status_code))
                 if response.is_success:
                     return response.json() if response.content else None
                 error = _error_from_response(response)

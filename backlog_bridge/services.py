@@ -237,7 +237,12 @@ class Decision:
 
 
 def _decide(task: ContentTask, state: IssueState, tenant: Tenant) -> Decision:
-    has_schedule = DeliverySchedule.objects.filter(task=task).exists()
+    schedule = DeliverySchedule.objects.filter(task=task).first()
+    if schedule is not None and _delivery_owns(schedule):
+        # A delivery in flight (or writing back) owns the row; it re-checks Backlog
+        # before every send, and its own status change must not look like a revert.
+        return Decision("none")
+    has_schedule = schedule is not None
     if not state.approved:
         return Decision("unschedule" if has_schedule else "none")
     if state.delivered_at:
@@ -260,6 +265,11 @@ def _decide(task: ContentTask, state: IssueState, tenant: Tenant) -> Decision:
             return Decision("reschedule", change)
         return Decision("invalidate", change)
     return Decision("none")
+
+
+def _delivery_owns(schedule: DeliverySchedule) -> bool:
+    in_flight = schedule.lease_until is not None and schedule.lease_until > timezone.now()
+    return in_flight or schedule.stage == DeliverySchedule.Stage.WRITEBACK
 
 
 def _fmt(when: datetime | None) -> str:

@@ -66,6 +66,8 @@ class Tenant(models.Model):
         default=PublishTimePolicy.INVALIDATE,
     )
     max_concurrent_deliveries = models.PositiveSmallIntegerField("同時配信数の上限", default=4)
+    # Set when LINE answers 401/403: the token needs renewing (shown in the admin).
+    line_token_invalid_at = models.DateTimeField("LINE トークン無効検知", null=True, blank=True)
     last_activity_id = models.BigIntegerField("取り込み済みの最新アクティビティID", null=True, blank=True)
     is_active = models.BooleanField("有効", default=True)
     created_at = models.DateTimeField("作成日時", auto_now_add=True)
@@ -150,10 +152,18 @@ class DeliverySchedule(models.Model):
     name = models.CharField("スケジュール名", max_length=200, unique=True)
     due_at = models.DateTimeField("配信予定", db_index=True)
     reason = models.CharField("理由", max_length=16, choices=Reason.choices)
+
+    class Stage(models.TextChoices):
+        DELIVER = "deliver", "配信待ち"
+        WRITEBACK = "writeback", "Backlog 書き戻し待ち"
+
+    stage = models.CharField("段階", max_length=16, choices=Stage.choices, default=Stage.DELIVER)
     lease_until = models.DateTimeField("リース期限", null=True, blank=True)
     claimed_by = models.CharField("取得者", max_length=200, blank=True)
-    attempts = models.PositiveIntegerField("試行回数", default=0)
+    attempts = models.PositiveIntegerField("再試行回数", default=0)
     last_error = models.TextField("最後のエラー", blank=True)
+    # What to write back to Backlog once delivery has ended (kept until Backlog accepts it).
+    outcome = models.JSONField("配信結果", default=dict, blank=True)
     created_at = models.DateTimeField("作成日時", auto_now_add=True)
     updated_at = models.DateTimeField("更新日時", auto_now=True)
 
@@ -171,3 +181,111 @@ class DeliverySchedule(models.Model):
 
     def is_due(self, now: datetime) -> bool:
         return self.due_at <= now and (self.lease_until is None or self.lease_until <= now)
+
+
+class DeliveryLock(models.Model):
+    """One delivery per (tenant, issue) at a time (seed 000's conditional put, TTL 1 hour)."""
+
+    TTL_SECONDS = 3600
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
+    issue_key = models.CharField(max_length=64)
+    owner = models.CharField(max_length=64)
+    taken_at = models.DateTimeField()
+    expires_at = models.DateTimeField()
+
+    class Meta:
+        verbose_name = "配信ロック"
+        verbose_name_plural = "配信ロック"
+        constraints = [models.UniqueConstraint(fields=["tenant", "issue_key"], name="uniq_delivery_lock")]
+
+    def __str__(self) -> str:
+        return f"{self.issue_key} ({self.owner})"
+
+
+class DeliveryAttempt(models.Model):
+    """One outbound request of a delivery: the audit log and the admin's history."""
+
+    class Outcome(models.TextChoices):
+        SENT = "sent", "送信済み"
+        DUPLICATE = "duplicate", "送信済み（再送検知 409）"
+        RETRY = "retry", "再試行"
+        FAILED = "failed", "失敗"
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
+    task = models.ForeignKey(ContentTask, on_delete=models.CASCADE, related_name="attempts")
+    approval_seq = models.PositiveIntegerField()
+    chunk = models.PositiveIntegerField("チャンク", default=0)
+    channel = models.CharField(max_length=20)
+    endpoint = models.CharField(max_length=200)
+    retry_key = models.CharField(max_length=64, blank=True)
+    request_summary = models.JSONField("リクエスト概要", default=dict)
+    status_code = models.PositiveIntegerField("HTTP ステータス", null=True, blank=True)
+    request_id = models.CharField("LINE リクエストID", max_length=100, blank=True)
+    outcome = models.CharField("結果", max_length=16, choices=Outcome.choices)
+    error = models.TextField("エラー", blank=True)
+    duration_ms = models.PositiveIntegerField("所要時間 (ms)", default=0)
+    created_at = models.DateTimeField("日時", auto_now_add=True)
+
+    class Meta:
+        verbose_name = "配信試行"
+        verbose_name_plural = "配信試行"
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["task", "approval_seq", "chunk"])]
+
+    def __str__(self) -> str:
+        return f"{self.endpoint} {self.outcome} {self.status_code or ''}"
+
+
+class MessageTemplate(models.Model):
+    """A message template revision; `name@rev` picks one, `name` alone the latest.
+
+    Revisions are immutable: a changed file becomes a new row.
+    """
+
+    tenant = models.ForeignKey(
+        Tenant,
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="templates",
+        help_text="空欄 = 全テナント共通",
+    )
+    name = models.CharField("名前", max_length=100)
+    rev = models.CharField("リビジョン", max_length=40)
+    channel = models.CharField("チャネル", max_length=20, default="line")
+    messages = models.JSONField("メッセージ")
+    source = models.CharField("取り込み元", max_length=500, blank=True)
+    created_at = models.DateTimeField("作成日時", auto_now_add=True)
+
+    class Meta:
+        verbose_name = "メッセージテンプレート"
+        verbose_name_plural = "メッセージテンプレート"
+        ordering = ["name", "-created_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "name", "rev"], name="uniq_template_rev"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name}@{self.rev}"
+
+    def save(self, *args, **kwargs):
+        if self.pk is not None:
+            raise ValueError(
+                "テンプレートのリビジョンは変更できません（新しいリビジョンを取り込んでください）"
+            )
+        super().save(*args, **kwargs)
+
+
+class SchedulerHeartbeat(models.Model):
+    """The last loop time of each `run_scheduler` process, for health checks."""
+
+    name = models.CharField(max_length=200, unique=True)
+    last_beat = models.DateTimeField()
+
+    class Meta:
+        verbose_name = "スケジューラ稼働状況"
+        verbose_name_plural = "スケジューラ稼働状況"
+
+    def __str__(self) -> str:
+        return self.name

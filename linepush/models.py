@@ -19,9 +19,7 @@ class LineContact(models.Model):
     class Meta:
         verbose_name = "LINE 連絡先"
         verbose_name_plural = "LINE 連絡先"
-        constraints = [
-            models.UniqueConstraint(fields=["tenant", "user_id"], name="uniq_line_contact")
-        ]
+        constraints = [models.UniqueConstraint(fields=["tenant", "user_id"], name="uniq_line_contact")]
 
     def __str__(self) -> str:
         return self.display_name or self.user_id

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import factory
 
-from deliveries.models import ContentTask, Tenant
+from deliveries.models import ContentTask, MessageTemplate, Tenant
 from linepush.models import LineContact
 
 
@@ -37,3 +37,16 @@ class LineContactFactory(factory.django.DjangoModelFactory):
     tenant = factory.SubFactory(TenantFactory)
     user_id = factory.Sequence(lambda n: f"U{n:032x}")
     tags = factory.LazyFunction(lambda: ["active"])
+
+
+class MessageTemplateFactory(factory.django.DjangoModelFactory):
+    """A shared template revision (tenant=None); pass tenant= for a tenant's own."""
+
+    class Meta:
+        model = MessageTemplate
+
+    tenant = None
+    name = "announce_open"
+    rev = factory.Sequence(lambda n: f"{n:012x}")
+    channel = "line"
+    messages = factory.LazyFunction(lambda: [{"type": "text", "text": "{{ date }} より営業開始"}])

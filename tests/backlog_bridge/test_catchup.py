@@ -46,7 +46,9 @@ def test_it_processes_activities_whose_webhooks_never_arrived(fake_backlog, tena
     assert set(BacklogEvent.objects.values_list("source", flat=True)) == {"catchup"}
 
 
-def test_it_skips_activities_already_received_by_webhook(fake_backlog, tenant, django_capture_on_commit_callbacks):
+def test_it_skips_activities_already_received_by_webhook(
+    fake_backlog, tenant, django_capture_on_commit_callbacks
+):
     catchup_run(tenant=tenant, client=client_for(tenant))
     fake_backlog.create_issue("ACME", summary="届いた", description=body())
     with django_capture_on_commit_callbacks(execute=True):
@@ -68,8 +70,12 @@ def test_it_pages_through_more_than_one_page_of_activities(fake_backlog, tenant)
     assert tenant.last_activity_id == fake_backlog.activities("ACME")[-1]["id"]
 
 
-def test_it_reruns_an_accepted_event_the_broker_lost(fake_backlog, tenant, django_capture_on_commit_callbacks):
-    key = fake_backlog.create_issue("ACME", summary="迷子", description=body(), status="automedia承認")["issueKey"]
+def test_it_reruns_an_accepted_event_the_broker_lost(
+    fake_backlog, tenant, django_capture_on_commit_callbacks
+):
+    key = fake_backlog.create_issue("ACME", summary="迷子", description=body(), status="automedia承認")[
+        "issueKey"
+    ]
     with django_capture_on_commit_callbacks(execute=False):  # the enqueue never runs: lost
         assert webhook_accept(tenant=tenant, payload=fake_backlog.outbox.pop()) == "accepted"
     assert BacklogEvent.objects.get().outcome == "pending"
@@ -81,8 +87,12 @@ def test_it_reruns_an_accepted_event_the_broker_lost(fake_backlog, tenant, djang
     assert DeliverySchedule.objects.filter(task__issue_key=key).exists()
 
 
-def test_it_keeps_a_failed_event_for_a_later_retry_while_backlog_is_down(fake_backlog, tenant, django_capture_on_commit_callbacks):
-    key = fake_backlog.create_issue("ACME", summary="障害", description=body(), status="automedia承認")["issueKey"]
+def test_it_keeps_a_failed_event_for_a_later_retry_while_backlog_is_down(
+    fake_backlog, tenant, django_capture_on_commit_callbacks
+):
+    key = fake_backlog.create_issue("ACME", summary="障害", description=body(), status="automedia承認")[
+        "issueKey"
+    ]
     fake_backlog.fail_next(503, count=3, path_prefix=f"/api/v2/issues/{key}")
     with django_capture_on_commit_callbacks(execute=True):
         webhook_accept(tenant=tenant, payload=fake_backlog.outbox.pop())
@@ -97,7 +107,14 @@ def test_it_keeps_a_failed_event_for_a_later_retry_while_backlog_is_down(fake_ba
 
 
 def test_it_runs_catchup_for_every_active_tenant(fake_backlog, tenant):
-    Tenant.objects.create(slug="paused", name="停止中", backlog_base_url="http://127.0.0.1:9", backlog_api_key="k", backlog_project_key="X", is_active=False)
+    Tenant.objects.create(
+        slug="paused",
+        name="停止中",
+        backlog_base_url="http://127.0.0.1:9",
+        backlog_api_key="k",
+        backlog_project_key="X",
+        is_active=False,
+    )
 
     result = catchup_all()
 
@@ -108,4 +125,8 @@ def test_it_registers_the_catchup_job_every_five_minutes(db):
     from django_q.models import Schedule
 
     job = Schedule.objects.get(name="automedia-backlog-catchup")
-    assert (job.func, job.schedule_type, job.minutes) == (RECURRING["automedia-backlog-catchup"]["func"], Schedule.MINUTES, 5)
+    assert (job.func, job.schedule_type, job.minutes) == (
+        RECURRING["automedia-backlog-catchup"]["func"],
+        Schedule.MINUTES,
+        5,
+    )

@@ -11,7 +11,14 @@ from django.db import connection
 
 from deliveries.models import Tenant
 
-REQUIRED = ["--backlog-url", "https://acme.backlog.jp", "--backlog-api-key", "key-1234567890", "--backlog-project", "ACME"]
+REQUIRED = [
+    "--backlog-url",
+    "https://acme.backlog.jp",
+    "--backlog-api-key",
+    "key-1234567890",
+    "--backlog-project",
+    "ACME",
+]
 
 
 def run(*args) -> str:
@@ -22,11 +29,24 @@ def run(*args) -> str:
 
 @pytest.mark.django_db
 def test_it_creates_a_tenant_and_prints_its_webhook_urls_as_json():
-    out = json.loads(run("acme", *REQUIRED, "--operators", "manager, 1001", "--json", "--base-url", "https://automedia.example.jp/"))
+    out = json.loads(
+        run(
+            "acme",
+            *REQUIRED,
+            "--operators",
+            "manager, 1001",
+            "--json",
+            "--base-url",
+            "https://automedia.example.jp/",
+        )
+    )
 
     tenant = Tenant.objects.get(slug="acme")
     assert out["slug"] == "acme" and out["created"] is True
-    assert out["backlog_webhook_url"] == f"https://automedia.example.jp/hooks/backlog/acme/{tenant.webhook_token}"
+    assert (
+        out["backlog_webhook_url"]
+        == f"https://automedia.example.jp/hooks/backlog/acme/{tenant.webhook_token}"
+    )
     assert out["line_webhook_url"] == "https://automedia.example.jp/hooks/line/acme"
     assert tenant.operators == ["manager", "1001"]
     assert tenant.backlog_api_key == "key-1234567890"
@@ -44,11 +64,17 @@ def test_it_updates_an_existing_tenant_and_keeps_its_webhook_token():
     run("acme", *REQUIRED)
     token = Tenant.objects.get().webhook_token
 
-    out = json.loads(run("acme", "--line-channel-token", "line-token", "--publish-time-policy", "reschedule", "--json"))
+    out = json.loads(
+        run("acme", "--line-channel-token", "line-token", "--publish-time-policy", "reschedule", "--json")
+    )
 
     tenant = Tenant.objects.get()
     assert out["created"] is False
-    assert (tenant.webhook_token, tenant.line_channel_token, tenant.publish_time_policy) == (token, "line-token", "reschedule")
+    assert (tenant.webhook_token, tenant.line_channel_token, tenant.publish_time_policy) == (
+        token,
+        "line-token",
+        "reschedule",
+    )
 
 
 @pytest.mark.django_db
@@ -64,7 +90,10 @@ def test_it_rotates_the_webhook_token_on_request():
 @pytest.mark.django_db
 def test_it_imports_quiet_hours_from_a_project_yml(tmp_path):
     yml = tmp_path / "project.yml"
-    yml.write_text('quiet_hours:\n  enabled: true\n  timezone: Asia/Tokyo\n  ranges:\n    - { from: "22:00", to: "08:00" }\n  mode: defer\n', encoding="utf-8")
+    yml.write_text(
+        'quiet_hours:\n  enabled: true\n  timezone: Asia/Tokyo\n  ranges:\n    - { from: "22:00", to: "08:00" }\n  mode: defer\n',
+        encoding="utf-8",
+    )
 
     run("acme", *REQUIRED, "--quiet-hours-file", str(yml))
 
@@ -75,7 +104,10 @@ def test_it_imports_quiet_hours_from_a_project_yml(tmp_path):
 @pytest.mark.django_db
 def test_it_rejects_invalid_quiet_hours_naming_the_problem(tmp_path):
     yml = tmp_path / "project.yml"
-    yml.write_text('quiet_hours:\n  enabled: true\n  timezone: Mars/Olympus\n  ranges:\n    - { from: "25:00", to: "08:00" }\n', encoding="utf-8")
+    yml.write_text(
+        'quiet_hours:\n  enabled: true\n  timezone: Mars/Olympus\n  ranges:\n    - { from: "25:00", to: "08:00" }\n',
+        encoding="utf-8",
+    )
 
     with pytest.raises(CommandError) as caught:
         run("acme", *REQUIRED, "--quiet-hours-file", str(yml))
@@ -98,12 +130,23 @@ def test_it_rejects_a_backlog_url_that_is_not_a_url():
 
 @pytest.mark.django_db
 def test_it_stores_secrets_encrypted_at_rest():
-    run("acme", *REQUIRED, "--line-channel-token", "line-token-plain", "--line-channel-secret", "line-secret-plain")
+    run(
+        "acme",
+        *REQUIRED,
+        "--line-channel-token",
+        "line-token-plain",
+        "--line-channel-secret",
+        "line-secret-plain",
+    )
 
     with connection.cursor() as cursor:
-        cursor.execute("SELECT backlog_api_key, line_channel_token, line_channel_secret, webhook_token FROM deliveries_tenant")
+        cursor.execute(
+            "SELECT backlog_api_key, line_channel_token, line_channel_secret, webhook_token FROM deliveries_tenant"
+        )
         stored = cursor.fetchone()
-    assert not any(plain in " ".join(stored) for plain in ("key-1234567890", "line-token-plain", "line-secret-plain"))
+    assert not any(
+        plain in " ".join(stored) for plain in ("key-1234567890", "line-token-plain", "line-secret-plain")
+    )
     assert all(value.startswith("gAAAA") for value in stored)  # Fernet tokens
 
 

@@ -12,7 +12,9 @@ CHECK = [sys.executable, "-c", "import automedia_site.settings"]
 
 
 def run_settings(**env) -> subprocess.CompletedProcess:
-    base = {k: v for k, v in os.environ.items() if k not in ("DJANGO_SECRET_KEY", "FIELD_ENCRYPTION_KEY", "DEBUG")}
+    base = {
+        k: v for k, v in os.environ.items() if k not in ("DJANGO_SECRET_KEY", "FIELD_ENCRYPTION_KEY", "DEBUG")
+    }
     return subprocess.run(CHECK, env={**base, **env}, capture_output=True, text=True, cwd=settings.BASE_DIR)
 
 
@@ -31,7 +33,11 @@ def test_it_refuses_to_start_without_an_encryption_key_in_production():
 
 
 def test_it_starts_with_real_keys():
-    result = run_settings(DEBUG="0", DJANGO_SECRET_KEY="x" * 50, FIELD_ENCRYPTION_KEY="mRVbT8xV0h9dmt4Yp0rZx3lYZk1m3vLzT2b8oN5Q1Ww=")
+    result = run_settings(
+        DEBUG="0",
+        DJANGO_SECRET_KEY="x" * 50,
+        FIELD_ENCRYPTION_KEY="mRVbT8xV0h9dmt4Yp0rZx3lYZk1m3vLzT2b8oN5Q1Ww=",
+    )
 
     assert result.returncode == 0, result.stderr
 

@@ -1,40 +1,65 @@
 """The delivery scheduler loop (`manage.py run_scheduler`).
 
-Issue 2 scope: the process exists, answers SIGTERM and reports what is waiting.
-Claiming due rows and handing them to the `deliver` task is the delivery issue's.
+django-q2's own Schedule runner looks only every ~30 s; deliveries must fire within
+a second, so this loop sleeps until the earliest due row (never longer than a short
+poll, so new rows are seen quickly), claims due rows under a lease and hands each
+to a django-q2 `deliver` task. Several of these processes may run at once.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import signal
+import socket
 import time
 
+from django.conf import settings
 from django.core.management.base import BaseCommand
 from django.db import close_old_connections
+from django.utils import timezone
+from django_q.tasks import async_task
 
-from deliveries.models import DeliverySchedule
+from deliveries.scheduler import heartbeat, next_wakeup, schedules_claim
 
 logger = logging.getLogger("automedia.scheduler")
 
 
 class Command(BaseCommand):
-    help = "配信スケジュールを監視します（Ctrl-C / SIGTERM で終了）。"
+    help = "配信スケジュールを秒精度で発火させます（SIGTERM で終了）。"
 
     def add_arguments(self, parser):
-        parser.add_argument("--poll", type=float, default=5.0, help="seconds between passes")
+        parser.add_argument(
+            "--poll", type=float, default=settings.SCHEDULER_POLL_SECONDS, help="longest sleep (s)"
+        )
+        parser.add_argument("--batch", type=int, default=50, help="rows claimed per pass")
 
-    def handle(self, *args, poll: float, **opts):
+    def handle(self, *args, poll: float, batch: int, **opts):
         self.stopping = False
+        self.name = f"{socket.gethostname()}:{os.getpid()}"
+        self.batch = batch
         signal.signal(signal.SIGTERM, self._stop)
         signal.signal(signal.SIGINT, self._stop)
-        logger.info("scheduler started")
+        logger.info("scheduler %s started (poll %.2fs)", self.name, poll)
         while not self.stopping:
             close_old_connections()
-            waiting = DeliverySchedule.objects.count()
-            logger.info("scheduler idle: %d schedule(s) waiting; delivery is not enabled yet", waiting)
-            self._sleep(poll)
-        logger.info("scheduler stopped")
+            try:
+                if self.handle_one():
+                    continue  # there may be more due rows right now
+                self._sleep(next_wakeup(now=timezone.now(), poll=poll))
+            except Exception:
+                logger.exception("scheduler pass failed")
+                self._sleep(poll)
+        logger.info("scheduler %s stopped", self.name)
+
+    def handle_one(self) -> bool:
+        """One pass: claim due rows and enqueue them; True when something was claimed."""
+        now = timezone.now()
+        claimed = schedules_claim(now=now, limit=self.batch)
+        for schedule_id, token in claimed:
+            async_task("deliveries.tasks.deliver", schedule_id, token)
+        heartbeat(name=self.name, now=now)
+        return bool(claimed)
 
     def _stop(self, *_):
         self.stopping = True
@@ -42,4 +67,4 @@ class Command(BaseCommand):
     def _sleep(self, seconds: float) -> None:
         end = time.monotonic() + seconds
         while not self.stopping and time.monotonic() < end:
-            time.sleep(min(0.2, end - time.monotonic()))
+            time.sleep(min(0.05, max(0.0, end - time.monotonic())))

@@ -1,0 +1,1 @@
+"""Channel transports: one class per channel, one module per outside service."""

@@ -1,0 +1,109 @@
+"""The one LINE Messaging API client (push, multicast, reply, quota).
+
+Facts from ../shared/reference/line.md: `X-Line-Retry-Key` (a UUID) on push and
+multicast makes a retry safe — LINE answers 409 with `x-line-accepted-request-id`
+when it already accepted that key, which counts as success. Multicast takes at
+most 500 user ids; `customAggregationUnits` names a unit for the insight API.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import httpx
+from django.conf import settings
+
+from deliveries.channels.base import HttpTransport, SendResult, TransportError
+
+MULTICAST_MAX = 500
+UNIT_PATTERN = re.compile(r"^[a-zA-Z0-9_]{1,30}$")
+
+
+def aggregation_unit(issue_key: str) -> str:
+    """A customAggregationUnits name for a task: `^[a-zA-Z0-9_]{1,30}$`."""
+    return re.sub(r"[^a-zA-Z0-9_]", "_", issue_key)[-30:]
+
+
+def push_body(*, to: str, messages: list[dict], unit: str | None = None) -> dict[str, Any]:
+    body: dict[str, Any] = {"to": to, "messages": messages}
+    if unit:
+        body["customAggregationUnits"] = [unit]
+    return body
+
+
+def multicast_body(*, to: list[str], messages: list[dict], unit: str | None = None) -> dict[str, Any]:
+    if not 1 <= len(to) <= MULTICAST_MAX:
+        raise ValueError(f"multicast takes 1..{MULTICAST_MAX} recipients, got {len(to)}")
+    body: dict[str, Any] = {"to": to, "messages": messages}
+    if unit:
+        body["customAggregationUnits"] = [unit]
+    return body
+
+
+def _reason(response: httpx.Response) -> str:
+    try:
+        data = response.json()
+    except ValueError:
+        return response.text[:300] or response.reason_phrase
+    details = "; ".join(f"{d.get('property', '')}: {d.get('message', '')}" for d in data.get("details") or [])
+    return " / ".join(p for p in (data.get("message", ""), details) if p)
+
+
+class LineTransport(HttpTransport):
+    service = "line"
+
+    def __init__(
+        self, *, token: str, base_url: str | None = None, timeout: float | None = None, transport=None
+    ):
+        super().__init__(
+            base_url=base_url or settings.LINE_API_BASE_URL,
+            headers={"Authorization": f"Bearer {token}"},
+            timeout=timeout or settings.LINE_TIMEOUT_SECONDS,
+            transport=transport,
+        )
+
+    def push(self, *, to: str, messages: list[dict], retry_key: str, unit: str | None = None) -> SendResult:
+        return self._send("/v2/bot/message/push", push_body(to=to, messages=messages, unit=unit), retry_key)
+
+    def multicast(
+        self, *, to: list[str], messages: list[dict], retry_key: str, unit: str | None = None
+    ) -> SendResult:
+        return self._send(
+            "/v2/bot/message/multicast", multicast_body(to=to, messages=messages, unit=unit), retry_key
+        )
+
+    def reply(self, *, reply_token: str, messages: list[dict]) -> SendResult:
+        response, duration = self.request(
+            "POST", "/v2/bot/message/reply", json={"replyToken": reply_token, "messages": messages}
+        )
+        return self._result(response, duration)
+
+    def _send(self, path: str, body: dict, retry_key: str) -> SendResult:
+        response, duration = self.request("POST", path, json=body, headers={"X-Line-Retry-Key": retry_key})
+        if response.status_code == 409 and response.headers.get("x-line-accepted-request-id"):
+            accepted = response.headers["x-line-accepted-request-id"]
+            return SendResult(status=409, request_id=accepted, duplicate=True, duration_ms=duration)
+        return self._result(response, duration)
+
+    def _result(self, response: httpx.Response, duration: int) -> SendResult:
+        request_id = response.headers.get("x-line-request-id", "")
+        if not response.is_success:
+            self.raise_for(response, _reason(response), request_id)
+        body = response.json() if response.content else {}
+        return SendResult(status=response.status_code, request_id=request_id, body=body, duration_ms=duration)
+
+    def quota(self) -> dict:
+        return self._get("/v2/bot/message/quota")
+
+    def consumption(self) -> dict:
+        return self._get("/v2/bot/message/quota/consumption")
+
+    def _get(self, path: str, **params) -> dict:
+        response, _ = self.request("GET", path, params=params or None)
+        if not response.is_success:
+            self.raise_for(response, _reason(response))
+        return response.json()
+
+
+__all__ = ["LineTransport", "TransportError", "SendResult", "aggregation_unit", "push_body", "multicast_body"]

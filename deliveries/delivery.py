@@ -1,0 +1,423 @@
+"""`deliver`: one claimed schedule → LINE exactly once → one Backlog write-back.
+
+Order of work (DESIGN.md, seed 000/001): claim → lock per (tenant, issue) →
+idempotency (自動配信実行日時) → re-check in Backlog (still approved, unchanged,
+quiet hours) → render → audience → send each chunk with a deterministic
+X-Line-Retry-Key → record → write back in one PATCH → delete the schedule.
+No transaction or row lock is held across an HTTP call; every step tolerates
+running twice.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.core.mail import mail_admins
+from django.db import IntegrityError, transaction
+from django.db.models import Exists, OuterRef, Q
+from django.utils import timezone
+
+from automedia_site import metrics
+from automedia_site.timeutil import fmt_jst, iso_jst
+from backlog_bridge.client import BacklogClient, BacklogError
+from backlog_bridge.services import IssueState, issue_read, issue_reconcile
+from deliveries.audience import AudienceError, parse_audience
+from deliveries.channels.base import TransportError
+from deliveries.channels.line import MULTICAST_MAX, LineTransport, aggregation_unit
+from deliveries.models import (
+    FIELD_DELIVERED_AT,
+    STATUS_DELIVERED,
+    STATUS_ERROR,
+    ContentTask,
+    DeliveryAttempt,
+    DeliveryLock,
+    DeliverySchedule,
+    Tenant,
+)
+from deliveries.rendering import RenderError, render_messages, template_resolve
+from deliveries.retry import next_delay, writeback_delay
+from deliveries.scheduler import lease_release, lease_renew
+from linepush.models import LineContact
+
+logger = logging.getLogger(__name__)
+
+RETRY_KEY_NAMESPACE = uuid.UUID("6f1c9a52-3b7e-4d2a-9c41-7a0e5d8b2f10")
+
+
+class DeliveryFailed(Exception):
+    """A permanent failure: the task ends in automediaエラー with this reason."""
+
+    def __init__(self, reason: str, *, auth: bool = False):
+        super().__init__(reason)
+        self.reason = reason
+        self.auth = auth
+
+
+def retry_key(*, tenant: Tenant, issue_key: str, approval_seq: int, chunk: int) -> str:
+    """The same (tenant, issue, approval, chunk) always gives the same UUID, so a
+    resend after a crash is recognised by LINE (409) and never posted twice."""
+    return str(uuid.uuid5(RETRY_KEY_NAMESPACE, f"{tenant.slug}:{issue_key}:{approval_seq}:{chunk}"))
+
+
+# -- the lock per (tenant, issue) ----------------------------------------------------
+
+
+def lock_take(*, tenant: Tenant, issue_key: str, owner: str, now: datetime) -> bool:
+    """Take the delivery lock; a second taker gets False.
+
+    A lock is live while it has not expired (1 hour) and its owner still holds a
+    live claim on a schedule; otherwise the next taker may take it over.
+    """
+    expires = now + timedelta(seconds=DeliveryLock.TTL_SECONDS)
+    try:
+        with transaction.atomic():
+            DeliveryLock.objects.create(
+                tenant=tenant, issue_key=issue_key, owner=owner, taken_at=now, expires_at=expires
+            )
+        return True
+    except IntegrityError:
+        pass
+    live_claim = DeliverySchedule.objects.filter(claimed_by=OuterRef("owner"), lease_until__gt=now)
+    stale = Q(expires_at__lte=now) | ~Q(Exists(live_claim)) | Q(owner=owner)
+    return (
+        DeliveryLock.objects.filter(tenant=tenant, issue_key=issue_key)
+        .filter(stale)
+        .update(owner=owner, taken_at=now, expires_at=expires)
+        == 1
+    )
+
+
+def lock_release(*, tenant: Tenant, issue_key: str, owner: str) -> None:
+    DeliveryLock.objects.filter(tenant=tenant, issue_key=issue_key, owner=owner).delete()
+
+
+# -- entry point ---------------------------------------------------------------------
+
+
+@dataclass
+class Run:
+    """One claimed run of one schedule."""
+
+    schedule: DeliverySchedule
+    token: str
+    now: datetime
+
+    @property
+    def task(self) -> ContentTask:
+        return self.schedule.task
+
+    @property
+    def tenant(self) -> Tenant:
+        return self.schedule.tenant
+
+    def release(self, **changes) -> None:
+        lease_release(schedule_id=self.schedule.pk, token=self.token, **changes)
+
+    def still_mine(self) -> bool:
+        return lease_renew(schedule_id=self.schedule.pk, token=self.token, now=timezone.now())
+
+
+def delivery_run(*, schedule_id: int, token: str) -> str:
+    schedule = (
+        DeliverySchedule.objects.select_related("task", "tenant")
+        .filter(pk=schedule_id, claimed_by=token)
+        .first()
+    )
+    if schedule is None:
+        return "not claimed"  # deleted, or the lease passed to another scheduler
+    run = Run(schedule=schedule, token=token, now=timezone.now())
+    if schedule.stage == DeliverySchedule.Stage.DELIVER and schedule.attempts == 0:
+        metrics.fired((run.now - schedule.due_at).total_seconds())
+    issue_key = schedule.task.issue_key
+    if not lock_take(tenant=run.tenant, issue_key=issue_key, owner=token, now=run.now):
+        run.release(due_at=run.now + timedelta(seconds=5))
+        return "locked"
+    try:
+        with BacklogClient.for_tenant(run.tenant) as backlog:
+            if schedule.stage == DeliverySchedule.Stage.WRITEBACK:
+                return _writeback(run, backlog)
+            return _deliver(run, backlog)
+    finally:
+        lock_release(tenant=run.tenant, issue_key=issue_key, owner=token)
+
+
+# -- delivering ----------------------------------------------------------------------
+
+
+def _deliver(run: Run, backlog: BacklogClient) -> str:
+    try:
+        state = issue_read(client=backlog, issue_key=run.task.issue_key)
+    except BacklogError as exc:
+        return _retry_or_fail(run, TransportError(str(exc), permanent=not exc.retryable, status=exc.status))
+    verdict = _recheck(run, state, backlog)
+    if verdict:
+        return verdict
+    try:
+        plan, messages = _prepare(run, state)
+    except DeliveryFailed as exc:
+        return _fail(run, exc, backlog)
+    return _send(run, plan, messages, backlog)
+
+
+def _recheck(run: Run, state: IssueState | None, backlog: BacklogClient) -> str:
+    """Empty string = go ahead; otherwise what was done instead of sending."""
+    task, tenant = run.task, run.tenant
+    if state is None or not state.approved or state.delivered_at:
+        DeliverySchedule.objects.filter(pk=run.schedule.pk).delete()
+        if state is not None and state.delivered_at:
+            ContentTask.objects.filter(pk=task.pk).update(delivered_at=state.delivered_at)
+            return "already delivered"
+        return "no longer approved"
+    if state.fingerprint != task.approval_fingerprint or state.parsed.publish_at != task.approved_publish_at:
+        run.release()
+        issue_reconcile(tenant=tenant, issue_key=task.issue_key, client=backlog)
+        return "changed since approval"
+    quiet = tenant.quiet_hours_config()
+    verdict = quiet.check(run.now)
+    if verdict.inside:
+        if quiet.mode == "defer":
+            run.release(due_at=verdict.window_end)
+            return f"deferred to {verdict.window_end.isoformat()}"
+        return _fail(run, DeliveryFailed(f"配信時刻が静粛時間帯です。{verdict.message}"), backlog)
+    return ""
+
+
+def _prepare(run: Run, state: IssueState) -> tuple[list[tuple[str, object]], list[dict]]:
+    parsed, tenant = state.parsed, run.tenant
+    if parsed.channel != "line":
+        raise DeliveryFailed(f"チャネル「{parsed.channel}」への配信はまだ対応していません")
+    if not tenant.line_channel_token:
+        raise DeliveryFailed("LINE チャネルアクセストークンが設定されていません", auth=True)
+    try:
+        template = template_resolve(tenant=tenant, ref=parsed.template)
+        messages = render_messages(
+            messages=template.messages, variables=parsed.variables, attachments=parsed.attachments
+        )
+    except RenderError as exc:
+        raise DeliveryFailed(f"メッセージを作成できません: {exc}") from exc
+    return _audience_plan(tenant, parsed.audience), messages
+
+
+def _audience_plan(tenant: Tenant, expression: str) -> list[tuple[str, object]]:
+    """[("push", groupId) …] or [("multicast", [userId ≤ 500]) …]."""
+    try:
+        audience = parse_audience(expression)
+    except AudienceError as exc:
+        raise DeliveryFailed(f"対象タグを解釈できません: {exc}") from exc
+    if audience.is_group_target:
+        return [("push", group) for group in audience.groups]
+    contacts = LineContact.objects.filter(tenant=tenant, blocked=False).order_by("user_id")
+    users = [c.user_id for c in contacts.only("user_id", "tags") if audience.matches(set(c.tags))]
+    if not users:
+        raise DeliveryFailed(f"対象者がいません（対象タグ: {expression}）")
+    return [("multicast", users[i : i + MULTICAST_MAX]) for i in range(0, len(users), MULTICAST_MAX)]
+
+
+def _send(run: Run, plan: list[tuple[str, object]], messages: list[dict], backlog: BacklogClient) -> str:
+    task, tenant = run.task, run.tenant
+    done = _chunks_done(task)
+    transport = LineTransport(token=tenant.line_channel_token)
+    unit = aggregation_unit(task.issue_key)
+    try:
+        for chunk, (kind, to) in enumerate(plan):
+            if chunk in done:
+                continue
+            if not run.still_mine():
+                return "claim lost"
+            key = retry_key(
+                tenant=tenant, issue_key=task.issue_key, approval_seq=task.approval_seq, chunk=chunk
+            )
+            try:
+                if kind == "push":
+                    result = transport.push(to=to, messages=messages, retry_key=key, unit=unit)
+                else:
+                    result = transport.multicast(to=to, messages=messages, retry_key=key, unit=unit)
+            except TransportError as exc:
+                _record(run, chunk, kind, to, key, error=exc)
+                return _retry_or_fail(run, exc, backlog)
+            done[chunk] = _record(run, chunk, kind, to, key, result=result)
+    finally:
+        transport.close()
+    return _succeed(run, plan, done, backlog)
+
+
+def _chunks_done(task: ContentTask) -> dict[int, DeliveryAttempt]:
+    """Chunks of this approval that LINE already accepted (a retry skips them)."""
+    sent = DeliveryAttempt.objects.filter(
+        task=task,
+        approval_seq=task.approval_seq,
+        outcome__in=[DeliveryAttempt.Outcome.SENT, DeliveryAttempt.Outcome.DUPLICATE],
+    )
+    return {a.chunk: a for a in sent}
+
+
+def _record(run: Run, chunk: int, kind: str, to, key: str, *, result=None, error=None) -> DeliveryAttempt:
+    recipients = [to] if isinstance(to, str) else list(to)
+    if result is not None:
+        outcome = DeliveryAttempt.Outcome.DUPLICATE if result.duplicate else DeliveryAttempt.Outcome.SENT
+    else:
+        outcome = DeliveryAttempt.Outcome.FAILED if error.permanent else DeliveryAttempt.Outcome.RETRY
+    return DeliveryAttempt.objects.create(
+        tenant=run.tenant,
+        task=run.task,
+        approval_seq=run.task.approval_seq,
+        chunk=chunk,
+        channel="line",
+        endpoint=f"/v2/bot/message/{kind}",
+        retry_key=key,
+        request_summary={
+            "kind": kind,
+            "recipients": len(recipients),
+            "first": recipients[0],
+            "lateness_ms": _lateness_ms(run),
+        },
+        status_code=result.status if result else error.status,
+        request_id=result.request_id if result else error.request_id,
+        outcome=outcome,
+        error=error.message if error else "",
+        duration_ms=result.duration_ms if result else 0,
+    )
+
+
+def _lateness_ms(run: Run) -> int:
+    return int((run.now - run.schedule.due_at).total_seconds() * 1000)
+
+
+# -- outcomes ------------------------------------------------------------------------
+
+
+def _retry_or_fail(run: Run, exc: TransportError, backlog: BacklogClient | None = None) -> str:
+    if exc.permanent:
+        return _fail(run, DeliveryFailed(exc.message, auth=exc.auth), backlog)
+    delay = next_delay(run.schedule.attempts, exc.retry_after)
+    if delay is None:
+        return _fail(
+            run,
+            DeliveryFailed(
+                f"再試行の上限（{run.schedule.attempts} 回）に達しました。最後のエラー: {exc.message}"
+            ),
+            backlog,
+        )
+    run.release(due_at=timezone.now() + delay, attempts=run.schedule.attempts + 1, last_error=exc.message)
+    metrics.delivery_ended("retry", run.task.channel)
+    return f"retry in {int(delay.total_seconds())}s"
+
+
+def _succeed(run: Run, plan, done: dict[int, DeliveryAttempt], backlog: BacklogClient) -> str:
+    now = timezone.now()
+    recipients = sum(1 if kind == "push" else len(to) for kind, to in plan)
+    outcome = {
+        "ok": True,
+        "delivered_at": iso_jst(now),
+        "recipients": recipients,
+        "request_ids": [done[i].request_id for i in sorted(done)],
+    }
+    with transaction.atomic():
+        ContentTask.objects.filter(pk=run.task.pk).update(delivered_at=now)
+        _to_writeback(run, outcome)
+    metrics.delivery_ended("sent", run.task.channel)
+    return _writeback(run, backlog)
+
+
+def _fail(run: Run, exc: DeliveryFailed, backlog: BacklogClient | None) -> str:
+    if exc.auth:
+        _token_expired(run, exc.reason)
+    _to_writeback(run, {"ok": False, "reason": exc.reason, "auth": exc.auth})
+    metrics.delivery_ended("failed", run.task.channel)
+    if backlog is None:
+        run.release(due_at=timezone.now())
+        return "failed; write-back queued"
+    return _writeback(run, backlog)
+
+
+def _to_writeback(run: Run, outcome: dict) -> None:
+    DeliverySchedule.objects.filter(pk=run.schedule.pk, claimed_by=run.token).update(
+        stage=DeliverySchedule.Stage.WRITEBACK, outcome=outcome, attempts=0, last_error=""
+    )
+    run.schedule.refresh_from_db()
+
+
+def _token_expired(run: Run, reason: str) -> None:
+    Tenant.objects.filter(pk=run.tenant.pk).update(line_token_invalid_at=timezone.now())
+    mail_admins(
+        f"[automedia] LINE トークンの更新が必要です（{run.tenant.name}）",
+        f"テナント {run.tenant.slug} の LINE チャネルへの配信が認証エラーで失敗しました。\n"
+        f"課題: {run.task.issue_key}\n理由: {reason}\n管理画面でチャネルアクセストークンを更新してください。",
+    )
+
+
+# -- Backlog write-back ---------------------------------------------------------------
+
+
+def _writeback(run: Run, backlog: BacklogClient) -> str:
+    """One PATCH: status, 自動配信実行日時 and the comment; retried until Backlog accepts it."""
+    outcome, task, project = run.schedule.outcome, run.task, run.tenant.backlog_project_key
+    try:
+        if outcome.get("tried") and _already_written(backlog, task, outcome):
+            return _finish(run, outcome)
+        DeliverySchedule.objects.filter(pk=run.schedule.pk).update(outcome={**outcome, "tried": True})
+        if outcome["ok"]:
+            field_id = backlog.custom_field_id(project, FIELD_DELIVERED_AT)
+            backlog.update_issue(
+                task.issue_key,
+                status_id=_status_id(backlog, project, STATUS_DELIVERED),
+                custom_fields={field_id: outcome["delivered_at"]} if field_id else None,
+                comment=_success_comment(outcome),
+            )
+        else:
+            backlog.update_issue(
+                task.issue_key,
+                status_id=_status_id(backlog, project, STATUS_ERROR),
+                comment=_failure_comment(outcome),
+            )
+    except BacklogError as exc:
+        delay = writeback_delay(run.schedule.attempts)
+        run.release(due_at=timezone.now() + delay, attempts=run.schedule.attempts + 1, last_error=str(exc))
+        logger.warning("write-back of %s failed, retry in %s: %s", task.issue_key, delay, exc)
+        return "write-back retry"
+    return _finish(run, outcome)
+
+
+def _already_written(backlog: BacklogClient, task: ContentTask, outcome: dict) -> bool:
+    """After a crash between PATCH and cleanup, don't comment twice."""
+    state = issue_read(client=backlog, issue_key=task.issue_key)
+    if state is None:
+        return True
+    expected = STATUS_DELIVERED if outcome["ok"] else STATUS_ERROR
+    return state.status_name == expected
+
+
+def _status_id(backlog: BacklogClient, project: str, name: str) -> int:
+    status_id = backlog.status_id(project, name)
+    if status_id is None:
+        raise BacklogError(f"プロジェクト {project} に状態「{name}」がありません", status=400)
+    return status_id
+
+
+def _finish(run: Run, outcome: dict) -> str:
+    status = STATUS_DELIVERED if outcome["ok"] else STATUS_ERROR
+    with transaction.atomic():
+        ContentTask.objects.filter(pk=run.task.pk).update(status_name=status)
+        DeliverySchedule.objects.filter(pk=run.schedule.pk).delete()
+    return "delivered" if outcome["ok"] else "failed"
+
+
+def _success_comment(outcome: dict) -> str:
+    ids = ", ".join(outcome["request_ids"])
+    return (
+        f"[automedia] dispatched at {outcome['delivered_at']}\n"
+        f"LINE に配信しました。配信先: {outcome['recipients']} 件\nLINE リクエストID: {ids}"
+    )
+
+
+def _failure_comment(outcome: dict) -> str:
+    text = f"[automedia] failed: {outcome['reason']}"
+    if outcome.get("auth"):
+        text += "\nLINE チャネルのトークンが期限切れか無効です。管理画面でトークンを更新してから、もう一度承認してください。"
+    return (
+        text
+        + f"\n（{fmt_jst(timezone.now())}）内容を修正して、もう一度「automedia承認」にすると再実行します。"
+    )

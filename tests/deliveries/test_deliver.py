@@ -1,0 +1,371 @@
+"""`deliver` against the fake Backlog and the fake LINE over real loopback HTTP."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime, timedelta
+
+import pytest
+import time_machine
+from django.core import mail
+from django.utils import timezone
+
+from automedia_site.sandbox.line import FakeLine
+from automedia_site.timeutil import JST
+from deliveries.delivery import delivery_run, lock_take, retry_key
+from deliveries.models import (
+    ContentTask,
+    DeliveryAttempt,
+    DeliveryLock,
+    DeliverySchedule,
+    MessageTemplate,
+    Tenant,
+)
+from deliveries.scheduler import schedules_claim
+from tests.backlog_bridge.test_lifecycle import body, texts
+from tests.factories import LineContactFactory
+
+DUE = datetime(2026, 12, 10, 10, 0, tzinfo=JST)
+MULTICAST = "/v2/bot/message/multicast"
+
+
+@pytest.fixture
+def line(settings):
+    with FakeLine(channel_tokens={"line-channel-token"}) as fake:
+        settings.LINE_API_BASE_URL = fake.base_url
+        yield fake
+
+
+@pytest.fixture
+def template(db):
+    return MessageTemplate.objects.create(
+        name="announce_open",
+        rev="r1",
+        messages=[{"type": "text", "text": "{{ date }} の営業時間は {{ hours }} です"}],
+    )
+
+
+@pytest.fixture
+def contacts(tenant):
+    return [LineContactFactory(tenant=tenant, tags=["active"]) for _ in range(3)] + [
+        LineContactFactory(tenant=tenant, tags=["active", "opt_out"]),
+        LineContactFactory(tenant=tenant, tags=["active"], blocked=True),
+    ]
+
+
+@pytest.fixture
+def approved(fake_backlog, tenant, pump, template, contacts, line):
+    """An approved issue due at DUE, with its schedule registered."""
+
+    def make(description: str = body()) -> str:
+        with time_machine.travel(datetime(2026, 12, 1, 9, 0, tzinfo=JST), tick=False):
+            key = fake_backlog.create_issue(
+                "ACME", summary="年末告知", description=description, status="処理中"
+            )["issueKey"]
+            fake_backlog.update_issue(key, status="automedia承認")
+            pump(tenant)
+        assert DeliverySchedule.objects.filter(task__issue_key=key).exists()
+        fake_backlog.reset_requests()
+        return key
+
+    return make
+
+
+def fire(key: str, *, late: float = 0.01) -> str:
+    """Let the scheduler claim the schedule at its due time and run the task."""
+    schedule = DeliverySchedule.objects.get(task__issue_key=key)
+    with time_machine.travel(schedule.due_at + timedelta(seconds=late), tick=True):
+        [(schedule_id, token)] = schedules_claim(now=timezone.now())
+        return delivery_run(schedule_id=schedule_id, token=token)
+
+
+def schedule_of(key: str) -> DeliverySchedule | None:
+    return DeliverySchedule.objects.filter(task__issue_key=key).first()
+
+
+def patches(fake_backlog) -> list:
+    return [r for r in fake_backlog.requests if r.method == "PATCH"]
+
+
+def test_it_sends_once_and_writes_back_in_one_patch(approved, fake_backlog, line):
+    key = approved()
+
+    assert fire(key) == "delivered"
+
+    [sent] = line.sent(MULTICAST)
+    assert len(sent.body["to"]) == 3
+    assert sent.body["messages"] == [{"type": "text", "text": "2026-12-10 の営業時間は 7:00-18:00 です"}]
+    assert sent.body["customAggregationUnits"] == ["ACME_1"]
+    [patch] = patches(fake_backlog)
+    assert patch.form["statusId"] == [str(fake_backlog.status_id("ACME", "automedia実行済み"))]
+    issue = fake_backlog.issue(key)
+    assert issue["status"]["name"] == "automedia実行済み"
+    delivered = next(f["value"] for f in issue["customFields"] if f["name"] == "自動配信実行日時")
+    assert delivered.startswith("2026-12-10T10:00:")
+    assert texts(fake_backlog, key)[-1].startswith(f"[automedia] dispatched at {delivered}")
+    assert schedule_of(key) is None
+    assert not DeliveryLock.objects.exists()
+
+
+def test_it_sends_to_exactly_the_audience_of_the_tag_expression(approved, line, contacts):
+    key = approved()
+    fire(key)
+
+    [sent] = line.sent(MULTICAST)
+    assert sorted(sent.body["to"]) == sorted(c.user_id for c in contacts[:3])
+
+
+def test_it_records_every_attempt_with_the_line_request_id(approved, line):
+    key = approved()
+    fire(key)
+
+    [attempt] = DeliveryAttempt.objects.filter(task__issue_key=key)
+    [sent] = line.sent(MULTICAST)
+    assert (attempt.outcome, attempt.status_code, attempt.request_id) == ("sent", 200, sent.request_id)
+    assert attempt.request_summary["recipients"] == 3
+
+
+def test_it_derives_the_retry_key_from_tenant_issue_approval_and_chunk(approved, line, tenant):
+    key = approved()
+    fire(key)
+
+    [sent] = line.sent(MULTICAST)
+    expected = retry_key(tenant=tenant, issue_key=key, approval_seq=1, chunk=0)
+    assert sent.headers["x-line-retry-key"] == expected
+    assert uuid.UUID(expected).version == 5
+    assert retry_key(tenant=tenant, issue_key=key, approval_seq=2, chunk=0) != expected
+
+
+def test_it_multicasts_in_chunks_of_500(approved, line, tenant):
+    for _ in range(1100):
+        LineContactFactory(tenant=tenant, tags=["active"])
+    key = approved()
+
+    fire(key)
+
+    assert [len(r.body["to"]) for r in line.sent(MULTICAST)] == [500, 500, 103]
+
+
+def test_it_pushes_to_each_group_of_a_group_target(approved, line):
+    key = approved(body().replace("tag:active, !tag:opt_out", "group:Cabc123 | group:Cdef456"))
+
+    fire(key)
+
+    assert sorted(r.body["to"] for r in line.sent("/v2/bot/message/push")) == ["Cabc123", "Cdef456"]
+
+
+def test_it_does_not_send_a_task_that_already_has_its_delivery_time(approved, fake_backlog, line):
+    key = approved()
+    field = fake_backlog.custom_field_id("ACME", "自動配信実行日時")
+    fake_backlog.update_issue(key, custom_fields={"自動配信実行日時": "2026-12-09T10:00:00+09:00"})
+    assert field
+
+    assert fire(key) == "already delivered"
+    assert line.sent() == []
+    assert schedule_of(key) is None
+
+
+def test_a_second_taker_of_the_lock_does_nothing(approved, line, tenant):
+    key = approved()
+    schedule = schedule_of(key)
+    now = timezone.now()
+    DeliverySchedule.objects.filter(pk=schedule.pk).update(
+        claimed_by="first", lease_until=now + timedelta(minutes=1)
+    )
+    assert lock_take(tenant=tenant, issue_key=key, owner="first", now=now)
+
+    assert lock_take(tenant=tenant, issue_key=key, owner="second", now=now) is False
+    assert (
+        lock_take(tenant=tenant, issue_key=key, owner="second", now=now + timedelta(hours=1, seconds=1))
+        is True
+    )
+
+
+def test_it_takes_over_a_lock_left_by_a_dead_claim(approved, line, tenant):
+    key = approved()
+    DeliveryLock.objects.create(
+        tenant=tenant,
+        issue_key=key,
+        owner="dead-worker",
+        taken_at=timezone.now(),
+        expires_at=timezone.now() + timedelta(hours=1),
+    )
+
+    assert fire(key) == "delivered"
+    assert len(line.sent()) == 1
+
+
+def test_it_does_not_send_when_the_issue_is_no_longer_approved(approved, fake_backlog, line):
+    key = approved()
+    fake_backlog.update_issue(key, status="処理中")  # webhook lost
+
+    assert fire(key) == "no longer approved"
+    assert line.sent() == [] and schedule_of(key) is None
+
+
+def test_it_invalidates_instead_of_sending_changed_content(approved, fake_backlog, line):
+    key = approved()
+    fake_backlog.update_issue(key, description=body(hours="10:00-12:00"))  # webhook lost
+
+    assert fire(key) == "changed since approval"
+    assert line.sent() == []
+    assert fake_backlog.issue(key)["status"]["name"] == "処理中"
+    assert schedule_of(key) is None
+
+
+def test_it_fails_a_firing_inside_quiet_hours_in_reject_mode(approved, fake_backlog, line, tenant):
+    key = approved()
+    Tenant.objects.filter(pk=tenant.pk).update(
+        quiet_hours={"enabled": True, "ranges": [{"from": "09:00", "to": "11:00"}]}
+    )
+
+    assert fire(key) == "failed"
+    assert line.sent() == []
+    assert fake_backlog.issue(key)["status"]["name"] == "automediaエラー"
+    assert texts(fake_backlog, key)[-1].startswith("[automedia] failed: 配信時刻が静粛時間帯です")
+
+
+def test_it_defers_a_firing_inside_quiet_hours_in_defer_mode(approved, line, tenant):
+    key = approved()
+    Tenant.objects.filter(pk=tenant.pk).update(
+        quiet_hours={"enabled": True, "ranges": [{"from": "09:00", "to": "11:00"}], "mode": "defer"}
+    )
+
+    assert fire(key).startswith("deferred")
+    assert schedule_of(key).due_at == datetime(2026, 12, 10, 11, 0, tzinfo=JST)
+    assert line.sent() == []
+
+
+def test_it_fails_with_the_name_of_a_missing_variable(approved, fake_backlog, line, template):
+    MessageTemplate.objects.create(
+        name="announce_open", rev="r2", messages=[{"type": "text", "text": "{{ venue }} にて"}]
+    )
+    key = approved(body(template="announce_open"))
+
+    assert fire(key) == "failed"
+    assert "venue" in texts(fake_backlog, key)[-1]
+    assert line.sent() == []
+
+
+def test_it_treats_an_empty_audience_as_an_error(approved, fake_backlog, line):
+    key = approved(body().replace("tag:active, !tag:opt_out", "tag:nobody"))
+
+    assert fire(key) == "failed"
+    assert "対象者がいません" in texts(fake_backlog, key)[-1]
+
+
+@pytest.mark.parametrize("fault", [{"status": 500}, {"status": 503}, {"status": 0, "delay": 2}])
+def test_it_retries_server_errors_and_timeouts_after_30_seconds(approved, line, fault):
+    key = approved()
+    line.fail_next(**fault, path_prefix=MULTICAST)
+
+    result = fire(key)
+
+    schedule = schedule_of(key)
+    assert result == "retry in 30s"
+    assert schedule.attempts == 1 and schedule.stage == "deliver"
+    assert abs((schedule.due_at - DUE).total_seconds() - 30) < 15
+    assert DeliveryAttempt.objects.get().outcome == "retry"
+
+
+def test_it_backs_off_30s_2m_10m_30m_1h_then_gives_up(approved, fake_backlog, line):
+    key = approved()
+    line.fail_next(500, count=6, path_prefix=MULTICAST)
+
+    results = [fire(key) for _ in range(6)]
+
+    assert results == [
+        "retry in 30s",
+        "retry in 120s",
+        "retry in 600s",
+        "retry in 1800s",
+        "retry in 3600s",
+        "failed",
+    ]
+    assert fake_backlog.issue(key)["status"]["name"] == "automediaエラー"
+    assert "再試行の上限" in texts(fake_backlog, key)[-1]
+
+
+def test_it_honours_retry_after_on_429_as_one_retry(approved, line):
+    key = approved()
+    line.fail_next(429, path_prefix=MULTICAST, headers={"Retry-After": "7"})
+
+    assert fire(key) == "retry in 7s"
+    assert schedule_of(key).attempts == 1
+
+
+def test_it_ends_in_error_with_a_token_notice_on_401(approved, fake_backlog, line, tenant):
+    key = approved()
+    line.fail_next(401, path_prefix=MULTICAST)
+
+    assert fire(key) == "failed"
+    assert fake_backlog.issue(key)["status"]["name"] == "automediaエラー"
+    comment = texts(fake_backlog, key)[-1]
+    assert (
+        comment.startswith("[automedia] failed: 認証エラー（401）") and "LINE チャネルのトークン" in comment
+    )
+    tenant.refresh_from_db()
+    assert tenant.line_token_invalid_at is not None
+    assert "LINE トークン" in mail.outbox[0].subject
+    assert DeliveryAttempt.objects.count() == 1
+
+
+def test_it_ends_in_error_with_lines_reason_on_422(approved, fake_backlog, line):
+    key = approved()
+    line.fail_next(
+        422,
+        path_prefix=MULTICAST,
+        body={
+            "message": "Failed to send messages",
+            "details": [{"message": "invalid", "property": "messages[0]"}],
+        },
+    )
+
+    assert fire(key) == "failed"
+    assert "Failed to send messages" in texts(fake_backlog, key)[-1]
+    assert schedule_of(key) is None
+
+
+def test_it_ends_in_error_on_other_client_errors(approved, fake_backlog, line):
+    key = approved()
+    line.fail_next(400, path_prefix=MULTICAST)
+
+    assert fire(key) == "failed"
+    assert fake_backlog.issue(key)["status"]["name"] == "automediaエラー"
+
+
+def test_a_send_accepted_before_a_lost_answer_is_not_posted_twice(approved, fake_backlog, line):
+    key = approved()
+    line.fail_next(500, path_prefix=MULTICAST, then_accept=True)
+
+    assert fire(key) == "retry in 30s"
+    assert fire(key) == "delivered"
+
+    assert len(line.sent(MULTICAST)) == 1
+    assert [a.outcome for a in DeliveryAttempt.objects.order_by("created_at")] == ["retry", "duplicate"]
+    assert fake_backlog.issue(key)["status"]["name"] == "automedia実行済み"
+
+
+def test_it_retries_the_write_back_without_sending_again(approved, fake_backlog, line):
+    key = approved()
+    fake_backlog.fail_next(503, count=3, method="PATCH")
+
+    assert fire(key) == "write-back retry"
+    schedule = schedule_of(key)
+    assert schedule.stage == "writeback" and ContentTask.objects.get(issue_key=key).delivered_at
+
+    assert fire(key) == "delivered"
+    assert len(line.sent()) == 1
+    assert fake_backlog.issue(key)["status"]["name"] == "automedia実行済み"
+    assert schedule_of(key) is None
+
+
+def test_it_does_not_comment_twice_after_a_crash_between_patch_and_cleanup(approved, fake_backlog, line):
+    key = approved()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("deliveries.delivery._finish", lambda run, outcome: "crashed")
+        fire(key)
+    DeliverySchedule.objects.filter(task__issue_key=key).update(lease_until=None, claimed_by="")
+
+    assert fire(key) == "delivered"
+    assert sum(t.startswith("[automedia] dispatched") for t in texts(fake_backlog, key)) == 1

@@ -1,0 +1,115 @@
+"""Claiming due schedules: leases, several schedulers, per-tenant capacity, the loop step."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from unittest import mock
+
+import pytest
+from django.utils import timezone
+
+from deliveries.management.commands.run_scheduler import Command
+from deliveries.models import DeliverySchedule, SchedulerHeartbeat
+from deliveries.scheduler import lease_release, lease_renew, next_wakeup, schedules_claim
+from tests.factories import ContentTaskFactory, TenantFactory
+
+pytestmark = pytest.mark.django_db
+
+
+def make_schedule(tenant=None, *, due_in: float = -1.0, **fields) -> DeliverySchedule:
+    task = ContentTaskFactory(tenant=tenant or TenantFactory(slug="acme"))
+    return DeliverySchedule.objects.create(
+        tenant=task.tenant,
+        task=task,
+        name=DeliverySchedule.name_for(task.tenant, task.issue_key),
+        due_at=timezone.now() + timedelta(seconds=due_in),
+        reason="approval",
+        **fields,
+    )
+
+
+def test_it_claims_a_due_row_under_a_lease():
+    schedule = make_schedule()
+    now = timezone.now()
+
+    [(schedule_id, token)] = schedules_claim(now=now)
+
+    schedule.refresh_from_db()
+    assert schedule_id == schedule.pk and schedule.claimed_by == token
+    assert schedule.lease_until > now
+
+
+def test_it_does_not_claim_a_row_that_is_not_due_yet():
+    make_schedule(due_in=10)
+
+    assert schedules_claim(now=timezone.now()) == []
+
+
+def test_it_never_hands_out_a_row_twice_while_its_lease_holds():
+    make_schedule()
+    now = timezone.now()
+
+    first = schedules_claim(now=now)
+    second = schedules_claim(now=now + timedelta(seconds=30))
+
+    assert len(first) == 1 and second == []
+
+
+def test_it_claims_again_once_a_dead_workers_lease_expires(settings):
+    make_schedule()
+    now = timezone.now()
+    [(_, first)] = schedules_claim(now=now)
+
+    [(_, second)] = schedules_claim(now=now + timedelta(seconds=settings.DELIVERY_LEASE_SECONDS + 1))
+
+    assert second != first
+
+
+def test_it_limits_deliveries_in_flight_per_tenant():
+    tenant = TenantFactory(slug="acme", max_concurrent_deliveries=2)
+    other = TenantFactory(slug="other", max_concurrent_deliveries=4)
+    for _ in range(4):
+        make_schedule(tenant)
+    make_schedule(other)
+
+    claimed = schedules_claim(now=timezone.now())
+
+    tenants = list(
+        DeliverySchedule.objects.filter(pk__in=[c[0] for c in claimed]).values_list("tenant__slug", flat=True)
+    )
+    assert sorted(tenants) == ["acme", "acme", "other"]
+
+
+def test_it_renews_and_releases_only_its_own_claim():
+    schedule = make_schedule()
+    now = timezone.now()
+    [(schedule_id, token)] = schedules_claim(now=now)
+
+    assert lease_renew(schedule_id=schedule_id, token="someone-else", now=now) is False
+    assert lease_renew(schedule_id=schedule_id, token=token, now=now) is True
+    assert lease_release(schedule_id=schedule_id, token=token, due_at=now + timedelta(minutes=2)) is True
+    schedule.refresh_from_db()
+    assert (schedule.claimed_by, schedule.lease_until) == ("", None)
+
+
+def test_it_sleeps_until_the_next_due_row_but_never_longer_than_the_poll():
+    now = timezone.now()
+    assert next_wakeup(now=now, poll=0.5) == 0.5
+    make_schedule(due_in=0.2)
+    assert 0 < next_wakeup(now=now, poll=0.5) <= 0.2 + 0.01
+    assert next_wakeup(now=now, poll=0.1) == 0.1
+
+
+def test_the_loop_step_enqueues_each_claimed_row_and_beats(monkeypatch):
+    make_schedule()
+    make_schedule(TenantFactory(slug="other"))
+    command = Command()
+    command.name, command.batch = "test-scheduler", 50
+
+    with mock.patch("deliveries.management.commands.run_scheduler.async_task") as enqueue:
+        assert command.handle_one() is True
+        assert command.handle_one() is False
+
+    assert enqueue.call_count == 2
+    assert all(call.args[0] == "deliveries.tasks.deliver" for call in enqueue.call_args_list)
+    assert SchedulerHeartbeat.objects.get(name="test-scheduler").last_beat is not None
