@@ -24,7 +24,7 @@ run: venv
 	rm -rf .run/prometheus && mkdir -p .run/prometheus
 	DEBUG=1 $(PY) manage.py migrate --noinput
 	DEBUG=1 $(PY) manage.py seed_demo --base-url http://127.0.0.1:$(PORT)
-	DEBUG=1 PORT=$(PORT) PROMETHEUS_MULTIPROC_DIR=$(CURDIR)/.run/prometheus PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/honcho start -f Procfile
+	DEBUG=1 PORT=$(PORT) LINE_API_BASE_URL=http://127.0.0.1:8082 PROMETHEUS_MULTIPROC_DIR=$(CURDIR)/.run/prometheus PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/honcho start -f Procfile
 
 lint: venv
 	$(VENV)/bin/ruff check .

@@ -183,6 +183,7 @@ LOGGING = {
 
 # The sandbox of `make run`: fake Backlog (and later fake LINE) on loopback.
 SANDBOX_BACKLOG_URL = env.str("SANDBOX_BACKLOG_URL", default="http://127.0.0.1:8081")
+SANDBOX_LINE_URL = env.str("SANDBOX_LINE_URL", default="http://127.0.0.1:8082")
 
 # Delivery engine: a claim's lease (a dead worker's schedule is due again after it),
 # the scheduler's longest sleep, and health thresholds.

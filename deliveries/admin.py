@@ -6,7 +6,7 @@ from django import forms
 from django.contrib import admin
 
 from automedia_site.crypto import mask
-from deliveries.models import ContentTask, DeliverySchedule, Tenant
+from deliveries.models import ContentTask, DeliveryAttempt, DeliverySchedule, MessageTemplate, Tenant
 
 SECRET_FIELDS = ("backlog_api_key", "line_channel_token", "line_channel_secret")
 
@@ -39,7 +39,14 @@ class TenantForm(forms.ModelForm):
 @admin.register(Tenant)
 class TenantAdmin(admin.ModelAdmin):
     form = TenantForm
-    list_display = ("slug", "name", "backlog_base_url", "backlog_project_key", "is_active")
+    list_display = (
+        "slug",
+        "name",
+        "backlog_base_url",
+        "backlog_project_key",
+        "is_active",
+        "line_token_invalid_at",
+    )
     search_fields = ("slug", "name", "backlog_project_key")
     readonly_fields = ("webhook_token_masked", "last_activity_id", "created_at", "updated_at")
 
@@ -63,12 +70,33 @@ class ScheduleInline(admin.StackedInline):
     )
 
 
+class AttemptInline(admin.TabularInline):
+    model = DeliveryAttempt
+    extra = 0
+    can_delete = False
+    fields = (
+        "created_at",
+        "approval_seq",
+        "chunk",
+        "endpoint",
+        "status_code",
+        "request_id",
+        "outcome",
+        "error",
+        "duration_ms",
+    )
+    readonly_fields = fields
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+
 @admin.register(ContentTask)
 class ContentTaskAdmin(admin.ModelAdmin):
     list_display = ("issue_key", "summary", "channel", "publish_at", "status_name", "delivered_at")
     list_filter = ("tenant", "status_name", "channel")
     search_fields = ("issue_key", "summary")
-    inlines = [ScheduleInline]
+    inlines = [ScheduleInline, AttemptInline]
     readonly_fields = [f.name for f in ContentTask._meta.fields]
 
     def has_add_permission(self, request):
@@ -83,4 +111,20 @@ class DeliveryScheduleAdmin(admin.ModelAdmin):
     readonly_fields = [f.name for f in DeliverySchedule._meta.fields]
 
     def has_add_permission(self, request):
+        return False
+
+
+@admin.register(MessageTemplate)
+class MessageTemplateAdmin(admin.ModelAdmin):
+    """Revisions are immutable: import them with `manage.py import_templates DIR`."""
+
+    list_display = ("name", "rev", "tenant", "channel", "created_at")
+    list_filter = ("tenant", "channel")
+    search_fields = ("name", "rev")
+    readonly_fields = [f.name for f in MessageTemplate._meta.fields]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
         return False

@@ -1,7 +1,8 @@
-"""The `sandbox` process of `make run`: fake Backlog (and later fake LINE) on loopback.
+"""The `sandbox` process of `make run`: fake Backlog and fake LINE on loopback.
 
 Every tenant whose Backlog URL points at the sandbox gets its project, its webhook
-wired to this automedia, and a demo issue ready to approve.
+wired to this automedia, and a demo issue ready to approve. Messages the fake LINE
+accepts are printed, so the whole flow can be watched in the `make run` output.
 """
 
 from __future__ import annotations
@@ -16,7 +17,9 @@ from django.core.management.base import BaseCommand
 from django.utils import timezone
 
 from automedia_site.sandbox.backlog import FakeBacklog, demo_description
-from deliveries.models import Tenant
+from automedia_site.sandbox.line import FakeLine
+from backlog_bridge.models import BacklogEvent
+from deliveries.models import ContentTask, Tenant
 from deliveries.services import tenant_webhook_urls
 
 
@@ -25,11 +28,12 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--backlog-url", default=settings.SANDBOX_BACKLOG_URL)
+        parser.add_argument("--line-url", default=settings.SANDBOX_LINE_URL)
         parser.add_argument(
             "--public-url", default=settings.PUBLIC_BASE_URL, help="automedia's URL for webhooks"
         )
 
-    def handle(self, *args, backlog_url: str, public_url: str, **opts):
+    def handle(self, *args, backlog_url: str, line_url: str, public_url: str, **opts):
         tenants = list(Tenant.objects.filter(backlog_base_url=backlog_url.rstrip("/")))
         if not tenants:
             self.stderr.write(f"no tenant uses {backlog_url}; run `manage.py seed_demo` first")
@@ -39,14 +43,24 @@ class Command(BaseCommand):
         stopping = threading.Event()
         signal.signal(signal.SIGTERM, lambda *_: stopping.set())
         signal.signal(signal.SIGINT, lambda *_: stopping.set())
-        with fake:
+        line_address = urlsplit(line_url)
+        line = FakeLine(host=line_address.hostname, port=line_address.port)
+        with fake, line:
             for tenant in tenants:
                 self._wire(fake, tenant, public_url)
             self.stdout.write(f"偽の Backlog: {fake.base_url}/  （課題の作成・状態変更はこのページから）")
+            self.stdout.write(f"偽の LINE:    {line.base_url}  （受け取ったメッセージはここに表示されます）")
             self.stdout.flush()
-            stopping.wait()
+            shown = 0
+            while not stopping.wait(0.5):
+                shown = self._show_received(line, shown)
 
     def _wire(self, fake: FakeBacklog, tenant: Tenant, public_url: str) -> None:
+        # The fake Backlog starts empty (issue and activity ids from 1 again), so
+        # automedia's mirror of the previous sandbox run must go too.
+        ContentTask.objects.filter(tenant=tenant).delete()
+        BacklogEvent.objects.filter(tenant=tenant).delete()
+        Tenant.objects.filter(pk=tenant.pk).update(last_activity_id=None)
         key = tenant.backlog_project_key
         fake.add_project(key, name=f"{tenant.name} 配信")
         fake.set_webhook(key, tenant_webhook_urls(tenant=tenant, base_url=public_url)["backlog_webhook_url"])
@@ -60,3 +74,17 @@ class Command(BaseCommand):
         self.stdout.write(
             f"  {tenant.slug}: プロジェクト {key}、デモ課題 {issue['issueKey']}（状態を automedia承認 にすると配信予約されます）"
         )
+
+    def _show_received(self, line: FakeLine, shown: int) -> int:
+        sent = line.sent()
+        for request in sent[shown:]:
+            to = request.body.get("to")
+            count = len(to) if isinstance(to, list) else 1
+            texts = [
+                m.get("text", f"<{m.get('type')}>").replace("\n", " ")
+                for m in request.body.get("messages", [])
+            ]
+            self.stdout.write(f"LINE が受信: {request.path} 宛先 {count} 件: {' / '.join(texts)}")
+        if len(sent) > shown:
+            self.stdout.flush()
+        return len(sent)

@@ -6,10 +6,12 @@ import secrets
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
 from deliveries.models import Tenant
 from deliveries.services import tenant_webhook_urls
+from linepush.models import LineContact
 
 DEMO_SLUG = "demo"
 DEMO_PROJECT = "DEMO"
@@ -31,6 +33,8 @@ class Command(BaseCommand):
                 "backlog_base_url": sandbox_url,
                 "backlog_api_key": SANDBOX_API_KEY,
                 "backlog_project_key": DEMO_PROJECT,
+                "line_channel_token": "sandbox-line-token",
+                "line_channel_secret": "sandbox-line-secret",
                 "operators": ["manager"],
                 "quiet_hours": {
                     "enabled": True,
@@ -40,10 +44,19 @@ class Command(BaseCommand):
                 },
             },
         )
+        self._contacts(tenant)
+        call_command("import_templates", str(settings.BASE_DIR / "templates" / "line"), stdout=self.stdout)
         urls = tenant_webhook_urls(tenant=tenant, base_url=base_url)
         self.stdout.write(f"デモテナント: {tenant} → Backlog {sandbox_url} / {DEMO_PROJECT}")
         self.stdout.write(f"  Backlog Webhook URL: {urls['backlog_webhook_url']}")
         self._admin(base_url)
+
+    def _contacts(self, tenant: Tenant) -> None:
+        """Demo LINE friends, so the demo issue's 対象タグ (tag:active, !tag:opt_out) has recipients."""
+        for n, tags in enumerate([["active"], ["active", "vip"], ["active"], ["active", "opt_out"]], start=1):
+            LineContact.objects.update_or_create(
+                tenant=tenant, user_id=f"U{n:032x}", defaults={"display_name": f"デモ友だち{n}", "tags": tags}
+            )
 
     def _admin(self, base_url: str) -> None:
         User = get_user_model()
