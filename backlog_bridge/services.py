@@ -191,6 +191,11 @@ def issue_read(*, client: BacklogClient, issue_key: str) -> IssueState | None:
         if exc.status == 404:
             return None
         raise
+    return issue_state(issue)
+
+
+def issue_state(issue: dict) -> IssueState:
+    """An IssueState from Backlog's issue JSON (get-issue or the issue list)."""
     custom_fields = issue.get("customFields") or []
     description = issue.get("description") or ""
     return IssueState(
@@ -215,10 +220,17 @@ def _delivered_at(custom_fields: list[dict]) -> datetime | None:
         return timezone.now()  # unreadable, but present: it was delivered
 
 
-def issue_reconcile(*, tenant: Tenant, issue_key: str, client: BacklogClient) -> str:
-    """Bring automedia's schedule for one issue in line with Backlog; returns what was done."""
+def issue_reconcile(
+    *, tenant: Tenant, issue_key: str, client: BacklogClient, issue: dict | None = None
+) -> str:
+    """Bring automedia's schedule for one issue in line with Backlog; returns what was done.
+
+    `issue`: Backlog's JSON for it when the caller just read it (the scan's issue
+    list), saving one GET on the first round.
+    """
     for _ in range(CLAIM_ROUNDS):
-        state = issue_read(client=client, issue_key=issue_key)
+        state = issue_state(issue) if issue is not None else issue_read(client=client, issue_key=issue_key)
+        issue = None  # a second round must read afresh
         if state is None:
             return issue_forget(tenant=tenant, issue_key=issue_key)
         task, _ = ContentTask.objects.get_or_create(tenant=tenant, issue_key=issue_key)
