@@ -106,9 +106,10 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
             "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
         }
     )
-else:
-    DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("CONN_MAX_AGE", default=60))
-    DATABASES["default"].setdefault("CONN_HEALTH_CHECKS", True)
+# Persistent connections: opening one (and the WAL pragmas on SQLite) costs more than
+# a whole webhook request otherwise.
+DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("CONN_MAX_AGE", default=60))
+DATABASES["default"].setdefault("CONN_HEALTH_CHECKS", True)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -154,6 +155,9 @@ REST_FRAMEWORK = {
 LINE_API_BASE_URL = env.str("LINE_API_BASE_URL", default="https://api.line.me")
 LINE_TIMEOUT_SECONDS = env.float("LINE_TIMEOUT_SECONDS", default=10.0)
 ANTHROPIC_API_KEY = env.str("ANTHROPIC_API_KEY", default="")
+ANTHROPIC_MODEL = env.str("ANTHROPIC_MODEL", default="claude-sonnet-5")
+ANTHROPIC_BASE_URL = env.str("ANTHROPIC_BASE_URL", default="https://api.anthropic.com")
+AI_REVIEW_TIMEOUT_SECONDS = env.float("AI_REVIEW_TIMEOUT_SECONDS", default=20.0)
 BACKLOG_TIMEOUT_SECONDS = env.float("BACKLOG_TIMEOUT_SECONDS", default=10.0)
 BACKLOG_METADATA_TTL_SECONDS = env.int("BACKLOG_METADATA_TTL_SECONDS", default=300)
 
@@ -178,6 +182,8 @@ LOGGING = {
     "loggers": {
         "httpx": {"level": "WARNING"},  # httpx logs full URLs, which carry Backlog's apiKey
         "httpcore": {"level": "WARNING"},
+        # django-q2 logs every enqueue and task at INFO: noise, and a cost per webhook.
+        "django-q": {"level": env.str("DJANGO_Q_LOG_LEVEL", default="WARNING")},
     },
 }
 

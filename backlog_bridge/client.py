@@ -175,6 +175,15 @@ class BacklogClient:
                 return
             offset += count
 
+    def myself(self) -> dict:
+        """The user this API key acts as (automedia's own comments come from it)."""
+        key = f"backlog:{self.base_url}:myself:{hash(self._api_key)}"
+        user = cache.get(key)
+        if user is None:
+            user = self._request("GET", "users/myself")
+            cache.set(key, user, settings.BACKLOG_METADATA_TTL_SECONDS)
+        return user
+
     # -- projects --------------------------------------------------------------
 
     def activities(self, project_key: str, *, min_id: int | None = None, latest: bool = False) -> list[dict]:

@@ -48,3 +48,49 @@ class BacklogEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.tenant.slug}#{self.activity_id} type={self.type} {self.issue_key}"
+
+
+class CommandRun(models.Model):
+    """A `/automedia …` comment command that ran: the audit trail and the once-only guard."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="command_runs")
+    issue_key = models.CharField("課題キー", max_length=64)
+    comment_id = models.BigIntegerField("コメントID")
+    verb = models.CharField("コマンド", max_length=16)
+    args = models.JSONField("引数", default=dict, blank=True)
+    user = models.JSONField("実行者", default=dict, blank=True)
+    result = models.TextField("結果", blank=True)
+    created_at = models.DateTimeField("日時", auto_now_add=True)
+
+    class Meta:
+        verbose_name = "コメントコマンド"
+        verbose_name_plural = "コメントコマンド"
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "comment_id", "verb"], name="uniq_command_run")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.issue_key} /automedia {self.verb}"
+
+
+class AIReview(models.Model):
+    """An advisory AI review of a preview, with its cost in tokens."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="ai_reviews")
+    issue_key = models.CharField("課題キー", max_length=64)
+    model = models.CharField("モデル", max_length=100)
+    ok = models.BooleanField("成功", default=False)
+    text = models.TextField("レビュー", blank=True)
+    error = models.TextField("エラー", blank=True)
+    input_tokens = models.PositiveIntegerField("入力トークン", default=0)
+    output_tokens = models.PositiveIntegerField("出力トークン", default=0)
+    duration_ms = models.PositiveIntegerField("所要時間 (ms)", default=0)
+    created_at = models.DateTimeField("日時", auto_now_add=True)
+
+    class Meta:
+        verbose_name = "AI レビュー"
+        verbose_name_plural = "AI レビュー"
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.issue_key} {self.model} ({'ok' if self.ok else 'failed'})"

@@ -8,6 +8,15 @@ RECURRING = {
         "schedule_type": "I",  # minutes
         "minutes": 5,
     },
+    "automedia-effect-reports": {
+        "func": "deliveries.tasks.effect_reports",
+        "schedule_type": "I",  # minutes
+        "minutes": 10,
+    },
+    "automedia-scan-backlog": {
+        "func": "backlog_bridge.tasks.scan_daily",
+        "schedule_type": "D",  # daily: the safety net (manage.py scan_backlog)
+    },
 }
 
 

@@ -75,19 +75,20 @@ def webhook_validate(*, tenant: Tenant, payload: object) -> dict:
 def activity_store(*, tenant: Tenant, activity: dict, source: str) -> tuple[BacklogEvent, bool]:
     """Store a raw activity once per (tenant, activity id); True when it is new."""
     handled = activity["type"] in HANDLED_TYPES
-    defaults = {
-        "type": activity["type"],
-        "issue_key": _issue_key(tenant, activity.get("content") or {}),
-        "payload": activity,
-        "source": source,
-        "outcome": BacklogEvent.Outcome.PENDING if handled else BacklogEvent.Outcome.IGNORED,
-    }
+    event = BacklogEvent(
+        tenant=tenant,
+        activity_id=activity["id"],
+        type=activity["type"],
+        issue_key=_issue_key(tenant, activity.get("content") or {}),
+        payload=activity,
+        source=source,
+        outcome=BacklogEvent.Outcome.PENDING if handled else BacklogEvent.Outcome.IGNORED,
+    )
     try:
-        with transaction.atomic():
-            return BacklogEvent.objects.get_or_create(
-                tenant=tenant, activity_id=activity["id"], defaults=defaults
-            )
-    except IntegrityError:  # a concurrent delivery of the same activity won the insert
+        with transaction.atomic():  # insert first: duplicates are the rare case
+            event.save(force_insert=True)
+        return event, True
+    except IntegrityError:
         return BacklogEvent.objects.get(tenant=tenant, activity_id=activity["id"]), False
 
 
@@ -101,8 +102,12 @@ def webhook_accept(*, tenant: Tenant, payload: object) -> str:
         return "duplicate"
     if event.outcome == BacklogEvent.Outcome.IGNORED:
         return "ignored"
-    # If the broker loses this, the catch-up job finds the pending row and runs it.
-    transaction.on_commit(lambda: async_task("backlog_bridge.tasks.process_event", event.pk))
+    enqueue = lambda: async_task("backlog_bridge.tasks.process_event", event.pk)  # noqa: E731
+    if settings.REDIS_URL:
+        transaction.on_commit(enqueue)  # Redis is outside the transaction
+    else:
+        enqueue()  # the ORM broker's row commits (or not) with the event
+    # If the broker loses it anyway, the catch-up job finds the pending event and runs it.
     return "accepted"
 
 

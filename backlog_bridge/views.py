@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import hmac
 import json
+import time
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models.signals import post_delete, post_save
+from django.dispatch import receiver
 from django.http import Http404
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -14,9 +17,28 @@ from rest_framework.views import APIView
 from backlog_bridge.services import PayloadError, webhook_accept
 from deliveries.models import Tenant
 
+TENANT_CACHE_SECONDS = 30.0
+_tenants: dict[str, tuple[float, Tenant | None]] = {}
+
+
+def _lookup(slug: str) -> Tenant | None:
+    """Tenants by slug, cached briefly in-process: a webhook burst reads (and decrypts)
+    the tenant row once, not once per request. Rotated tokens apply within 30 s."""
+    now = time.monotonic()
+    hit = _tenants.get(slug)
+    if hit is None or hit[0] < now:
+        hit = (now + TENANT_CACHE_SECONDS, Tenant.objects.filter(slug=slug, is_active=True).first())
+        _tenants[slug] = hit
+    return hit[1]
+
+
+@receiver([post_save, post_delete], sender=Tenant)
+def _forget_tenant(sender, instance: Tenant, **kwargs) -> None:
+    _tenants.pop(instance.slug, None)
+
 
 def _tenant_for(slug: str, token: str) -> Tenant:
-    tenant = Tenant.objects.filter(slug=slug, is_active=True).first()
+    tenant = _lookup(slug)
     expected = tenant.webhook_token if tenant else "-"
     # Constant-time compare, also for unknown tenants; both answers are the same 404.
     if not hmac.compare_digest(expected.encode(), token.encode()) or tenant is None:

@@ -27,6 +27,7 @@ from backlog_bridge.services import IssueState, issue_read, issue_reconcile
 from deliveries.audience import AudienceError, parse_audience
 from deliveries.channels.base import TransportError
 from deliveries.channels.line import MULTICAST_MAX, LineTransport, aggregation_unit
+from deliveries.effects import effect_reports_plan
 from deliveries.models import (
     FIELD_DELIVERED_AT,
     STATUS_DELIVERED,
@@ -318,6 +319,7 @@ def _succeed(run: Run, plan, done: dict[int, DeliveryAttempt], backlog: BacklogC
     with transaction.atomic():
         ContentTask.objects.filter(pk=run.task.pk).update(delivered_at=now)
         _to_writeback(run, outcome)
+        effect_reports_plan(task=run.task, delivered_at=now)
     metrics.delivery_ended("sent", run.task.channel)
     return _writeback(run, backlog)
 

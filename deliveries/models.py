@@ -111,6 +111,8 @@ class ContentTask(models.Model):
     content_fingerprint = models.CharField(max_length=64, blank=True)
     delivered_at = models.DateTimeField("自動配信実行日時", null=True, blank=True)
     approved_at = models.DateTimeField("承認受付日時", null=True, blank=True)
+    # `/automedia send template=… audience=…`: overrides of the body for that send.
+    command_override = models.JSONField("コマンドによる上書き", default=dict, blank=True)
     # What was approved: later edits are compared with these (seed 001 invalidate rules).
     approval_fingerprint = models.CharField(max_length=64, blank=True)
     approved_publish_at = models.DateTimeField(null=True, blank=True)
@@ -289,3 +291,38 @@ class SchedulerHeartbeat(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+class EffectReport(models.Model):
+    """A due effect-measurement comment (LINE per-unit statistics) for one delivery."""
+
+    class Label(models.TextChoices):
+        H24 = "24h", "24時間後"
+        H72 = "72h", "72時間後"
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="effect_reports")
+    task = models.ForeignKey(ContentTask, on_delete=models.CASCADE, related_name="effect_reports")
+    unit = models.CharField("集計単位（customAggregationUnit）", max_length=30)
+    label = models.CharField("時点", max_length=8, choices=Label.choices)
+    # Also the claim lease: a worker moves it on before calling out, so a dead one's row comes back.
+    due_at = models.DateTimeField("予定日時", db_index=True)
+    delivered_at = models.DateTimeField("配信日時")
+    # automedia's own count of destinations: the per-unit statistics API has no `delivered`.
+    recipients = models.PositiveIntegerField("配信先数", null=True, blank=True)
+    done_at = models.DateTimeField("完了日時", null=True, blank=True)
+    result = models.JSONField("集計結果", default=dict, blank=True)
+    attempts = models.PositiveIntegerField("失敗回数", default=0)
+    last_error = models.TextField("最後のエラー", blank=True)
+    created_at = models.DateTimeField("作成日時", auto_now_add=True)
+
+    class Meta:
+        verbose_name = "効果測定"
+        verbose_name_plural = "効果測定"
+        ordering = ["due_at"]
+        constraints = [
+            # One report per point in time per delivery: planning twice is a no-op.
+            models.UniqueConstraint(fields=["task", "label", "delivered_at"], name="uniq_effect_report"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.unit} 効果測定 ({self.label})"

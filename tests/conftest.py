@@ -9,6 +9,7 @@ import pytest
 from django.core.cache import cache
 
 from automedia_site.sandbox.backlog import FakeBacklog
+from backlog_bridge.views import _tenants
 from tests.factories import TenantFactory
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -22,8 +23,10 @@ def load_fixture(name: str) -> dict:
 @pytest.fixture(autouse=True)
 def _clear_cache():
     cache.clear()
+    _tenants.clear()
     yield
     cache.clear()
+    _tenants.clear()
 
 
 @pytest.fixture

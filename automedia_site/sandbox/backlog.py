@@ -1737,6 +1737,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--api-key", default="sandbox-api-key")
     parser.add_argument("--project", action="append", help="project key; repeat for more (default: DEMO)")
     parser.add_argument("--webhook-url", help="webhook URL for every project; '{project}' becomes the key")
+    parser.add_argument(
+        "--seed-approved",
+        type=int,
+        default=0,
+        metavar="N",
+        help="create N issues in automedia承認 (publishing tomorrow), spread over the projects (benchmarks)",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     fake = FakeBacklog(api_key=args.api_key, host=args.host, port=args.port, webhook_mode="post")
@@ -1744,12 +1751,23 @@ def main(argv: Sequence[str] | None = None) -> None:
         fake.add_project(key, name=f"{key} 配信")
         if args.webhook_url:
             fake.set_webhook(key, args.webhook_url.replace("{project}", key))
+    _seed_approved(fake, args.project or ["DEMO"], args.seed_approved)
     stopping = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stopping.set())
     with fake:
         logger.info("fake Backlog at %s/", fake.base_url)
         with contextlib.suppress(KeyboardInterrupt):
             stopping.wait()
+
+
+def _seed_approved(fake: FakeBacklog, project_keys: Sequence[str], n: int) -> None:
+    description = demo_description(_now() + timedelta(days=1))
+    for i in range(n):
+        project = project_keys[i % len(project_keys)]
+        fake.create_issue(project, summary=f"配信 {i}", description=description, status="automedia承認")
+    fake.outbox.clear()  # seeding is setup, not activity anyone should receive
+    if n:
+        logger.info("seeded %d approved issues", n)
 
 
 if __name__ == "__main__":

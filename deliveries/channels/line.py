@@ -9,6 +9,7 @@ most 500 user ids; `customAggregationUnits` names a unit for the insight API.
 from __future__ import annotations
 
 import re
+from datetime import date
 from typing import Any
 
 import httpx
@@ -17,6 +18,7 @@ from django.conf import settings
 from deliveries.channels.base import HttpTransport, SendResult, TransportError
 
 MULTICAST_MAX = 500
+MAX_AGGREGATION_DAYS = 30
 UNIT_PATTERN = re.compile(r"^[a-zA-Z0-9_]{1,30}$")
 
 
@@ -98,6 +100,16 @@ class LineTransport(HttpTransport):
 
     def consumption(self) -> dict:
         return self._get("/v2/bot/message/quota/consumption")
+
+    def unit_statistics(self, *, unit: str, since: date, until: date) -> dict:
+        """Per-unit statistics of push/multicast (insight.yml getStatisticsPerUnit).
+
+        `since`/`until` are dates in UTC+9; LINE accepts `to` at most 30 days after `from`.
+        """
+        if not 0 <= (until - since).days <= MAX_AGGREGATION_DAYS:
+            raise ValueError(f"until must be 0..{MAX_AGGREGATION_DAYS} days after since")
+        params = {"customAggregationUnit": unit, "from": f"{since:%Y%m%d}", "to": f"{until:%Y%m%d}"}
+        return self._get("/v2/bot/insight/message/event/aggregation", **params)
 
     def _get(self, path: str, **params) -> dict:
         response, _ = self.request("GET", path, params=params or None)

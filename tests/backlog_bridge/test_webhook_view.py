@@ -115,28 +115,37 @@ def test_it_stores_and_processes_an_accepted_event(
     assert DeliverySchedule.objects.filter(task__issue_key="ACME-1").exists()
 
 
-def test_it_answers_200_and_does_nothing_for_a_duplicate(
-    client, tenant, approved_issues, django_capture_on_commit_callbacks
-):
+@pytest.fixture
+def enqueued(monkeypatch):
+    """The tasks webhook_accept hands to django-q2 (recorded, not run)."""
+    calls = []
+    monkeypatch.setattr("django_q.tasks.async_task", lambda *args, **kw: calls.append(args))
+    return calls
+
+
+def test_it_enqueues_one_processing_task_per_accepted_event(client, tenant, enqueued):
+    response = post(client, webhook_url(tenant), load_fixture("backlog/issue_updated.json"))
+
+    assert response.json() == {"result": "accepted"}
+    assert enqueued == [("backlog_bridge.tasks.process_event", BacklogEvent.objects.get().pk)]
+
+
+def test_it_answers_200_and_does_nothing_for_a_duplicate(client, tenant, enqueued):
     payload = load_fixture("backlog/issue_updated.json")
-    with django_capture_on_commit_callbacks(execute=True):
-        post(client, webhook_url(tenant), payload)
-    with django_capture_on_commit_callbacks(execute=True) as callbacks:
-        response = post(client, webhook_url(tenant), payload)
+    post(client, webhook_url(tenant), payload)
+
+    response = post(client, webhook_url(tenant), payload)
 
     assert response.json() == {"result": "duplicate"}
-    assert callbacks == []
+    assert len(enqueued) == 1
     assert BacklogEvent.objects.count() == 1
 
 
-def test_it_answers_200_and_does_nothing_for_an_ignored_type(
-    client, tenant, django_capture_on_commit_callbacks
-):
-    with django_capture_on_commit_callbacks(execute=True) as callbacks:
-        response = post(client, webhook_url(tenant), load_fixture("backlog/wiki_created.json"))
+def test_it_answers_200_and_does_nothing_for_an_ignored_type(client, tenant, enqueued):
+    response = post(client, webhook_url(tenant), load_fixture("backlog/wiki_created.json"))
 
     assert response.json() == {"result": "ignored"}
-    assert callbacks == []
+    assert enqueued == []
     assert BacklogEvent.objects.get().outcome == "ignored"
 
 
@@ -170,3 +179,26 @@ def test_it_drops_the_schedule_of_a_deleted_issue(
 
     assert not DeliverySchedule.objects.exists()
     assert BacklogEvent.objects.get(type=4).detail == "deleted; schedule removed"
+
+
+def test_it_enqueues_after_commit_when_the_broker_is_redis(
+    client, tenant, enqueued, settings, django_capture_on_commit_callbacks
+):
+    settings.REDIS_URL = "redis://127.0.0.1:6379/0"
+
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        post(client, webhook_url(tenant), load_fixture("backlog/issue_updated.json"))
+
+    assert enqueued == [] and len(callbacks) == 1  # nothing reaches Redis before the event commits
+    callbacks[0]()
+    assert len(enqueued) == 1
+
+
+def test_it_sees_a_rotated_webhook_token_at_once_in_this_process(client, tenant, enqueued):
+    old = webhook_url(tenant)
+    post(client, old, load_fixture("backlog/issue_updated.json"))  # caches the tenant
+    tenant.webhook_token = "rotated-token"
+    tenant.save()
+
+    assert post(client, old, load_fixture("backlog/issue_created.json")).status_code == 404
+    assert post(client, webhook_url(tenant), load_fixture("backlog/issue_created.json")).status_code == 200

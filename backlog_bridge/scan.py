@@ -1,0 +1,270 @@
+"""The safety net (DESIGN.md "Safety net"): compare Backlog's approved issues with local schedules.
+
+For each tenant the approved issues are streamed page by page (Backlog's offset
+paging, 100 per page) and checked against local state with one query per page:
+
+- approved, no schedule, no 自動配信実行日時 → a leak: registered through
+  `issue_reconcile` with the listed JSON (the same decision as a webhook, no extra GET);
+- local schedules whose issue was not listed → re-checked one by one (it deletes
+  the schedule when Backlog says the issue is no longer approved);
+- schedules due long ago and still leased → reported as stuck.
+
+Memory stays bounded by one page plus the tenant's approved issue keys.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timedelta
+from itertools import islice
+
+from django.core.mail import mail_admins
+from django.db.models import Q
+from django.utils import timezone
+
+from backlog_bridge.client import MAX_PAGE, BacklogClient, BacklogError
+from backlog_bridge.services import BacklogConfigError, ConcurrentChange, issue_read, issue_reconcile
+from deliveries.models import FIELD_DELIVERED_AT, STATUS_APPROVED, ContentTask, DeliverySchedule, Tenant
+
+logger = logging.getLogger(__name__)
+
+STUCK_AFTER = timedelta(minutes=10)
+# An issue the scan itself moves out of the approved list (a rejected leak) shifts
+# Backlog's offset paging by one, so a later issue can be skipped: list again.
+MAX_PASSES = 3
+REPORT_KEYS = 50  # keys named per tenant in an alert; the JSON output has them all
+STAYS_APPROVED = ("scheduled at", "rescheduled at", "no change")
+
+Progress = Callable[[str, int], None]  # (tenant slug, approved issues seen so far)
+RECOVERABLE = (BacklogError, BacklogConfigError, ConcurrentChange)
+
+
+@dataclass
+class ScanResult:
+    tenant: str
+    approved: int = 0
+    scheduled: int = 0  # approved issues that already had a schedule
+    delivered: int = 0  # approved issues that already carry 自動配信実行日時
+    leaks: list[str] = field(default_factory=list)
+    rescued: int = 0
+    unrescued: dict[str, str] = field(default_factory=dict)  # leak → what reconcile did instead
+    stale_removed: list[str] = field(default_factory=list)
+    stuck: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+# -- one tenant ------------------------------------------------------------------------
+
+
+def scan_tenant(
+    *, tenant: Tenant, client: BacklogClient, dry_run: bool, progress: Progress | None = None
+) -> ScanResult:
+    result = ScanResult(tenant=tenant.slug)
+    started = timezone.now()
+    result.stuck = stuck_keys(tenant=tenant, now=started)
+    progress = progress or (lambda slug, seen: None)
+    progress(tenant.slug, 0)
+    try:
+        seen = _scan_approved(tenant, client, dry_run, result, progress)
+        _reverse_reconcile(tenant, client, dry_run, result, seen, started)
+    except RECOVERABLE as exc:
+        result.errors.append(str(exc))
+        logger.warning("scan of %s stopped: %s", tenant.slug, exc)
+    return result
+
+
+def _scan_approved(
+    tenant: Tenant, client: BacklogClient, dry_run: bool, result: ScanResult, progress: Progress
+) -> set[str]:
+    project_key = tenant.backlog_project_key
+    status_id = client.status_id(project_key, STATUS_APPROVED)
+    if status_id is None:
+        raise BacklogConfigError(f"プロジェクト {project_key} に状態「{STATUS_APPROVED}」がありません")
+    project_id = client.project(project_key)["id"]
+    seen: set[str] = set()
+    for _ in range(MAX_PASSES):
+        left = 0
+        issues = client.iter_issues(project_id=project_id, status_ids=[status_id], count=MAX_PAGE)
+        for page in _pages(issues):
+            left += _scan_page(tenant, client, page, dry_run, result, seen)
+            progress(tenant.slug, len(seen))
+        if not left:
+            break
+    return seen
+
+
+def _pages(issues: Iterator[dict]) -> Iterator[list[dict]]:
+    # Taking exactly one page before acting means the next GET runs after this page's writes.
+    while page := list(islice(issues, MAX_PAGE)):
+        yield page
+
+
+def _scan_page(
+    tenant: Tenant, client: BacklogClient, page: list[dict], dry_run: bool, result: ScanResult, seen: set[str]
+) -> int:
+    """Classify one page of approved issues; returns how many the scan moved out of the list."""
+    fresh = [issue for issue in page if issue["issueKey"] not in seen]
+    seen.update(issue["issueKey"] for issue in fresh)
+    scheduled = _scheduled_keys(tenant, [issue["issueKey"] for issue in fresh])
+    result.approved += len(fresh)
+    left, rescued = 0, []
+    for issue in fresh:
+        key = issue["issueKey"]
+        if key in scheduled:
+            result.scheduled += 1
+        elif is_delivered(issue):
+            result.delivered += 1
+        else:
+            result.leaks.append(key)
+            outcome = "dry run" if dry_run else _rescue(tenant, client, issue, result)
+            if outcome.startswith("scheduled at"):
+                rescued.append(key)
+            elif outcome not in ("dry run", "error") and not outcome.startswith(STAYS_APPROVED):
+                left += 1
+    _mark_rescued(tenant, rescued)
+    return left
+
+
+def _scheduled_keys(tenant: Tenant, keys: list[str]) -> set[str]:
+    """The keys among `keys` that have a local schedule: one query per page."""
+    rows = ContentTask.objects.filter(tenant=tenant, issue_key__in=keys, schedule__isnull=False)
+    return set(rows.values_list("issue_key", flat=True))
+
+
+def is_delivered(issue: dict) -> bool:
+    """Backlog's 自動配信実行日時 is set: the idempotency key of a delivery (seed 000)."""
+    fields = issue.get("customFields") or []
+    return any(f.get("name") == FIELD_DELIVERED_AT and f.get("value") for f in fields)
+
+
+def _rescue(tenant: Tenant, client: BacklogClient, issue: dict, result: ScanResult) -> str:
+    key = issue["issueKey"]
+    try:
+        outcome = issue_reconcile(tenant=tenant, issue_key=key, client=client, issue=issue)
+    except RECOVERABLE as exc:
+        result.errors.append(f"{key}: {exc}")
+        return "error"
+    if outcome.startswith("scheduled at"):
+        result.rescued += 1
+        logger.info("scan rescued %s: %s", key, outcome)
+    else:
+        result.unrescued[key] = outcome
+        logger.warning("scan found leak %s but did not schedule it: %s", key, outcome)
+    return outcome
+
+
+def _mark_rescued(tenant: Tenant, keys: list[str]) -> None:
+    if keys:
+        DeliverySchedule.objects.filter(
+            tenant=tenant, task__issue_key__in=keys, reason=DeliverySchedule.Reason.APPROVAL
+        ).update(reason=DeliverySchedule.Reason.SCAN)
+
+
+# -- reverse reconcile, stuck ----------------------------------------------------------
+
+
+def _reverse_reconcile(
+    tenant: Tenant,
+    client: BacklogClient,
+    dry_run: bool,
+    result: ScanResult,
+    seen: set[str],
+    started: datetime,
+) -> None:
+    for schedule_id, key in _stale_candidates(tenant, seen, started):
+        try:
+            if _remove_stale(tenant, client, dry_run, schedule_id, key):
+                result.stale_removed.append(key)
+        except RECOVERABLE as exc:
+            result.errors.append(f"{key}: {exc}")
+
+
+def _stale_candidates(tenant: Tenant, seen: set[str], started: datetime) -> list[tuple[int, str]]:
+    """Waiting schedules (older than the scan, not held by a delivery) whose issue was not listed."""
+    free = Q(lease_until__isnull=True) | Q(lease_until__lte=started)
+    rows = DeliverySchedule.objects.filter(
+        free, tenant=tenant, stage=DeliverySchedule.Stage.DELIVER, created_at__lte=started
+    ).values_list("pk", "task__issue_key")
+    # Read to the end before writing: SQLite has no isolation between a cursor and writes.
+    return [(pk, key) for pk, key in rows.iterator(chunk_size=2000) if key not in seen]
+
+
+def _remove_stale(tenant: Tenant, client: BacklogClient, dry_run: bool, schedule_id: int, key: str) -> bool:
+    if dry_run:
+        state = issue_read(client=client, issue_key=key)
+        return state is None or not state.approved
+    # Not listed does not prove anything (a change during paging): Backlog decides.
+    issue_reconcile(tenant=tenant, issue_key=key, client=client)
+    return not DeliverySchedule.objects.filter(pk=schedule_id).exists()
+
+
+def stuck_keys(*, tenant: Tenant, now: datetime) -> list[str]:
+    """Schedules due more than STUCK_AFTER ago whose lease is still live (report only)."""
+    rows = DeliverySchedule.objects.filter(
+        tenant=tenant, due_at__lt=now - STUCK_AFTER, lease_until__gt=now
+    ).order_by("due_at")
+    return list(rows.values_list("task__issue_key", flat=True))
+
+
+# -- every tenant ----------------------------------------------------------------------
+
+
+def scan_all(
+    *, tenants: Iterable[Tenant], dry_run: bool, progress: Progress | None = None
+) -> list[ScanResult]:
+    results = []
+    for tenant in tenants:
+        try:
+            with BacklogClient.for_tenant(tenant) as client:
+                results.append(scan_tenant(tenant=tenant, client=client, dry_run=dry_run, progress=progress))
+        except Exception as exc:  # one tenant's failure must not stop the others' safety net
+            logger.exception("scan of %s failed", tenant.slug)
+            results.append(ScanResult(tenant=tenant.slug, errors=[f"{type(exc).__name__}: {exc}"]))
+    return results
+
+
+def scan_totals(results: list[ScanResult]) -> dict[str, int]:
+    return {
+        "approved": sum(r.approved for r in results),
+        "scheduled": sum(r.scheduled for r in results),
+        "delivered": sum(r.delivered for r in results),
+        "leaks": sum(len(r.leaks) for r in results),
+        "rescued": sum(r.rescued for r in results),
+        "stale_removed": sum(len(r.stale_removed) for r in results),
+        "stuck": sum(len(r.stuck) for r in results),
+        "errors": sum(len(r.errors) for r in results),
+    }
+
+
+def scan_alert(results: list[ScanResult]) -> None:
+    """Leaks are normally 0: any leak means a webhook path failed, so ADMINS hear of it."""
+    for r in results:
+        if r.errors:
+            logger.error("backlog scan of %s had %d errors: %s", r.tenant, len(r.errors), r.errors[:5])
+        if r.stuck:
+            logger.warning("backlog scan of %s: stuck schedules %s", r.tenant, r.stuck[:REPORT_KEYS])
+    leaky = [r for r in results if r.leaks]
+    if not leaky:
+        return
+    total = sum(len(r.leaks) for r in leaky)
+    lines = [f"{r.tenant}: {_named(r.leaks)} (rescued {r.rescued})" for r in leaky]
+    logger.error("backlog scan found %d leaks: %s", total, "; ".join(lines))
+    mail_admins(
+        f"[automedia] 取りこぼしを {total} 件検出しました",
+        "承認済みなのに配信予約がない課題を日次スキャンで検出しました。\n"
+        "Webhook または取り込み処理に問題がないか確認してください。\n\n"
+        + "\n".join(
+            f"テナント {r.tenant}: 検出 {len(r.leaks)} 件、予約済みにした {r.rescued} 件\n  {_named(r.leaks)}"
+            for r in leaky
+        ),
+    )
+
+
+def _named(keys: list[str]) -> str:
+    more = len(keys) - REPORT_KEYS
+    return ", ".join(keys[:REPORT_KEYS]) + (f" … +{more}" if more > 0 else "")

@@ -1,0 +1,243 @@
+"""Effect measurement (効果測定追記): LINE per-unit statistics appended to the Backlog issue.
+
+Every push/multicast of a delivery carries `customAggregationUnits = [aggregation_unit(issue_key)]`
+(delivery.py). 24 h and 72 h after a delivery, `effect_reports_run` reads that unit's statistics
+(`GET /v2/bot/insight/message/event/aggregation`, insight.yml `getStatisticsPerUnit`) and comments
+them on the issue. Facts from ../shared/reference/line.md §5: a figure is null when it is below 20
+(privacy), so the comment says so instead of printing 0; the per-unit overview has no `delivered`,
+so the count comes from automedia's own DeliveryAttempt rows.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import date, datetime, timedelta
+
+from django.utils import timezone
+
+from automedia_site.timeutil import JST
+from backlog_bridge.client import BacklogClient, BacklogError
+from deliveries.channels.base import TransportError
+from deliveries.channels.line import MAX_AGGREGATION_DAYS, LineTransport, aggregation_unit
+from deliveries.models import ContentTask, DeliveryAttempt, EffectReport
+
+logger = logging.getLogger(__name__)
+
+OFFSETS = {EffectReport.Label.H24: timedelta(hours=24), EffectReport.Label.H72: timedelta(hours=72)}
+MAX_ATTEMPTS = 5
+RETRY_DELAY = timedelta(hours=1)
+LEASE = timedelta(minutes=10)  # a worker that dies mid-report gives its row back after this
+BATCH = 100
+PREFIX = "[automedia] 効果測定"
+NULL_TEXT = "集計なし（null）"
+NULL_NOTE = (
+    "※ 集計なし（null）: LINE は 20 人未満の場合は集計値を返しません（null）。0 人という意味ではありません。"
+)
+MAX_CLICK_LINES = 10
+
+
+# -- planning ------------------------------------------------------------------------
+
+
+def effect_reports_plan(*, task: ContentTask, delivered_at: datetime) -> list[EffectReport]:
+    """The 24 h and 72 h reports of one LINE delivery; calling it again changes nothing."""
+    sent = _line_attempts_sent(task)
+    if not sent:
+        return []
+    recipients = sum(int(a.request_summary.get("recipients") or 0) for a in sent)
+    rows = [
+        EffectReport(
+            tenant_id=task.tenant_id,
+            task=task,
+            unit=aggregation_unit(task.issue_key),
+            label=label,
+            due_at=delivered_at + offset,
+            delivered_at=delivered_at,
+            recipients=recipients,
+        )
+        for label, offset in OFFSETS.items()
+    ]
+    EffectReport.objects.bulk_create(rows, ignore_conflicts=True)
+    return list(EffectReport.objects.filter(task=task, delivered_at=delivered_at))
+
+
+def _line_attempts_sent(task: ContentTask) -> list[DeliveryAttempt]:
+    """The chunks LINE accepted for the task's current approval (the delivery that just ended)."""
+    return list(
+        DeliveryAttempt.objects.filter(
+            task=task,
+            approval_seq=task.approval_seq,
+            channel="line",
+            outcome__in=[DeliveryAttempt.Outcome.SENT, DeliveryAttempt.Outcome.DUPLICATE],
+        )
+    )
+
+
+# -- running due reports --------------------------------------------------------------
+
+
+def effect_reports_run(*, now: datetime | None = None) -> int:
+    """Post every due report; returns how many comments were posted."""
+    now = now or timezone.now()
+    posted = 0
+    for report_id, due_at in _due(now):
+        report = _claim(report_id, due_at, now)
+        if report is not None and _report_one(report, now):
+            posted += 1
+    return posted
+
+
+def _due(now: datetime) -> list[tuple[int, datetime]]:
+    due = EffectReport.objects.filter(
+        done_at__isnull=True,
+        due_at__lte=now,
+        attempts__lt=MAX_ATTEMPTS,
+        tenant__is_active=True,
+        task__deleted_at__isnull=True,
+    )
+    return list(due.order_by("due_at").values_list("pk", "due_at")[:BATCH])
+
+
+def _claim(report_id: int, due_at: datetime, now: datetime) -> EffectReport | None:
+    """A conditional update that only one process wins; due_at doubles as the lease."""
+    won = EffectReport.objects.filter(pk=report_id, due_at=due_at, done_at__isnull=True).update(
+        due_at=now + LEASE
+    )
+    if won != 1:
+        return None
+    return EffectReport.objects.select_related("task", "tenant").get(pk=report_id)
+
+
+def _report_one(report: EffectReport, now: datetime) -> bool:
+    since, until = report_period(report)
+    try:
+        stats = _statistics(report, since, until)
+        comment = format_effect_comment(
+            report.label,
+            stats.get("overview") or {},
+            recipients=report.recipients,
+            clicks=stats.get("clicks") or [],
+            unit=report.unit,
+            period=(since, until),
+        )
+        with BacklogClient.for_tenant(report.tenant) as backlog:
+            backlog.add_comment(report.task.issue_key, comment)
+    except (TransportError, BacklogError, ValueError) as exc:
+        _failed(report, exc, now)
+        return False
+    EffectReport.objects.filter(pk=report.pk).update(done_at=now, result=stats, last_error="")
+    return True
+
+
+def report_period(report: EffectReport) -> tuple[date, date]:
+    """From the delivery day to the report's nominal day (UTC+9), at most 30 days apart."""
+    since = report.delivered_at.astimezone(JST).date()
+    until = (report.delivered_at + OFFSETS[report.label]).astimezone(JST).date()
+    return since, min(until, since + timedelta(days=MAX_AGGREGATION_DAYS))
+
+
+def _statistics(report: EffectReport, since: date, until: date) -> dict:
+    token = report.tenant.line_channel_token
+    if not token:
+        raise TransportError("LINE チャネルアクセストークンが設定されていません", permanent=True)
+    transport = LineTransport(token=token)
+    try:
+        return transport.unit_statistics(unit=report.unit, since=since, until=until)
+    finally:
+        transport.close()
+
+
+def _failed(report: EffectReport, exc: Exception, now: datetime) -> None:
+    attempts = report.attempts + 1
+    EffectReport.objects.filter(pk=report.pk).update(
+        attempts=attempts, last_error=str(exc), due_at=now + RETRY_DELAY
+    )
+    if attempts >= MAX_ATTEMPTS:
+        logger.warning(
+            "effect report %s (%s) given up after %d attempts: %s",
+            report.task.issue_key,
+            report.label,
+            attempts,
+            exc,
+        )
+
+
+# -- the comment ----------------------------------------------------------------------
+
+
+def format_effect_comment(
+    label: str,
+    overview: dict,
+    *,
+    recipients: int | None = None,
+    clicks: list[dict] | None = None,
+    unit: str = "",
+    period: tuple[date, date] | None = None,
+) -> str:
+    """The Backlog comment: a machine-readable first line, then the figures in Japanese."""
+    lines = [f"{PREFIX} ({label})", _intro(label, unit, period)]
+    lines.append(f"- 配信数: {_delivered(recipients)}")
+    lines.append(f"- ユニークインプレッション（開封した人数）: {_figure(overview.get('uniqueImpression'))}")
+    lines.append(f"- ユニーククリック（URL を開いた人数）: {_figure(overview.get('uniqueClick'))}")
+    lines.extend(_media_lines(overview))
+    lines.extend(_click_lines(clicks or []))
+    if _has_null(overview, clicks or []):
+        lines.append(NULL_NOTE)
+    return "\n".join(lines)
+
+
+def _intro(label: str, unit: str, period: tuple[date, date] | None) -> str:
+    text = f"配信から {label.removesuffix('h')} 時間後の LINE 集計です"
+    details = []
+    if unit:
+        details.append(f"集計単位: {unit}")
+    if period:
+        details.append(f"集計期間: {period[0]:%Y-%m-%d}〜{period[1]:%Y-%m-%d} (JST)")
+    return text + (f"（{'、'.join(details)}）。" if details else "。")
+
+
+def _delivered(recipients: int | None) -> str:
+    if recipients is None:
+        return "不明（LINE の集計 API は配信数を返しません）"
+    return (
+        f"{recipients} 件（automedia の送信記録による配信先の数。グループ宛ては 1 グループを 1 件と数えます。"
+        "LINE の集計 API は配信数を返しません）"
+    )
+
+
+def _figure(value: int | None, unit: str = "人") -> str:
+    return NULL_TEXT if value is None else f"{value:,} {unit}"
+
+
+def _media_lines(overview: dict) -> list[str]:
+    """Only for messages with video or audio: for others LINE has nothing to report."""
+    played, full = overview.get("uniqueMediaPlayed"), overview.get("uniqueMediaPlayed100Percent")
+    if played is None and full is None:
+        return []
+    return [
+        f"- 動画・音声を再生した人数: {_figure(played)}",
+        f"- 動画・音声を最後まで再生した人数: {_figure(full)}",
+    ]
+
+
+def _click_lines(clicks: list[dict]) -> list[str]:
+    if not clicks:
+        return []
+    lines = ["URL 別クリック:"]
+    for click in clicks[:MAX_CLICK_LINES]:
+        lines.append(
+            f"- {click.get('url', '')}: クリック {_figure(click.get('click'), '回')}、"
+            f"ユニーク {_figure(click.get('uniqueClick'))}"
+        )
+    if len(clicks) > MAX_CLICK_LINES:
+        lines.append(f"- ほか {len(clicks) - MAX_CLICK_LINES} 件")
+    return lines
+
+
+def _has_null(overview: dict, clicks: list[dict]) -> bool:
+    shown = [overview.get("uniqueImpression"), overview.get("uniqueClick")]
+    if _media_lines(overview):
+        shown += [overview.get("uniqueMediaPlayed"), overview.get("uniqueMediaPlayed100Percent")]
+    for click in clicks[:MAX_CLICK_LINES]:
+        shown += [click.get("click"), click.get("uniqueClick")]
+    return any(value is None for value in shown)
