@@ -150,8 +150,9 @@ def _route(event: BacklogEvent, client: BacklogClient) -> str:
     if event.type == TYPE_DELETED:
         return issue_forget(tenant=tenant, issue_key=event.issue_key)
     if event.type == TYPE_COMMENTED:
-        # Stored for the comment-command handler; a plain comment changes no state.
-        return "comment stored"
+        from backlog_bridge.command_runner import comment_handle  # imports the delivery side
+
+        return comment_handle(event=event, client=client)
     return issue_reconcile(tenant=tenant, issue_key=event.issue_key, client=client)
 
 
@@ -414,6 +415,7 @@ def _schedule(task, state, publish_at, reason, *, new_approval: bool) -> Deliver
                 "approval_fingerprint": state.fingerprint,
                 "approved_template_ref": str(state.parsed.template or ""),
                 "approval_seq": F("approval_seq") + 1,
+                "command_override": {},
             }
         ContentTask.objects.filter(pk=task.pk).update(**fields)
     return schedule

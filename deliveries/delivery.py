@@ -23,6 +23,7 @@ from django.utils import timezone
 from automedia_site import metrics
 from automedia_site.timeutil import fmt_jst, iso_jst
 from backlog_bridge.client import BacklogClient, BacklogError
+from backlog_bridge.parser import ParsedTask, TemplateRef
 from backlog_bridge.services import IssueState, issue_read, issue_reconcile
 from deliveries.audience import AudienceError, parse_audience
 from deliveries.channels.base import TransportError
@@ -187,22 +188,38 @@ def _recheck(run: Run, state: IssueState | None, backlog: BacklogClient) -> str:
 
 
 def _prepare(run: Run, state: IssueState) -> tuple[list[tuple[str, object]], list[dict]]:
-    parsed, tenant = state.parsed, run.tenant
-    if parsed.channel != "line":
-        raise DeliveryFailed(f"チャネル「{parsed.channel}」への配信はまだ対応していません")
+    command = run.schedule.reason == DeliverySchedule.Reason.COMMAND
+    override = run.task.command_override if command else {}
+    messages = delivery_render(tenant=run.tenant, parsed=state.parsed, override=override)
+    return audience_plan(
+        tenant=run.tenant, expression=override.get("audience") or state.parsed.audience
+    ), messages
+
+
+def delivery_render(*, tenant: Tenant, parsed: ParsedTask, override: dict | None = None) -> list[dict]:
+    """The LINE messages exactly as they will be sent (also what a preview shows).
+
+    `override`: `/automedia send template=… audience=…` values, which win over the body.
+    """
+    override = override or {}
+    channel = parsed.channel or ("line" if override else None)
+    if channel != "line":
+        raise DeliveryFailed(f"チャネル「{channel or 'なし'}」への配信はまだ対応していません")
     if not tenant.line_channel_token:
         raise DeliveryFailed("LINE チャネルアクセストークンが設定されていません", auth=True)
     try:
-        template = template_resolve(tenant=tenant, ref=parsed.template)
-        messages = render_messages(
+        ref = TemplateRef.parse(override["template"]) if override.get("template") else parsed.template
+        if ref is None:
+            raise DeliveryFailed("テンプレが指定されていません")
+        template = template_resolve(tenant=tenant, ref=ref)
+        return render_messages(
             messages=template.messages, variables=parsed.variables, attachments=parsed.attachments
         )
-    except RenderError as exc:
+    except (RenderError, ValueError) as exc:
         raise DeliveryFailed(f"メッセージを作成できません: {exc}") from exc
-    return _audience_plan(tenant, parsed.audience), messages
 
 
-def _audience_plan(tenant: Tenant, expression: str) -> list[tuple[str, object]]:
+def audience_plan(*, tenant: Tenant, expression: str) -> list[tuple[str, object]]:
     """[("push", groupId) …] or [("multicast", [userId ≤ 500]) …]."""
     try:
         audience = parse_audience(expression)

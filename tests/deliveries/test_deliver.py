@@ -6,13 +6,11 @@ import uuid
 from datetime import datetime, timedelta
 
 import pytest
-import time_machine
 from django.core import mail
 from django.utils import timezone
 
-from automedia_site.sandbox.line import FakeLine
 from automedia_site.timeutil import JST
-from deliveries.delivery import delivery_run, lock_take, retry_key
+from deliveries.delivery import lock_take, retry_key
 from deliveries.models import (
     ContentTask,
     DeliveryAttempt,
@@ -21,62 +19,9 @@ from deliveries.models import (
     MessageTemplate,
     Tenant,
 )
-from deliveries.scheduler import schedules_claim
 from tests.backlog_bridge.test_lifecycle import body, texts
+from tests.delivery_fixtures import DUE, MULTICAST, fire
 from tests.factories import LineContactFactory
-
-DUE = datetime(2026, 12, 10, 10, 0, tzinfo=JST)
-MULTICAST = "/v2/bot/message/multicast"
-
-
-@pytest.fixture
-def line(settings):
-    with FakeLine(channel_tokens={"line-channel-token"}) as fake:
-        settings.LINE_API_BASE_URL = fake.base_url
-        yield fake
-
-
-@pytest.fixture
-def template(db):
-    return MessageTemplate.objects.create(
-        name="announce_open",
-        rev="r1",
-        messages=[{"type": "text", "text": "{{ date }} の営業時間は {{ hours }} です"}],
-    )
-
-
-@pytest.fixture
-def contacts(tenant):
-    return [LineContactFactory(tenant=tenant, tags=["active"]) for _ in range(3)] + [
-        LineContactFactory(tenant=tenant, tags=["active", "opt_out"]),
-        LineContactFactory(tenant=tenant, tags=["active"], blocked=True),
-    ]
-
-
-@pytest.fixture
-def approved(fake_backlog, tenant, pump, template, contacts, line):
-    """An approved issue due at DUE, with its schedule registered."""
-
-    def make(description: str = body()) -> str:
-        with time_machine.travel(datetime(2026, 12, 1, 9, 0, tzinfo=JST), tick=False):
-            key = fake_backlog.create_issue(
-                "ACME", summary="年末告知", description=description, status="処理中"
-            )["issueKey"]
-            fake_backlog.update_issue(key, status="automedia承認")
-            pump(tenant)
-        assert DeliverySchedule.objects.filter(task__issue_key=key).exists()
-        fake_backlog.reset_requests()
-        return key
-
-    return make
-
-
-def fire(key: str, *, late: float = 0.01) -> str:
-    """Let the scheduler claim the schedule at its due time and run the task."""
-    schedule = DeliverySchedule.objects.get(task__issue_key=key)
-    with time_machine.travel(schedule.due_at + timedelta(seconds=late), tick=True):
-        [(schedule_id, token)] = schedules_claim(now=timezone.now())
-        return delivery_run(schedule_id=schedule_id, token=token)
 
 
 def schedule_of(key: str) -> DeliverySchedule | None:

@@ -13,14 +13,7 @@ from deliveries.channels.line import LineTransport
 from deliveries.effects import effect_reports_plan, effect_reports_run, format_effect_comment
 from deliveries.models import ContentTask, EffectReport
 from tests.backlog_bridge.test_lifecycle import texts
-from tests.deliveries import test_deliver
-from tests.deliveries.test_deliver import MULTICAST, fire
-
-# The delivery fixtures of test_deliver (fake LINE, template, contacts, an approved issue).
-line = test_deliver.line
-template = test_deliver.template
-contacts = test_deliver.contacts
-approved = test_deliver.approved
+from tests.delivery_fixtures import MULTICAST, fire
 
 INSIGHT = "/v2/bot/insight/message/event/aggregation"
 PREFIX_24H = "[automedia] 効果測定 (24h)"

@@ -1,0 +1,259 @@
+"""Comment commands through the webhook, with the fake Backlog and the fake LINE."""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime, timedelta
+
+import pytest
+import time_machine
+
+from automedia_site.sandbox.anthropic import AnthropicReply, FakeAnthropic
+from automedia_site.sandbox.backlog import BOT
+from automedia_site.timeutil import JST
+from backlog_bridge.models import AIReview, CommandRun
+from deliveries.models import DeliverySchedule, MessageTemplate
+from tests.backlog_bridge.test_lifecycle import texts
+from tests.delivery_fixtures import MULTICAST, fire
+
+NOW = datetime(2026, 12, 1, 9, 0, tzinfo=JST)
+STRANGER = {
+    "id": 2002,
+    "userId": "guest",
+    "name": "外部 ゲスト",
+    "roleType": 2,
+    "lang": "ja",
+    "mailAddress": None,
+}
+
+
+@pytest.fixture
+def say(fake_backlog, pump, tenant):
+    """Post a comment as a user and deliver the resulting webhooks."""
+
+    def comment(key: str, text: str, **kwargs) -> str:
+        with time_machine.travel(NOW, tick=True):
+            fake_backlog.add_comment(key, text, **kwargs)
+            pump(tenant)
+        return texts(fake_backlog, key)[-1]
+
+    return comment
+
+
+def schedule_of(key: str) -> DeliverySchedule | None:
+    return DeliverySchedule.objects.filter(task__issue_key=key).first()
+
+
+def test_it_answers_status(approved, say):
+    key = approved()
+
+    reply = say(key, "/automedia status")
+
+    assert reply.startswith("[automedia] 状態（/automedia status）")
+    assert (
+        "automedia承認" in reply
+        and "2026-12-10 10:00:00 (JST)" in reply
+        and "自動配信実行日時: なし" in reply
+    )
+
+
+def test_it_cancels_a_schedule_and_moves_the_status_back(approved, say, fake_backlog):
+    key = approved()
+
+    reply = say(key, "/automedia cancel")
+
+    assert schedule_of(key) is None
+    assert fake_backlog.issue(key)["status"]["name"] == "処理中"
+    assert "取り消し" in reply and "処理中" in reply
+
+
+def test_it_says_when_there_is_nothing_to_cancel(fake_backlog, say, tenant, pump):
+    key = fake_backlog.create_issue("ACME", summary="未承認", description="")["issueKey"]
+
+    assert "取り消す配信予約はありません" in say(key, "/automedia cancel")
+
+
+def test_it_sends_now_through_the_scheduler_with_the_overrides(approved, say, line, fake_backlog):
+    MessageTemplate.objects.create(
+        name="flash", rev="f1", messages=[{"type": "text", "text": "速報 {{ date }}"}]
+    )
+    key = approved()
+
+    reply = say(key, "/automedia send template=flash audience=tag:active")
+
+    schedule = schedule_of(key)
+    assert schedule.reason == "command"
+    assert abs((schedule.due_at - NOW).total_seconds() - 5) < 2
+    assert "受け付けました" in reply and "flash" in reply
+    assert fire(key) == "delivered"
+    [sent] = line.sent(MULTICAST)
+    assert sent.body["messages"] == [{"type": "text", "text": "速報 2026-12-10"}]
+    assert len(sent.body["to"]) == 4  # tag:active includes the opt_out contact; blocked ones never
+    assert fake_backlog.issue(key)["status"]["name"] == "automedia実行済み"
+
+
+def test_it_sends_an_issue_that_was_not_approved_yet(
+    fake_backlog, say, template, contacts, line, pump, tenant
+):
+    from tests.backlog_bridge.test_lifecycle import body
+
+    key = fake_backlog.create_issue("ACME", summary="即時", description=body(), status="処理中")["issueKey"]
+
+    reply = say(key, "/automedia send template=announce_open")
+
+    assert "受け付けました" in reply
+    assert fake_backlog.issue(key)["status"]["name"] == "automedia承認"
+    assert schedule_of(key).reason == "command"  # our own status change did not replace it
+    assert fire(key) == "delivered"
+
+
+def test_it_refuses_a_send_with_an_unknown_template(approved, say):
+    key = approved()
+    before = schedule_of(key).due_at
+
+    reply = say(key, "/automedia send template=nothing@r9")
+
+    assert reply.startswith("[automedia] 送信できません") and "nothing@r9" in reply
+    assert schedule_of(key).due_at == before
+
+
+def test_it_previews_exactly_what_will_be_sent(approved, say, settings):
+    settings.ANTHROPIC_API_KEY = ""
+    key = approved()
+
+    reply = say(key, "/automedia preview")
+
+    assert reply.startswith("[automedia] プレビュー")
+    assert "2026-12-10 の営業時間は 7:00-18:00 です" in reply
+    assert "配信先: 3 件" in reply and "2026-12-10 10:00:00 (JST)（予約済み）" in reply
+    assert "静粛時間帯: 対象外" in reply and "問題: なし" in reply
+    assert '"type": "text"' in reply
+    assert "AI レビュー" not in reply
+
+
+def test_it_previews_the_problems_of_a_broken_issue(fake_backlog, say, tenant, template):
+    key = fake_backlog.create_issue("ACME", summary="壊れ", description="## 配信メタ\n- チャネル: LINE\n")[
+        "issueKey"
+    ]
+
+    reply = say(key, "/automedia preview")
+
+    assert "投稿日時" in reply and "テンプレ" in reply
+
+
+@pytest.fixture
+def anthropic_api(settings):
+    with FakeAnthropic() as fake:
+        settings.ANTHROPIC_API_KEY = "test-anthropic-key"
+        settings.ANTHROPIC_BASE_URL = fake.base_url
+        settings.AI_REVIEW_TIMEOUT_SECONDS = 0.5
+        yield fake
+
+
+def test_it_adds_an_advisory_ai_review_and_records_its_cost(approved, say, anthropic_api):
+    anthropic_api.reply = AnthropicReply(
+        text="- 特になし（トーンは丁寧です）", input_tokens=321, output_tokens=17
+    )
+    key = approved()
+
+    reply = say(key, "/automedia preview")
+
+    assert "AI レビュー（参考情報・自動生成です" in reply and "特になし" in reply
+    assert "入力 321 / 出力 17 トークン" in reply
+    review = AIReview.objects.get()
+    assert (review.ok, review.input_tokens, review.output_tokens, review.model) == (
+        True,
+        321,
+        17,
+        "claude-sonnet-5",
+    )
+    [request] = anthropic_api.requests
+    assert request.path == "/v1/messages"
+    assert "test-anthropic-key" in (request.headers.get("x-api-key") or request.headers["authorization"])
+    assert request.body["model"] == "claude-sonnet-5"
+    assert "2026-12-10 の営業時間" in request.body["messages"][0]["content"]
+
+
+@pytest.mark.parametrize(
+    "failure", [AnthropicReply(delay=2.0), AnthropicReply(status=500), AnthropicReply(status=529)]
+)
+def test_a_failing_ai_review_never_fails_the_preview(approved, say, anthropic_api, failure):
+    anthropic_api.reply = failure
+    key = approved()
+
+    started = time.monotonic()
+    reply = say(key, "/automedia preview")
+
+    assert time.monotonic() - started < 1.8  # bounded by AI_REVIEW_TIMEOUT_SECONDS, no retries
+    assert reply.startswith("[automedia] プレビュー") and "配信先: 3 件" in reply
+    assert "AI レビューは取得できませんでした" in reply
+    assert AIReview.objects.get().ok is False
+
+
+def test_it_tells_someone_who_is_not_an_operator_they_may_not(approved, say):
+    key = approved()
+
+    reply = say(key, "/automedia cancel", user=STRANGER)
+
+    assert "権限がありません" in reply and "外部 ゲスト" in reply
+    assert schedule_of(key) is not None
+
+
+def test_it_answers_usage_for_an_unknown_command(approved, say):
+    key = approved()
+
+    reply = say(key, "/automedia publish now")
+
+    assert "知らないコマンド" in reply and "使い方" in reply
+
+
+def test_its_own_comments_never_run_commands(approved, say, fake_backlog):
+    key = approved()
+    before = len(texts(fake_backlog, key))
+
+    say(key, "/automedia cancel", user=BOT)
+
+    assert schedule_of(key) is not None
+    assert len(texts(fake_backlog, key)) == before + 1  # only the comment itself
+
+
+def test_a_quoted_command_does_not_run_again(approved, say, fake_backlog):
+    key = approved()
+    before = len(texts(fake_backlog, key))
+
+    say(key, "> /automedia cancel\n了解です")
+
+    assert schedule_of(key) is not None
+    assert len(texts(fake_backlog, key)) == before + 1
+
+
+def test_a_comment_processed_twice_runs_its_command_once(approved, fake_backlog, tenant, client):
+    from backlog_bridge.models import BacklogEvent
+    from backlog_bridge.services import event_process
+
+    key = approved()
+    fake_backlog.add_comment(key, "/automedia status")
+    activity = fake_backlog.outbox.pop()
+    with time_machine.travel(NOW, tick=True):
+        for activity_id in (activity["id"], activity["id"] + 1000):  # e.g. webhook + catch-up copy
+            event = BacklogEvent.objects.create(
+                tenant=tenant,
+                activity_id=activity_id,
+                type=3,
+                issue_key=key,
+                payload={**activity, "id": activity_id},
+            )
+            event_process(event_id=event.pk)
+
+    assert sum(t.startswith("[automedia] 状態") for t in texts(fake_backlog, key)) == 1
+    assert CommandRun.objects.count() == 1
+
+
+def test_a_send_can_be_followed_by_status_in_one_comment(approved, say):
+    MessageTemplate.objects.create(name="flash", rev="f1", messages=[{"type": "text", "text": "速報"}])
+    key = approved()
+
+    reply = say(key, "/automedia send template=flash\n/automedia status")
+
+    assert "受け付けました" in reply and "状態（/automedia status）" in reply
+    assert (schedule_of(key).due_at - timedelta(seconds=5)) <= NOW + timedelta(seconds=2)
