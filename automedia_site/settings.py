@@ -136,6 +136,9 @@ Q_CLUSTER = {
     "ack_failures": True,
     "label": "django-q2",
     "sync": env.bool("Q_SYNC", default=False),
+    # Deliveries have their own queue and workers (`Q_CLUSTER_NAME=deliveries manage.py
+    # qcluster`), so a burst of webhook processing never delays a due delivery.
+    "ALT_CLUSTERS": {"deliveries": {"workers": env.int("DELIVERY_WORKERS", default=4)}},
 }
 if REDIS_URL:
     Q_CLUSTER["redis"] = REDIS_URL

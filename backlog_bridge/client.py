@@ -19,6 +19,7 @@ from django.conf import settings
 from django.core.cache import cache
 
 from automedia_site import metrics
+from automedia_site.http import ssl_context
 
 logger = logging.getLogger(__name__)
 
@@ -82,6 +83,7 @@ class BacklogClient:
             timeout=timeout or settings.BACKLOG_TIMEOUT_SECONDS,
             transport=transport,
             headers={"User-Agent": "automedia/0.1"},
+            verify=ssl_context(),
         )
 
     @classmethod

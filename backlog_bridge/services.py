@@ -123,6 +123,7 @@ def event_process(*, event_id: int, client: BacklogClient | None = None) -> str:
     event = BacklogEvent.objects.select_related("tenant").get(pk=event_id)
     if event.outcome in (BacklogEvent.Outcome.DONE, BacklogEvent.Outcome.IGNORED):
         return event.outcome
+    own_client = client is None
     client = client or BacklogClient.for_tenant(event.tenant)
     BacklogEvent.objects.filter(pk=event.pk).update(attempts=F("attempts") + 1)
     try:
@@ -132,6 +133,9 @@ def event_process(*, event_id: int, client: BacklogClient | None = None) -> str:
         level = logging.ERROR if event.attempts + 1 >= MAX_EVENT_ATTEMPTS else logging.WARNING
         logger.log(level, "backlog event %s failed: %s", event, exc)
         return BacklogEvent.Outcome.FAILED
+    finally:
+        if own_client:
+            client.close()
     _event_finish(event, BacklogEvent.Outcome.DONE, detail)
     return BacklogEvent.Outcome.DONE
 

@@ -108,10 +108,14 @@ def lease_release(*, schedule_id: int, token: str, **changes) -> bool:
 
 
 def next_wakeup(*, now: datetime, poll: float) -> float:
-    """Seconds until the earliest row could be due, bounded by the poll interval."""
+    """Seconds until a row could next become claimable, bounded by the poll interval.
+
+    Only future events count: a row that is due now but held back (its tenant is at
+    capacity) must not make the loop spin; it is looked at again after `poll`.
+    """
     agg = DeliverySchedule.objects.aggregate(
-        free=Min("due_at", filter=Q(lease_until__isnull=True)),
-        leased=Min("lease_until", filter=Q(lease_until__isnull=False)),
+        free=Min("due_at", filter=Q(lease_until__isnull=True, due_at__gt=now)),
+        leased=Min("lease_until", filter=Q(lease_until__gt=now)),
     )
     times = [t for t in (agg["free"], agg["leased"]) if t is not None]
     if not times:

@@ -9,6 +9,7 @@ from typing import Any
 import httpx
 
 from automedia_site import metrics
+from automedia_site.http import ssl_context
 
 
 class TransportError(Exception):
@@ -59,7 +60,11 @@ class HttpTransport:
 
     def __init__(self, *, base_url: str, headers: dict[str, str], timeout: float, transport=None):
         self._http = httpx.Client(
-            base_url=base_url.rstrip("/"), headers=headers, timeout=timeout, transport=transport
+            base_url=base_url.rstrip("/"),
+            headers=headers,
+            timeout=timeout,
+            transport=transport,
+            verify=ssl_context(),
         )
 
     def close(self) -> None:

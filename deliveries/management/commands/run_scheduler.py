@@ -24,6 +24,8 @@ from deliveries.scheduler import heartbeat, next_wakeup, schedules_claim
 
 logger = logging.getLogger("automedia.scheduler")
 
+DELIVERY_QUEUE = "deliveries"  # settings.Q_CLUSTER["ALT_CLUSTERS"]
+
 
 class Command(BaseCommand):
     help = "配信スケジュールを秒精度で発火させます（SIGTERM で終了）。"
@@ -57,7 +59,7 @@ class Command(BaseCommand):
         now = timezone.now()
         claimed = schedules_claim(now=now, limit=self.batch)
         for schedule_id, token in claimed:
-            async_task("deliveries.tasks.deliver", schedule_id, token)
+            async_task("deliveries.tasks.deliver", schedule_id, token, cluster=DELIVERY_QUEUE)
         heartbeat(name=self.name, now=now)
         return bool(claimed)
 

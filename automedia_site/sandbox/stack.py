@@ -1,0 +1,397 @@
+"""automedia's real processes on a throwaway database, wired to fakes in this process.
+
+The end-to-end tests (and anyone who wants to poke at the whole system) use it:
+
+    with Stack(tmp_dir=tmp_path) as stack:          # migrate, fakes, web, /healthz
+        tenant = stack.add_tenant()                  # fake Backlog project + webhook wired
+        stack.spawn("worker-1", "qcluster")
+        stack.spawn("sched-1", "run_scheduler")
+        stack.backlog.create_issue(...)              # a person in Backlog; webhooks are POSTed
+        stack.wait_for(lambda: stack.line.sent(), timeout=15)
+
+The web server, the qcluster workers and the schedulers are separate processes (each in
+its own session, so a qcluster can be killed with all its children). FakeBacklog (in
+``webhook_mode="post"``) and FakeLine run on loopback in the calling process, so tests
+inspect and steer them directly. Every process writes to ``tmp_dir/<name>.log``; when a
+``with`` block fails, or a process dies unexpectedly, the tail of each log is printed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO, Literal
+from urllib.parse import urlsplit, urlunsplit
+
+import httpx
+from cryptography.fernet import Fernet
+
+from automedia_site.sandbox.backlog import FakeBacklog
+from automedia_site.sandbox.line import FakeLine
+
+__all__ = ["ROOT", "Stack", "StackError"]
+
+ROOT = Path(__file__).resolve().parents[2]
+HOST = "127.0.0.1"
+TEMPLATES_DIR = ROOT / "templates" / "line"
+MANAGE_TIMEOUT = 180.0
+START_TIMEOUT = 30.0
+STOP_GRACE = 5.0
+LOG_TAIL_LINES = 40
+# Kept from the caller's environment; everything else the processes see is set here.
+PASSED_THROUGH = ("PATH", "HOME", "USER", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "TZ")
+_TEMPLATE_LINE = re.compile(r"^(?P<name>\S+)@(?P<rev>\S+) \((?:new|unchanged)\)")
+
+
+class StackError(AssertionError):
+    """The stack could not do what was asked (a command failed, a process died, a wait ran out)."""
+
+
+class Stack:
+    """automedia's real processes (gunicorn or runserver web, qcluster worker(s),
+    run_scheduler(s)) on a throwaway database, wired to a FakeBacklog (webhook_mode="post")
+    and a FakeLine running in THIS process on loopback."""
+
+    backlog: FakeBacklog
+    line: FakeLine
+    web_url: str
+
+    def __init__(
+        self,
+        *,
+        tmp_dir: Path,
+        database_url: str | None = None,
+        env: dict[str, str] | None = None,
+        web: Literal["gunicorn", "runserver"] = "gunicorn",
+    ) -> None:
+        self.tmp_dir = Path(tmp_dir)
+        self.tmp_dir.mkdir(parents=True, exist_ok=True)
+        self.database_url = database_url or f"sqlite:///{self.tmp_dir / 'db.sqlite3'}"
+        self.web = web
+        self.line_token = secrets.token_urlsafe(24)
+        self.backlog = FakeBacklog(api_key=secrets.token_urlsafe(24), webhook_mode="post")
+        self.line = FakeLine(channel_tokens={self.line_token})
+        self.web_port = _free_port()
+        self.web_url = f"http://{HOST}:{self.web_port}"
+        self.templates: dict[str, str] = {}
+        """Imported template name → revision (``announce_open@<rev>`` in issue bodies)."""
+        self.tenants: dict[str, dict] = {}
+        """What add_tenant printed, by slug (backlog_webhook_url, …)."""
+        self._overrides = dict(env or {})
+        self._env: dict[str, str] = {}
+        self._processes: dict[str, subprocess.Popen] = {}
+        self._logs: dict[str, IO[bytes]] = {}
+        self._killed: set[str] = set()
+        self._started = False
+        self._stopped = False
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    def start(self) -> Stack:
+        """Fresh database, migrate, templates, fakes, web server; returns when /healthz answers."""
+        if self._started:
+            return self
+        self._started = True
+        try:
+            if _is_postgres(self.database_url):
+                _postgres_recreate(self.database_url)
+            self.backlog.start()
+            self.line.start()
+            self._env = self._process_env()
+            self.manage("migrate", "--noinput")
+            self._import_templates()
+            self._start_web()
+        except BaseException:
+            self.print_logs()
+            self.stop()
+            raise
+        return self
+
+    def stop(self) -> None:
+        """SIGTERM every process, wait a little, SIGKILL stragglers (whole groups), stop the fakes.
+
+        A PostgreSQL database is left in place for a post-mortem (the next start drops it)."""
+        if self._stopped:
+            return
+        self._stopped = True
+        names = list(self._processes)
+        for name in names:
+            self._signal(name, signal.SIGTERM, group=False)
+        deadline = time.monotonic() + STOP_GRACE
+        for name in names:
+            proc = self._processes[name]
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+            self._signal(name, signal.SIGKILL, group=True)  # children left behind, or a straggler
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=5)
+        for log in self._logs.values():
+            log.close()
+        self._logs.clear()
+        self.backlog.stop()
+        self.line.stop()
+
+    def __enter__(self) -> Stack:
+        return self.start()
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is not None:
+            self.print_logs()
+        self.stop()
+
+    # -- commands and processes ----------------------------------------------------------
+
+    @property
+    def env(self) -> dict[str, str]:
+        """The environment every process of the stack gets (a copy)."""
+        if not self._env:
+            raise StackError("start() the stack first")
+        return dict(self._env)
+
+    def manage(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+        """`manage.py ARGS` to completion; with check, a non-zero exit raises StackError."""
+        cmd = [sys.executable, "manage.py", *args]
+        done = subprocess.run(
+            cmd, cwd=ROOT, env=self.env, capture_output=True, text=True, timeout=MANAGE_TIMEOUT
+        )
+        if check and done.returncode != 0:
+            raise StackError(
+                f"`manage.py {' '.join(args)}` exited with {done.returncode}\n"
+                f"--- stdout ---\n{_tail(done.stdout)}\n--- stderr ---\n{_tail(done.stderr)}"
+            )
+        return done
+
+    def shell(self, code: str) -> str:
+        """Run Python in `manage.py shell -c` and return what it printed (stripped)."""
+        return self.manage("shell", "--no-imports", "-v", "0", "-c", code).stdout.strip()
+
+    def spawn(self, name: str, *manage_args: str, env: dict[str, str] | None = None) -> subprocess.Popen:
+        """Start `manage.py MANAGE_ARGS` in its own session; output goes to tmp_dir/<name>.log."""
+        return self._launch(name, [sys.executable, "manage.py", *manage_args], env=env)
+
+    def kill(self, name: str, sig: int = signal.SIGKILL) -> None:
+        """Send `sig` to a process; SIGKILL goes to its whole process group (a qcluster and
+        its workers die together). Returns once the process has exited (for SIGKILL)."""
+        self._killed.add(name)
+        self._signal(name, sig, group=sig == signal.SIGKILL)
+        if sig == signal.SIGKILL:
+            self._processes[name].wait(timeout=10)
+
+    def cpu_seconds(self, name: str) -> float:
+        """CPU time (user + system, with reaped children) used so far by the live processes of
+        `name`'s process group (Linux /proc)."""
+        return sum(_cpu_of(stat) for stat in _group_stats(self._processes[name].pid))
+
+    def log(self, name: str) -> str:
+        path = self.log_path(name)
+        return path.read_text(encoding="utf-8", errors="replace") if path.exists() else ""
+
+    def log_path(self, name: str) -> Path:
+        return self.tmp_dir / f"{name}.log"
+
+    def print_logs(self, lines: int = LOG_TAIL_LINES) -> None:
+        """Print the tail of every process log (pytest shows it for a failed test)."""
+        for name in self._processes:
+            print(f"\n===== {name}.log (last {lines} lines) =====")
+            print(_tail(self.log(name), lines))
+
+    # -- tenants -------------------------------------------------------------------------
+
+    def add_tenant(self, slug: str = "e2e", project: str = "E2E") -> dict:
+        """A tenant on the fake Backlog project `project` (created here) and the fake LINE;
+        the project's webhook points at the printed backlog_webhook_url."""
+        self.backlog.add_project(project, name=f"{project} 配信")
+        done = self.manage(
+            "add_tenant",
+            slug,
+            "--name",
+            f"{slug} 事務所",
+            "--backlog-url",
+            self.backlog.base_url,
+            "--backlog-api-key",
+            self.backlog.api_key,
+            "--backlog-project",
+            project,
+            "--line-channel-token",
+            self.line_token,
+            "--base-url",
+            self.web_url,
+            "--json",
+        )
+        tenant = json.loads(done.stdout.strip().splitlines()[-1]) | {"project": project}
+        self.backlog.set_webhook(project, tenant["backlog_webhook_url"])
+        self.tenants[slug] = tenant
+        return tenant
+
+    # -- waiting -------------------------------------------------------------------------
+
+    def wait_for(
+        self, predicate: Callable[[], object], timeout: float, interval: float = 0.05, message: str = ""
+    ) -> None:
+        """Poll `predicate` until it is truthy; StackError after `timeout` seconds, or as soon
+        as a process of the stack dies without having been killed."""
+        deadline = time.monotonic() + timeout
+        while not predicate():
+            self._check_alive()
+            if time.monotonic() >= deadline:
+                what = message or getattr(predicate, "__name__", repr(predicate))
+                raise StackError(f"timed out after {timeout:.1f}s waiting for: {what}")
+            time.sleep(interval)
+
+    def wait_for_log(self, name: str, text: str, timeout: float = START_TIMEOUT) -> None:
+        """Wait until `text` appears in tmp_dir/<name>.log (e.g. a process saying it is ready)."""
+        self.wait_for(lambda: text in self.log(name), timeout, 0.1, f"{text!r} in {name}.log")
+
+    # -- internals -----------------------------------------------------------------------
+
+    def _process_env(self) -> dict[str, str]:
+        env = {key: os.environ[key] for key in PASSED_THROUGH if key in os.environ}
+        env.update(
+            DJANGO_SETTINGS_MODULE="automedia_site.settings",
+            PYTHONUNBUFFERED="1",
+            DEBUG="0",
+            DJANGO_SECRET_KEY=secrets.token_urlsafe(48),
+            FIELD_ENCRYPTION_KEY=Fernet.generate_key().decode(),
+            DATABASE_URL=self.database_url,
+            LINE_API_BASE_URL=self.line.base_url,
+            PUBLIC_BASE_URL=self.web_url,
+            DELIVERY_LEASE_SECONDS="5",
+            SCHEDULER_POLL_SECONDS="0.2",
+            Q_WORKERS="2",
+            LOG_LEVEL="INFO",
+            DJANGO_Q_LOG_LEVEL="INFO",  # each task in the logs: what a failed test's log tail needs
+            ALLOWED_HOSTS=f"{HOST},localhost",
+            # Empty = the ORM broker; set explicitly so that a developer's .env cannot add Redis.
+            REDIS_URL="",
+        )
+        env.update(self._overrides)
+        return env
+
+    def _import_templates(self) -> None:
+        done = self.manage("import_templates", str(TEMPLATES_DIR))
+        for line in done.stdout.splitlines():
+            match = _TEMPLATE_LINE.match(line.strip())
+            if match:
+                self.templates[match["name"]] = match["rev"]
+
+    def _start_web(self) -> None:
+        bind = f"{HOST}:{self.web_port}"
+        if self.web == "gunicorn":
+            argv = [sys.executable, "-m", "gunicorn", "automedia_site.wsgi", "-w", "2", "-b", bind]
+            argv += ["--graceful-timeout", "3", "--no-control-socket"]
+        else:
+            argv = [sys.executable, "manage.py", "runserver", bind, "--noreload"]
+        self._launch("web", argv)
+        self.wait_for(self._web_answers, START_TIMEOUT, 0.1, f"{self.web_url}/healthz to answer")
+
+    def _web_answers(self) -> bool:
+        try:
+            httpx.get(f"{self.web_url}/healthz", timeout=2.0)
+        except httpx.HTTPError:
+            return False
+        return True
+
+    def _launch(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> subprocess.Popen:
+        running = self._processes.get(name)
+        if running is not None and running.poll() is None:
+            raise StackError(f"a process named {name!r} is already running")
+        log = self._logs.get(name) or open(self.log_path(name), "ab")  # noqa: SIM115 - closed in stop()
+        self._logs[name] = log
+        proc = subprocess.Popen(
+            argv,
+            cwd=ROOT,
+            env={**self.env, **(env or {})},
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        self._processes[name] = proc
+        self._killed.discard(name)
+        return proc
+
+    def _signal(self, name: str, sig: int, *, group: bool) -> None:
+        proc = self._processes[name]
+        with contextlib.suppress(ProcessLookupError):
+            if group:
+                os.killpg(proc.pid, sig)  # start_new_session: the group id is the pid
+            elif proc.poll() is None:
+                proc.send_signal(sig)
+
+    def _check_alive(self) -> None:
+        for name, proc in self._processes.items():
+            if name not in self._killed and proc.poll() is not None:
+                raise StackError(
+                    f"process {name!r} exited with {proc.returncode}\n"
+                    f"--- {name}.log ---\n{_tail(self.log(name))}"
+                )
+
+
+# -- helpers ----------------------------------------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind((HOST, 0))
+        return sock.getsockname()[1]
+
+
+def _tail(text: str, lines: int = LOG_TAIL_LINES) -> str:
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def _group_stats(pgid: int) -> list[list[str]]:
+    """/proc/<pid>/stat fields (after the command name) of every process in group `pgid`."""
+    stats = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            text = (entry / "stat").read_text()
+        except OSError:
+            continue  # gone meanwhile
+        fields = text[text.rindex(")") + 2 :].split()
+        if int(fields[2]) == pgid:  # fields[0] is the state; pgrp is the 5th field of stat
+            stats.append(fields)
+    return stats
+
+
+def _cpu_of(fields: list[str]) -> float:
+    utime, stime, cutime, cstime = (int(f) for f in fields[11:15])  # stat fields 14-17
+    return (utime + stime + cutime + cstime) / os.sysconf("SC_CLK_TCK")
+
+
+def _is_postgres(url: str) -> bool:
+    return urlsplit(url).scheme in ("postgres", "postgresql", "pgsql", "postgis")
+
+
+def _postgres_recreate(url: str) -> None:
+    """Drop and create the database of `url`, through the server's `postgres` database."""
+    import psycopg
+    from psycopg import sql
+
+    parts = urlsplit(url)
+    name = parts.path.lstrip("/")
+    if not name:
+        raise StackError(f"no database name in {url!r}")
+    admin = urlunsplit(("postgresql", parts.netloc, "/postgres", parts.query, ""))
+    try:
+        conn = psycopg.connect(admin, autocommit=True, connect_timeout=5)
+    except psycopg.OperationalError as exc:
+        raise StackError(
+            f"PostgreSQL at {parts.hostname}:{parts.port or 5432} is unreachable ({exc}). "
+            "Start it, e.g. `pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start`."
+        ) from exc
+    with conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
