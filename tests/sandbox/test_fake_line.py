@@ -32,7 +32,9 @@ PUSH = "/v2/bot/message/push"
 MULTICAST = "/v2/bot/message/multicast"
 REPLY = "/v2/bot/message/reply"
 TEXT = {"type": "text", "text": "本日のお知らせです"}
-SPEC_DIR = Path(os.environ.get("LINE_OPENAPI_DIR", "/work/shared/specs/line-openapi"))
+SPEC_DIR = Path(
+    os.environ.get("LINE_OPENAPI_DIR", Path(__file__).resolve().parents[3] / "shared/specs/line-openapi")
+)
 
 
 def _client(fake: FakeLine, *, token: str | None = TOKEN, timeout: float = 2) -> httpx.Client:
