@@ -4,7 +4,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 PORT   ?= 8000
 
-.PHONY: venv test run migrate seed lint format bench-webhook clean
+.PHONY: venv test run migrate seed lint format bench-webhook bench-scan clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -36,6 +36,9 @@ format: venv
 
 bench-webhook: venv
 	$(PY) bench/webhook.py
+
+bench-scan: venv
+	$(PY) bench/scan.py
 
 clean:
 	rm -rf $(VENV) db.sqlite3 .pytest_cache

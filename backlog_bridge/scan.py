@@ -4,7 +4,7 @@ For each tenant the approved issues are streamed page by page (Backlog's offset
 paging, 100 per page) and checked against local state with one query per page:
 
 - approved, no schedule, no 自動配信実行日時 → a leak: registered through
-  `issue_reconcile` with the listed JSON (the same decision as a webhook, no extra GET);
+  `issue_reconcile`, which re-reads it (the same decision as a webhook);
 - local schedules whose issue was not listed → re-checked one by one (it deletes
   the schedule when Backlog says the issue is no longer approved);
 - schedules due long ago and still leased → reported as stuck.
@@ -35,7 +35,7 @@ STUCK_AFTER = timedelta(minutes=10)
 # Backlog's offset paging by one, so a later issue can be skipped: list again.
 MAX_PASSES = 3
 REPORT_KEYS = 50  # keys named per tenant in an alert; the JSON output has them all
-STAYS_APPROVED = ("scheduled at", "rescheduled at", "no change")
+STAYS_APPROVED = ("scheduled at", "rescheduled at", "no change", "error")  # outcomes, see _rescue
 
 Progress = Callable[[str, int], None]  # (tenant slug, approved issues seen so far)
 RECOVERABLE = (BacklogError, BacklogConfigError, ConcurrentChange)
@@ -112,27 +112,33 @@ def _scan_page(
     seen.update(issue["issueKey"] for issue in fresh)
     scheduled = _scheduled_keys(tenant, [issue["issueKey"] for issue in fresh])
     result.approved += len(fresh)
-    left, rescued = 0, []
-    for issue in fresh:
-        key = issue["issueKey"]
-        if key in scheduled:
-            result.scheduled += 1
-        elif is_delivered(issue):
-            result.delivered += 1
-        else:
-            result.leaks.append(key)
-            outcome = "dry run" if dry_run else _rescue(tenant, client, issue, result)
-            if outcome.startswith("scheduled at"):
-                rescued.append(key)
-            elif outcome not in ("dry run", "error") and not outcome.startswith(STAYS_APPROVED):
-                left += 1
-    _mark_rescued(tenant, rescued)
-    return left
+    leaks = [issue for issue in fresh if not _accounted_for(issue, scheduled, result)]
+    result.leaks += [issue["issueKey"] for issue in leaks]
+    if dry_run:
+        return 0
+    outcomes = {issue["issueKey"]: _rescue(tenant, client, issue, result) for issue in leaks}
+    _mark_rescued(tenant, [key for key, outcome in outcomes.items() if outcome.startswith("scheduled at")])
+    return sum(not outcome.startswith(STAYS_APPROVED) for outcome in outcomes.values())
+
+
+def _accounted_for(issue: dict, scheduled: set[str], result: ScanResult) -> bool:
+    """Scheduled or delivered: not a leak (the decision logic would not register it either)."""
+    if issue["issueKey"] in scheduled:
+        result.scheduled += 1
+    elif is_delivered(issue):
+        result.delivered += 1
+    else:
+        return False
+    return True
 
 
 def _scheduled_keys(tenant: Tenant, keys: list[str]) -> set[str]:
-    """The keys among `keys` that have a local schedule: one query per page."""
-    rows = ContentTask.objects.filter(tenant=tenant, issue_key__in=keys, schedule__isnull=False)
+    """The keys among `keys` that have a local schedule, or that automedia delivered
+    since the page was listed (its write-back may be newer than the listing): one query
+    per page."""
+    rows = ContentTask.objects.filter(tenant=tenant, issue_key__in=keys).filter(
+        Q(schedule__isnull=False) | Q(delivered_at__isnull=False)
+    )
     return set(rows.values_list("issue_key", flat=True))
 
 
@@ -145,7 +151,8 @@ def is_delivered(issue: dict) -> bool:
 def _rescue(tenant: Tenant, client: BacklogClient, issue: dict, result: ScanResult) -> str:
     key = issue["issueKey"]
     try:
-        outcome = issue_reconcile(tenant=tenant, issue_key=key, client=client, issue=issue)
+        # Re-read rather than trust the listing: a delivery may have finished meanwhile.
+        outcome = issue_reconcile(tenant=tenant, issue_key=key, client=client)
     except RECOVERABLE as exc:
         result.errors.append(f"{key}: {exc}")
         return "error"

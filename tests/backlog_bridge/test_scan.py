@@ -361,3 +361,25 @@ def test_it_draws_a_progress_bar_of_tenants_and_issues():
     assert frames[1].startswith("[....................] 0/2 acme 1200")
     assert frames[2].startswith("[##########..........] 1/2 beta 300")
     assert frames[3] == "[####################] 2/2\x1b[K\n"
+
+
+def test_it_does_not_rescue_an_issue_delivered_after_the_page_was_listed(fake_backlog, tenant, monkeypatch):
+    key = leak(fake_backlog)
+    real = BacklogClient.iter_issues
+
+    def listing_then_delivery(self, **kwargs):
+        for issue in real(self, **kwargs):
+            # automedia delivers it between the listing and the scan's look at it
+            ContentTask.objects.update_or_create(tenant=tenant, issue_key=key, defaults={"delivered_at": NOW})
+            fake_backlog.update_issue(
+                key, status="automedia実行済み", custom_fields={"自動配信実行日時": NOW.isoformat()}
+            )
+            yield issue
+
+    monkeypatch.setattr(BacklogClient, "iter_issues", listing_then_delivery)
+
+    result = scan_tenant(tenant=tenant, client=BacklogClient.for_tenant(tenant), dry_run=False)
+
+    assert result.leaks == [] and result.rescued == 0
+    assert schedule_of(key) is None
+    assert not any("配信を予約しました" in t for t in texts(fake_backlog, key))

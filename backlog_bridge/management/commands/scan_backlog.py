@@ -44,12 +44,16 @@ class ProgressBar:
         done = len(self._tenants) - 1
         filled = self.WIDTH * done // self._total
         bar = "#" * filled + "." * (self.WIDTH - filled)
-        self._out.write(f"\r[{bar}] {done}/{self._total} {slug} {seen}\033[K", ending="")
+        self._out.write(f"\r[{bar}] {done}/{self._total} {slug} {seen}\033[K", _plain, ending="")
         self._out.flush()
 
     def finish(self) -> None:
         if self._tenants:
-            self._out.write(f"\r[{'#' * self.WIDTH}] {self._total}/{self._total}\033[K")
+            self._out.write(f"\r[{'#' * self.WIDTH}] {self._total}/{self._total}\033[K", _plain)
+
+
+def _plain(text: str) -> str:
+    return text  # progress is not an error: no ERROR colour from the command's stderr
 
 
 class Command(BaseCommand):
