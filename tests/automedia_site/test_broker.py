@@ -1,0 +1,65 @@
+"""The broker: the ORM (the database) by default, Redis when REDIS_URL is set — checked
+against the real Redis this machine runs (CI checks it is reachable)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import uuid
+
+from django.conf import settings
+
+REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
+ROUND_TRIP = """
+import django, os
+django.setup()
+from django_q.brokers import get_broker
+broker = get_broker()
+print(type(broker).__name__)
+assert broker.ping(), "redis ping failed"
+broker.enqueue(os.environ["PAYLOAD"])
+task_id, payload = broker.dequeue()[0]
+broker.acknowledge(task_id)
+print(payload.decode() if isinstance(payload, bytes) else payload)
+"""
+
+
+def run_with(**env) -> subprocess.CompletedProcess:
+    base = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "DATABASE_URL")}
+    env = {**base, "DJANGO_SETTINGS_MODULE": "automedia_site.test_settings", **env}
+    return subprocess.run(
+        [sys.executable, "-c", ROUND_TRIP],
+        env=env,
+        capture_output=True,
+        text=True,
+        cwd=settings.BASE_DIR,
+        timeout=60,
+    )
+
+
+def test_it_queues_through_redis_when_redis_url_is_set():
+    payload = uuid.uuid4().hex
+    result = run_with(REDIS_URL=REDIS_URL, PAYLOAD=payload, Q_SYNC="0")
+
+    assert result.returncode == 0, f"Redis at {REDIS_URL} unreachable or broken:\n{result.stderr[-2000:]}"
+    assert result.stdout.split() == ["Redis", payload]
+
+
+def test_it_uses_the_database_broker_without_redis_url(tmp_path):
+    payload = uuid.uuid4().hex
+    db = f"sqlite:///{tmp_path / 'broker.sqlite3'}"
+    migrate = subprocess.run(
+        [sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"],
+        env={**os.environ, "DATABASE_URL": db, "DJANGO_SETTINGS_MODULE": "automedia_site.test_settings"},
+        cwd=settings.BASE_DIR,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert migrate.returncode == 0, migrate.stderr[-2000:]
+
+    result = run_with(DATABASE_URL=db, PAYLOAD=payload, Q_SYNC="0")
+
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.split() == ["ORM", payload]
