@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import re
 import time
 import uuid
@@ -132,7 +133,12 @@ def start_schedulers(stack: Stack, *names: str) -> None:
 
 @contextlib.contextmanager
 def running_stack(tmp_path: Path, **options) -> Iterator[Stack]:
-    """A started stack with the tenant "e2e" on project E2E; a failure prints the process logs."""
+    """A started stack with the tenant "e2e" on project E2E; a failure prints the process logs.
+
+    The database follows the suite's: when `make test` runs on PostgreSQL (DATABASE_URL),
+    so do the processes, on a database of their own."""
+    if os.environ.get("DATABASE_URL", "").startswith("postgres"):
+        options.setdefault("database_url", "postgres://postgres@127.0.0.1:5432/automedia_e2e_run")
     with Stack(tmp_dir=tmp_path, **options) as stack:
         stack.add_tenant(project=PROJECT)
         yield stack
