@@ -32,17 +32,17 @@ import operator
 import queue
 import re
 import signal
-import socket
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta, timezone
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 import httpx
+
+from automedia_site.sandbox._http import FakeServer, KeepAliveHandler
 
 __all__ = [
     "BOT",
@@ -477,7 +477,7 @@ class FakeBacklog:
         self.outbox: list[Json] = []
         self._address = (host, port)
         self._lock = threading.RLock()
-        self._server: _Server | None = None
+        self._server: FakeServer | None = None
         self._thread: threading.Thread | None = None
         self._poster = _WebhookPoster() if webhook_mode == "post" else None
         self._limiter = _RateLimiter(self.rate_limit_per_minute)
@@ -509,7 +509,7 @@ class FakeBacklog:
     def start(self) -> FakeBacklog:
         if self._server is not None:
             return self
-        self._server = _Server(self._address, self)
+        self._server = FakeServer(self._address, self, _RequestHandler)
         self._thread = threading.Thread(
             target=self._server.serve_forever,
             kwargs={"poll_interval": 0.01},  # stop() waits up to one interval
@@ -1018,62 +1018,9 @@ class _RateLimiter:
         }
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def __init__(self, address: tuple[str, int], fake: FakeBacklog) -> None:
-        self.fake = fake
-        self._connections: set[socket.socket] = set()
-        self._connections_lock = threading.Lock()
-        super().__init__(address, _RequestHandler)
-
-    def add_connection(self, connection: socket.socket) -> None:
-        with self._connections_lock:
-            self._connections.add(connection)
-
-    def discard_connection(self, connection: socket.socket) -> None:
-        with self._connections_lock:
-            self._connections.discard(connection)
-
-    def close_connections(self) -> None:
-        """End kept-alive connections so that their handler threads exit on stop()."""
-        with self._connections_lock:
-            connections = list(self._connections)
-        for connection in connections:
-            with contextlib.suppress(OSError):
-                connection.shutdown(socket.SHUT_RDWR)
-
-
-class _RequestHandler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"  # keep-alive, so paging clients reuse one connection
-    disable_nagle_algorithm = True  # else headers and body, written apart, wait ~40 ms for an ACK
+class _RequestHandler(KeepAliveHandler):
     server_version = "fake-backlog/1"
-    server: _Server
-
-    def setup(self) -> None:
-        super().setup()
-        self.server.add_connection(self.connection)
-
-    def finish(self) -> None:
-        try:
-            super().finish()
-        finally:
-            self.server.discard_connection(self.connection)
-
-    def do_GET(self) -> None:
-        self._serve()
-
-    def do_POST(self) -> None:
-        self._serve()
-
-    def do_PATCH(self) -> None:
-        self._serve()
-
-    def do_PUT(self) -> None:
-        self._serve()
-
-    def do_DELETE(self) -> None:
-        self._serve()
+    server: FakeServer
 
     def _serve(self) -> None:
         split = urlsplit(self.path)

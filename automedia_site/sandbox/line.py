@@ -59,7 +59,6 @@ import logging
 import re
 import secrets
 import signal
-import socket
 import threading
 import time
 import uuid
@@ -67,9 +66,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, unquote
+
+from automedia_site.sandbox._http import FakeServer, KeepAliveHandler
 
 __all__ = [
     "AUTH_FAILED",
@@ -431,7 +431,7 @@ class FakeLine:
         """Wall clock for retry-key expiry; tests may replace it."""
         self._address = (host, port)
         self._lock = threading.RLock()
-        self._server: _Server | None = None
+        self._server: FakeServer | None = None
         self._thread: threading.Thread | None = None
         self._routes = _Routes(self)
         self._clear()
@@ -460,7 +460,7 @@ class FakeLine:
     def start(self) -> FakeLine:
         if self._server is not None:
             return self
-        self._server = _Server(self._address, self)
+        self._server = FakeServer(self._address, self, _RequestHandler)
         self._thread = threading.Thread(
             target=self._server.serve_forever,
             kwargs={"poll_interval": 0.01},  # stop() waits up to one interval
@@ -868,71 +868,15 @@ class _Routes:
 # --- HTTP plumbing ------------------------------------------------------------------------
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    request_queue_size = 1024  # benchmarks open many connections at once
-
-    def __init__(self, address: tuple[str, int], fake: FakeLine) -> None:
-        self.fake = fake
-        self._connections: set[socket.socket] = set()
-        self._connections_lock = threading.Lock()
-        super().__init__(address, _RequestHandler)
-
-    def add_connection(self, connection: socket.socket) -> None:
-        with self._connections_lock:
-            self._connections.add(connection)
-
-    def discard_connection(self, connection: socket.socket) -> None:
-        with self._connections_lock:
-            self._connections.discard(connection)
-
-    def close_connections(self) -> None:
-        """End kept-alive connections so that their handler threads exit on stop()."""
-        with self._connections_lock:
-            connections = list(self._connections)
-        for connection in connections:
-            with contextlib.suppress(OSError):
-                connection.shutdown(socket.SHUT_RDWR)
-
-
-class _RequestHandler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"  # keep-alive
-    disable_nagle_algorithm = True  # TCP_NODELAY
+class _RequestHandler(KeepAliveHandler):
     server_version = "fake-line/1"
-    server: _Server
+    server: FakeServer
     received_at = 0.0
-
-    def setup(self) -> None:
-        super().setup()
-        self.server.add_connection(self.connection)
-
-    def handle(self) -> None:
-        with contextlib.suppress(ConnectionError):
-            super().handle()
-
-    def finish(self) -> None:
-        try:
-            with contextlib.suppress(ConnectionError):
-                super().finish()
-        finally:
-            self.server.discard_connection(self.connection)
 
     def parse_request(self) -> bool:
         # Called right after the request line was read: the benchmark measures lateness from here.
         self.received_at = time.time()
         return super().parse_request()
-
-    def do_GET(self) -> None:
-        self._serve()
-
-    def do_POST(self) -> None:
-        self._serve()
-
-    def do_PUT(self) -> None:
-        self._serve()
-
-    def do_DELETE(self) -> None:
-        self._serve()
 
     def _serve(self) -> None:
         headers = {name.lower(): value for name, value in self.headers.items()}
