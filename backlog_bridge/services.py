@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -72,24 +72,38 @@ def webhook_validate(*, tenant: Tenant, payload: object) -> dict:
     return payload
 
 
+_INSERT_EVENT = (
+    "INSERT INTO {table} (tenant_id, activity_id, type, issue_key, payload, source, outcome,"
+    " detail, attempts, received_at) VALUES (%s, %s, %s, %s, %s, %s, %s, '', 0, %s)"
+    " ON CONFLICT (tenant_id, activity_id) DO NOTHING RETURNING id"
+)
+
+
 def activity_store(*, tenant: Tenant, activity: dict, source: str) -> tuple[BacklogEvent, bool]:
-    """Store a raw activity once per (tenant, activity id); True when it is new."""
+    """Store a raw activity once per (tenant, activity id); True when it is new.
+
+    One `INSERT … ON CONFLICT DO NOTHING RETURNING` (SQLite ≥ 3.35 and PostgreSQL): no
+    read before, and no savepoint, on the webhook's hot path.
+    """
     handled = activity["type"] in HANDLED_TYPES
-    event = BacklogEvent(
-        tenant=tenant,
-        activity_id=activity["id"],
-        type=activity["type"],
-        issue_key=_issue_key(tenant, activity.get("content") or {}),
-        payload=activity,
-        source=source,
-        outcome=BacklogEvent.Outcome.PENDING if handled else BacklogEvent.Outcome.IGNORED,
-    )
-    try:
-        with transaction.atomic():  # insert first: duplicates are the rare case
-            event.save(force_insert=True)
-        return event, True
-    except IntegrityError:
+    outcome = BacklogEvent.Outcome.PENDING if handled else BacklogEvent.Outcome.IGNORED
+    field = BacklogEvent._meta.get_field
+    params = [
+        tenant.pk,
+        activity["id"],
+        activity["type"],
+        _issue_key(tenant, activity.get("content") or {}),
+        field("payload").get_db_prep_save(activity, connection),
+        source,
+        outcome,
+        field("received_at").get_db_prep_save(timezone.now(), connection),
+    ]
+    with connection.cursor() as cursor:
+        cursor.execute(_INSERT_EVENT.format(table=BacklogEvent._meta.db_table), params)
+        row = cursor.fetchone()
+    if row is None:
         return BacklogEvent.objects.get(tenant=tenant, activity_id=activity["id"]), False
+    return BacklogEvent(pk=row[0], tenant=tenant, activity_id=activity["id"], type=activity["type"], outcome=outcome), True
 
 
 def webhook_accept(*, tenant: Tenant, payload: object) -> str:
