@@ -3,8 +3,10 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 PORT   ?= 8000
+# The sandbox's fake Instagram / TikTok / HubSpot (manage.py sandbox starts them).
+SANDBOX_PLATFORMS := INSTAGRAM_GRAPH_BASE_URL=http://127.0.0.1:8083 TIKTOK_API_BASE_URL=http://127.0.0.1:8084 HUBSPOT_API_BASE_URL=http://127.0.0.1:8085 TIKTOK_CLIENT_KEY=sandbox-client-key TIKTOK_CLIENT_SECRET=sandbox-client-secret
 
-.PHONY: venv test run migrate seed lint format bench-webhook bench-scan clean
+.PHONY: venv test run migrate seed lint format bench-webhook bench-scan bench-delivery bench-linepush clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -14,9 +16,18 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
+# The browser tests drive Debian's Chromium through Playwright (never a browser Playwright
+# downloads itself): installed here once, with a Japanese font for legible screenshots.
+CHROMIUM := /usr/bin/chromium
+SUDO     := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
+
+$(CHROMIUM):
+	$(SUDO) apt-get update
+	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y chromium fonts-ipafont-gothic
+
 # Every test: SQLite by default; PostgreSQL when DATABASE_URL points at it.
 # pytest's exit 5 ("no tests collected") means the suite did not run: a failure.
-test: venv
+test: venv $(CHROMIUM)
 	@$(VENV)/bin/pytest $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing" >&2; exit 1; fi; exit $$rc
 
@@ -24,7 +35,7 @@ run: venv
 	rm -rf .run/prometheus && mkdir -p .run/prometheus
 	DEBUG=1 $(PY) manage.py migrate --noinput
 	DEBUG=1 $(PY) manage.py seed_demo --base-url http://127.0.0.1:$(PORT)
-	DEBUG=1 PORT=$(PORT) LINE_API_BASE_URL=http://127.0.0.1:8082 PROMETHEUS_MULTIPROC_DIR=$(CURDIR)/.run/prometheus PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/honcho start -f Procfile
+	DEBUG=1 PORT=$(PORT) LINE_API_BASE_URL=http://127.0.0.1:8082 $(SANDBOX_PLATFORMS) PROMETHEUS_MULTIPROC_DIR=$(CURDIR)/.run/prometheus PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/honcho start -f Procfile
 
 lint: venv
 	$(VENV)/bin/ruff check .
@@ -39,6 +50,12 @@ bench-webhook: venv
 
 bench-scan: venv
 	$(PY) bench/scan.py
+
+bench-delivery: venv
+	$(PY) bench/delivery.py
+
+bench-linepush: venv
+	$(PY) bench/linepush.py
 
 clean:
 	rm -rf $(VENV) db.sqlite3 .pytest_cache

@@ -52,18 +52,20 @@ def _field_encryption_key() -> str:
 FIELD_ENCRYPTION_KEY = _field_encryption_key()
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    "console.apps.AutomediaAdminConfig",  # django.contrib.admin with the dashboard site
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
+    "drf_spectacular",
     "django_q",
     "automedia_site",
     "deliveries",
     "linepush",
     "backlog_bridge",
+    "console",
 ]
 
 MIDDLEWARE = [
@@ -118,6 +120,9 @@ AUTH_PASSWORD_VALIDATORS = [
 ]
 
 LANGUAGE_CODE = "ja"
+# Japanese by default; English when the browser asks for it (LocaleMiddleware).
+LANGUAGES = [("ja", "日本語"), ("en", "English")]
+LOCALE_PATHS = [BASE_DIR / "locale"]
 TIME_ZONE = "Asia/Tokyo"
 USE_I18N = True
 USE_TZ = True
@@ -152,6 +157,14 @@ REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [],
     "DEFAULT_PERMISSION_CLASSES": [],
     "UNAUTHENTICATED_USER": None,
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "automedia API",
+    "DESCRIPTION": "LINE グループ投稿のキュー（POST /api/linepush/items/）。認証はテナントごとの Bearer トークン。",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "PREPROCESSING_HOOKS": ["linepush.schema.public_api_only"],
 }
 
 # Outbound services: every base URL is a setting so the same code talks to a fake.
@@ -162,6 +175,16 @@ ANTHROPIC_MODEL = env.str("ANTHROPIC_MODEL", default="claude-sonnet-5")
 ANTHROPIC_BASE_URL = env.str("ANTHROPIC_BASE_URL", default="https://api.anthropic.com")
 AI_REVIEW_TIMEOUT_SECONDS = env.float("AI_REVIEW_TIMEOUT_SECONDS", default=20.0)
 BACKLOG_TIMEOUT_SECONDS = env.float("BACKLOG_TIMEOUT_SECONDS", default=10.0)
+# Instagram (Instagram Login: graph.instagram.com; the version is pinned), TikTok Content
+# Posting API, HubSpot. One timeout for the three; TikTok's app credentials refresh tokens.
+INSTAGRAM_GRAPH_BASE_URL = env.str("INSTAGRAM_GRAPH_BASE_URL", default="https://graph.instagram.com")
+INSTAGRAM_GRAPH_API_VERSION = env.str("INSTAGRAM_GRAPH_API_VERSION", default="v25.0")
+INSTAGRAM_TOKEN_REFRESH_DAYS = env.int("INSTAGRAM_TOKEN_REFRESH_DAYS", default=10)
+TIKTOK_API_BASE_URL = env.str("TIKTOK_API_BASE_URL", default="https://open.tiktokapis.com")
+TIKTOK_CLIENT_KEY = env.str("TIKTOK_CLIENT_KEY", default="")
+TIKTOK_CLIENT_SECRET = env.str("TIKTOK_CLIENT_SECRET", default="")
+HUBSPOT_API_BASE_URL = env.str("HUBSPOT_API_BASE_URL", default="https://api.hubapi.com")
+PLATFORM_TIMEOUT_SECONDS = env.float("PLATFORM_TIMEOUT_SECONDS", default=15.0)
 BACKLOG_METADATA_TTL_SECONDS = env.int("BACKLOG_METADATA_TTL_SECONDS", default=300)
 
 # Invalidate revert target (seed 001): NAME is resolved per project; ID is the
@@ -193,6 +216,9 @@ LOGGING = {
 # The sandbox of `make run`: fake Backlog (and later fake LINE) on loopback.
 SANDBOX_BACKLOG_URL = env.str("SANDBOX_BACKLOG_URL", default="http://127.0.0.1:8081")
 SANDBOX_LINE_URL = env.str("SANDBOX_LINE_URL", default="http://127.0.0.1:8082")
+SANDBOX_INSTAGRAM_URL = env.str("SANDBOX_INSTAGRAM_URL", default="http://127.0.0.1:8083")
+SANDBOX_TIKTOK_URL = env.str("SANDBOX_TIKTOK_URL", default="http://127.0.0.1:8084")
+SANDBOX_HUBSPOT_URL = env.str("SANDBOX_HUBSPOT_URL", default="http://127.0.0.1:8085")
 
 # Delivery engine: a claim's lease (a dead worker's schedule is due again after it),
 # the scheduler's longest sleep, and health thresholds.
@@ -200,3 +226,16 @@ DELIVERY_LEASE_SECONDS = env.int("DELIVERY_LEASE_SECONDS", default=120)
 SCHEDULER_POLL_SECONDS = env.float("SCHEDULER_POLL_SECONDS", default=0.5)
 HEALTH_HEARTBEAT_MAX_AGE = env.int("HEALTH_HEARTBEAT_MAX_AGE", default=30)
 HEALTH_OVERDUE_MAX_SECONDS = env.int("HEALTH_OVERDUE_MAX_SECONDS", default=60)
+
+# LINE group posts (linepush): the claim lease of a queued post, the longest wait
+# before the first retry (doubled each time, 3 attempts), posts per worker task,
+# the most posts under lease at once, and when an automediaエラー task is escalated.
+LINEPUSH_LEASE_SECONDS = env.int("LINEPUSH_LEASE_SECONDS", default=60)
+LINEPUSH_RETRY_BASE_SECONDS = env.int("LINEPUSH_RETRY_BASE_SECONDS", default=30)
+LINEPUSH_BATCH_SIZE = env.int("LINEPUSH_BATCH_SIZE", default=50)
+LINEPUSH_MAX_IN_FLIGHT = env.int("LINEPUSH_MAX_IN_FLIGHT", default=500)
+LINEPUSH_ESCALATION_AFTER_HOURS = env.int("LINEPUSH_ESCALATION_AFTER_HOURS", default=24)
+LINE_WEBHOOK_MAX_BYTES = 1024 * 1024
+for _name in ("LINEPUSH_LEASE_SECONDS", "LINEPUSH_BATCH_SIZE", "LINEPUSH_MAX_IN_FLIGHT"):
+    if globals()[_name] < 1:
+        raise ImproperlyConfigured(f"{_name} must be at least 1")

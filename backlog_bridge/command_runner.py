@@ -144,6 +144,11 @@ def _cancel(*, tenant, issue_key, command, user, client) -> str:
     return f"{OWN_PREFIX} 配信予約（{fmt_jst(schedule.due_at)}）を取り消し、状態を「{name}」に戻しました。"
 
 
+def schedule_cancel(*, tenant: Tenant, issue_key: str, client: BacklogClient) -> str:
+    """`/automedia cancel` for other callers (the admin's 予約取消): the reply text."""
+    return _cancel(tenant=tenant, issue_key=issue_key, command=None, user={}, client=client)
+
+
 def _preview(*, tenant, issue_key, command, user, client) -> str:
     state = issue_read(client=client, issue_key=issue_key)
     if state is None:

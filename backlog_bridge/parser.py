@@ -35,6 +35,9 @@ KEY_PUBLISH_AT = "投稿日時"
 KEY_AUDIENCE = "対象タグ"
 KEY_TEMPLATE = "テンプレ"
 META_KEYS = (KEY_CHANNEL, KEY_PUBLISH_AT, KEY_AUDIENCE, KEY_TEMPLATE)
+# Optional: the LINE group told about the task (linepush's task_approved / reminder posts).
+KEY_CONTACT_GROUP = "連絡グループ"
+OPTIONAL_META_KEYS = (KEY_CONTACT_GROUP,)
 # Spellings managers actually use for the same items.
 META_ALIASES = {"チャンネル": KEY_CHANNEL, "テンプレート": KEY_TEMPLATE}
 
@@ -64,6 +67,7 @@ _TIME_ONLY = re.compile(r"(\d{1,2}):(\d{2})(?::(\d{2}))?")
 _CUSTOM_DATE = re.compile(r"(\d{4})-(\d{2})-(\d{2})(?:T00:00:00(?:\.0+)?Z)?")
 _TEMPLATE_NAME = re.compile(r"[\w.\-/]+")
 _TEMPLATE_REV = re.compile(r"[0-9A-Za-z._\-]+")
+_LINE_GROUP_ID = re.compile(r"[CR][0-9A-Za-z_\-]{1,64}")
 
 
 @dataclass(frozen=True)
@@ -124,6 +128,7 @@ class ParsedTask:
     variables: dict[str, str] = field(default_factory=dict)
     attachments: list[Attachment] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    contact_group: str = ""
 
     @property
     def ok(self) -> bool:
@@ -139,6 +144,7 @@ class ParsedTask:
             "variables": dict(self.variables),
             "attachments": [{"kind": a.kind, "value": a.value} for a in self.attachments],
             "errors": list(self.errors),
+            "contact_group": self.contact_group,
         }
 
     @classmethod
@@ -154,6 +160,7 @@ class ParsedTask:
             variables=dict(data.get("variables") or {}),
             attachments=[Attachment(a["kind"], a["value"]) for a in data.get("attachments") or []],
             errors=list(data.get("errors") or []),
+            contact_group=data.get("contact_group") or "",
         )
 
 
@@ -193,6 +200,7 @@ def parse_issue(*, description: str | None, custom_fields: list[dict] | None = N
     )
     task.audience = _audience(items.get(KEY_AUDIENCE), task.channel, errors)
     task.template = _template(items.get(KEY_TEMPLATE), has_meta, errors)
+    task.contact_group = _contact_group(items.get(KEY_CONTACT_GROUP), errors)
     task.variables = _variables(_find_section(sections, SECTION_VARIABLES, errors), errors)
     task.attachments = _attachments(_find_section(sections, SECTION_ATTACHMENTS, errors), errors)
     return task
@@ -298,7 +306,7 @@ def _meta_items(meta: _Section | None, errors: list[str]) -> dict[str, _Item]:
     items: dict[str, _Item] = {}
     for raw_key, item in _items(meta, errors, "- 項目: 値"):
         key = _meta_key(raw_key)
-        if key not in META_KEYS:
+        if key not in META_KEYS + OPTIONAL_META_KEYS:
             errors.append(
                 f"「## {SECTION_META}」の {item.number} 行目の項目「{raw_key}」は使えません"
                 f"（使える項目: {'、'.join(META_KEYS)}）。"
@@ -340,6 +348,19 @@ def _channel(items: dict[str, _Item], has_meta: bool, errors: list[str]) -> str 
         )
         return None
     return channel
+
+
+def _contact_group(item: _Item | None, errors: list[str]) -> str:
+    value = unicodedata.normalize("NFKC", item.value).strip() if item else ""
+    if not value or value in NOTHING:
+        return ""
+    if not _LINE_GROUP_ID.fullmatch(value):
+        errors.append(
+            f"{KEY_CONTACT_GROUP}「{item.value}」は LINE のグループID ではありません"
+            "（C で始まる ID、例: - 連絡グループ: C4af4980629…）。"
+        )
+        return ""
+    return value
 
 
 def _template(item: _Item | None, has_meta: bool, errors: list[str]) -> TemplateRef | None:

@@ -17,6 +17,22 @@ RECURRING = {
         "func": "backlog_bridge.tasks.scan_daily",
         "schedule_type": "D",  # daily: the safety net (manage.py scan_backlog)
     },
+    # Instagram / TikTok token refresh before expiry (deliveries/tokens.py).
+    "automedia-channel-tokens": {"func": "deliveries.tasks.channel_tokens", "schedule_type": "D"},
+    # LINE group posts (linepush): producers, the quota check, lost webhook events.
+    "automedia-linepush-reminders": {"func": "linepush.tasks.reminders_hourly", "schedule_type": "H"},
+    "automedia-linepush-escalations": {"func": "linepush.tasks.escalations_daily", "schedule_type": "D"},
+    # Hourly: each tenant's digest is queued for 08:00 in its own time zone.
+    "automedia-linepush-morning-digest": {
+        "func": "linepush.tasks.morning_digest_hourly",
+        "schedule_type": "H",
+    },
+    "automedia-linepush-quota-check": {"func": "linepush.tasks.quota_check_daily", "schedule_type": "D"},
+    "automedia-linepush-event-retry": {
+        "func": "linepush.tasks.retry_line_events",
+        "schedule_type": "I",
+        "minutes": 5,
+    },
 }
 
 

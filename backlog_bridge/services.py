@@ -103,7 +103,9 @@ def activity_store(*, tenant: Tenant, activity: dict, source: str) -> tuple[Back
         row = cursor.fetchone()
     if row is None:
         return BacklogEvent.objects.get(tenant=tenant, activity_id=activity["id"]), False
-    return BacklogEvent(pk=row[0], tenant=tenant, activity_id=activity["id"], type=activity["type"], outcome=outcome), True
+    return BacklogEvent(
+        pk=row[0], tenant=tenant, activity_id=activity["id"], type=activity["type"], outcome=outcome
+    ), True
 
 
 def webhook_accept(*, tenant: Tenant, payload: object) -> str:
@@ -368,6 +370,7 @@ def _act_register(*, tenant, task, state, client, reason) -> str:
             return _reject(client, task, verdict.message)
         publish_at, note = verdict.window_end, f"\n{verdict.message}"
     schedule = _schedule(task, state, publish_at, DeliverySchedule.Reason.APPROVAL, new_approval=True)
+    _task_approved_post(task)
     _comment(
         client,
         task,
@@ -410,6 +413,13 @@ def _act_already_delivered(*, tenant, task, state, client, reason) -> str:
         f"[automedia] この課題は {fmt_jst(state.delivered_at)} に配信済みのため、再配信しません。再配信するにはカスタム属性「{FIELD_DELIVERED_AT}」を空にしてから承認してください。",
     )
     return "already delivered"
+
+
+def _task_approved_post(task: ContentTask) -> None:
+    """linepush's task_approved post to the task's 連絡グループ (idempotent per approval)."""
+    from linepush.producers import task_approved_enqueue
+
+    task_approved_enqueue(task=task)
 
 
 ACTIONS = {

@@ -7,6 +7,7 @@ import logging
 from backlog_bridge.client import BacklogClient, BacklogError
 from backlog_bridge.scan import scan_alert, scan_all, scan_totals
 from backlog_bridge.services import catchup_run, event_process, pending_events_retry
+from console.records import scan_record
 from deliveries.models import Tenant
 
 logger = logging.getLogger(__name__)
@@ -33,4 +34,5 @@ def scan_daily() -> dict[str, int]:
     """Daily safety net: rescue approved issues without a schedule; alert ADMINS on any leak."""
     results = scan_all(tenants=Tenant.objects.filter(is_active=True), dry_run=False)
     scan_alert(results)
+    scan_record(results=results, totals=scan_totals(results), dry_run=False)  # for the dashboard
     return scan_totals(results)

@@ -1,12 +1,42 @@
-"""Admin for tenants, tasks and schedules (the full managers' admin is a later issue)."""
+"""The managers' admin for tenants, content tasks and schedules (scoped to the user's tenants).
+
+Content tasks: a list with the Backlog link, times in JST, status and the last
+attempt; a detail page with the parsed fields, schedule, every attempt, the
+write-back and the audit trail; actions approve / preview / cancel / retry.
+"""
 
 from __future__ import annotations
 
+import csv
+
 from django import forms
 from django.contrib import admin
+from django.db.models import OuterRef, QuerySet, Subquery
+from django.http import HttpRequest, HttpResponse
+from django.template.loader import render_to_string
+from django.template.response import TemplateResponse
+from django.urls import path
+from django.utils.html import format_html
+from django.utils.translation import gettext_lazy as _
 
 from automedia_site.crypto import mask
-from deliveries.models import ContentTask, DeliveryAttempt, DeliverySchedule, MessageTemplate, Tenant
+from automedia_site.timeutil import iso_jst
+from backlog_bridge.models import AIReview, CommandRun
+from console.access import ScopedInlineMixin, TenantScopedAdmin, may_act
+from console.actions import object_action
+from console.filters import ChannelFilter, PublishDateFilter
+from console.preview import preview_page
+from console.services import task_approve, task_cancel, task_retry
+from deliveries.models import (
+    STATUS_APPROVED,
+    STATUS_DELIVERED,
+    STATUS_ERROR,
+    ContentTask,
+    DeliveryAttempt,
+    DeliverySchedule,
+    MessageTemplate,
+    Tenant,
+)
 
 SECRET_FIELDS = ("backlog_api_key", "line_channel_token", "line_channel_secret")
 
@@ -37,8 +67,12 @@ class TenantForm(forms.ModelForm):
 
 
 @admin.register(Tenant)
-class TenantAdmin(admin.ModelAdmin):
+class TenantAdmin(TenantScopedAdmin):
+    """Managers edit their own tenant (e.g. a renewed LINE token); only superusers add or delete."""
+
+    tenant_path = ""
     form = TenantForm
+    secret_fields = (*SECRET_FIELDS, "webhook_token")
     list_display = (
         "slug",
         "name",
@@ -48,29 +82,16 @@ class TenantAdmin(admin.ModelAdmin):
         "line_token_invalid_at",
     )
     search_fields = ("slug", "name", "backlog_project_key")
-    readonly_fields = ("webhook_token_masked", "last_activity_id", "created_at", "updated_at")
+    readonly_fields = ("last_activity_id", "created_at", "updated_at")
 
-    @admin.display(description="Webhook トークン")
-    def webhook_token_masked(self, obj: Tenant) -> str:
-        return mask(obj.webhook_token)
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return request.user.is_superuser
 
-
-class ScheduleInline(admin.StackedInline):
-    model = DeliverySchedule
-    extra = 0
-    can_delete = False
-    readonly_fields = (
-        "name",
-        "due_at",
-        "reason",
-        "lease_until",
-        "claimed_by",
-        "attempts",
-        "last_error",
-    )
+    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
+        return request.user.is_superuser
 
 
-class AttemptInline(admin.TabularInline):
+class AttemptInline(ScopedInlineMixin, admin.TabularInline):
     model = DeliveryAttempt
     extra = 0
     can_delete = False
@@ -86,25 +107,242 @@ class AttemptInline(admin.TabularInline):
         "duration_ms",
     )
     readonly_fields = fields
+    verbose_name_plural = _("配信試行（LINE への各リクエスト）")
 
     def has_add_permission(self, request, obj=None):
         return False
 
-
-@admin.register(ContentTask)
-class ContentTaskAdmin(admin.ModelAdmin):
-    list_display = ("issue_key", "summary", "channel", "publish_at", "status_name", "delivered_at")
-    list_filter = ("tenant", "status_name", "channel")
-    search_fields = ("issue_key", "summary")
-    inlines = [ScheduleInline, AttemptInline]
-    readonly_fields = [f.name for f in ContentTask._meta.fields]
-
-    def has_add_permission(self, request):
+    def has_change_permission(self, request, obj=None):
         return False
 
 
+def _approve(task, user):
+    return task_approve(task=task, user=user)
+
+
+def _retry(task, user):
+    return task_retry(task=task, user=user)
+
+
+def _cancel(task, user):
+    return task_cancel(task=task, user=user)
+
+
+STATUS_STYLES = {STATUS_APPROVED: "approved", STATUS_DELIVERED: "delivered", STATUS_ERROR: "error"}
+EXPORT_COLUMNS = ("tenant", "issue_key", "summary", "channel", "publish_at", "due_at", "status", "delivered")
+
+
+@admin.register(ContentTask)
+class ContentTaskAdmin(TenantScopedAdmin):
+    list_display = (
+        "issue_link",
+        "summary",
+        "channel_label",
+        "publish_at",
+        "due_at",
+        "status",
+        "last_attempt",
+        "tenant_slug",
+    )
+    list_display_links = ("summary",)
+    list_filter = ("status_name", ChannelFilter, "tenant", PublishDateFilter)
+    search_fields = ("issue_key", "summary")
+    list_select_related = ("tenant",)
+    actions = ["export_csv"]
+    inlines = [AttemptInline]
+    change_form_template = "admin/deliveries/contenttask/change_form.html"
+    fieldsets = (
+        (
+            _("課題"),
+            {
+                "fields": (
+                    "tenant_slug",
+                    "issue_link",
+                    "summary",
+                    "status",
+                    "channel",
+                    "publish_at",
+                    "template_ref",
+                    "approved_at",
+                    "approval_seq",
+                    "delivered_at",
+                    "last_synced_at",
+                    "deleted_at",
+                )
+            },
+        ),
+        (_("解析結果"), {"fields": ("parsed_fields", "parse_problems")}),
+        (_("配信予約"), {"fields": ("schedule_panel",)}),
+        (_("Backlog への書き戻し"), {"fields": ("writeback_panel",)}),
+        (_("AI レビュー"), {"fields": ("ai_reviews",)}),
+        (_("操作の記録"), {"fields": ("audit_trail", "command_runs")}),
+        (_("本文"), {"fields": ("description",), "classes": ("collapse",)}),
+    )
+
+    def get_readonly_fields(self, request: HttpRequest, obj=None):
+        return [f for fieldset in self.fieldsets for f in fieldset[1]["fields"]]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet:
+        last = DeliveryAttempt.objects.filter(task=OuterRef("pk")).order_by("-created_at", "-id")
+        return (
+            super()
+            .get_queryset(request)
+            .annotate(
+                _due_at=Subquery(DeliverySchedule.objects.filter(task=OuterRef("pk")).values("due_at")[:1]),
+                _last_outcome=Subquery(last.values("outcome")[:1]),
+                _last_status_code=Subquery(last.values("status_code")[:1]),
+            )
+        )
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # tasks come from Backlog
+
+    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False
+
+    # -- actions ---------------------------------------------------------------------
+
+    def get_urls(self):
+        view = self.admin_site.admin_view
+        return [
+            path("<path:object_id>/approve/", view(self.approve_view), name="deliveries_contenttask_approve"),
+            path("<path:object_id>/retry/", view(self.retry_view), name="deliveries_contenttask_retry"),
+            path("<path:object_id>/cancel/", view(self.cancel_view), name="deliveries_contenttask_cancel"),
+            path("<path:object_id>/preview/", view(self.preview_view), name="deliveries_contenttask_preview"),
+            *super().get_urls(),
+        ]
+
+    def approve_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        return object_action(self, request, object_id, _approve)
+
+    def retry_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        return object_action(self, request, object_id, _retry)
+
+    def cancel_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        return object_action(self, request, object_id, _cancel)
+
+    def preview_view(self, request: HttpRequest, object_id: str) -> TemplateResponse:
+        task = self.get_object(request, object_id)
+        context = {**self.admin_site.each_context(request), **preview_page(task=task), "opts": self.opts}
+        return TemplateResponse(request, "admin/deliveries/contenttask/preview.html", context)
+
+    def change_view(self, request: HttpRequest, object_id: str, form_url: str = "", extra_context=None):
+        task = self.get_object(request, object_id)
+        context = {
+            "task_actions": _available(task, request.user),
+            # every field mirrors Backlog: nothing to save here
+            "show_save": False,
+            "show_save_and_continue": False,
+            **(extra_context or {}),
+        }
+        return super().change_view(request, object_id, form_url, context)
+
+    @admin.action(description=_("選択した課題を CSV で出力"))
+    def export_csv(self, request: HttpRequest, queryset: QuerySet) -> HttpResponse:
+        response = HttpResponse(content_type="text/csv; charset=utf-8")
+        response["Content-Disposition"] = 'attachment; filename="automedia-tasks.csv"'
+        response.write("\ufeff")  # Excel reads UTF-8 only with a BOM
+        writer = csv.writer(response)
+        writer.writerow(EXPORT_COLUMNS)
+        for task in queryset:
+            writer.writerow(_export_row(task))
+        return response
+
+    # -- columns and panels -------------------------------------------------------------
+
+    @admin.display(description=_("課題キー"), ordering="issue_key")
+    def issue_link(self, obj: ContentTask) -> str:
+        url = f"{obj.tenant.backlog_base_url.rstrip('/')}/view/{obj.issue_key}"
+        return format_html('<a href="{}" target="_blank" rel="noopener">{} ↗</a>', url, obj.issue_key)
+
+    @admin.display(description=_("テナント"), ordering="tenant__slug")
+    def tenant_slug(self, obj: ContentTask) -> str:
+        return obj.tenant.slug
+
+    @admin.display(description=_("チャネル"), ordering="channel")
+    def channel_label(self, obj: ContentTask) -> str:
+        return obj.channel_label
+
+    @admin.display(description=_("配信予定（JST）"), ordering="_due_at")
+    def due_at(self, obj: ContentTask):
+        return obj._due_at
+
+    @admin.display(description=_("状態"), ordering="status_name")
+    def status(self, obj: ContentTask) -> str:
+        style = STATUS_STYLES.get(obj.status_name, "other")
+        return format_html('<span class="am-status am-status-{}">{}</span>', style, obj.status_name or "-")
+
+    @admin.display(description=_("最後の試行"))
+    def last_attempt(self, obj: ContentTask) -> str:
+        outcome = getattr(obj, "_last_outcome", None)
+        if not outcome:
+            return "-"
+        label = DeliveryAttempt.Outcome(outcome).label
+        code = getattr(obj, "_last_status_code", None)
+        text = f"{label} ({code})" if code else label
+        return format_html('<span class="am-outcome am-outcome-{}">{}</span>', outcome, text)
+
+    @admin.display(description=_("解析した項目"))
+    def parsed_fields(self, obj: ContentTask) -> str:
+        return render_to_string("admin/deliveries/contenttask/parsed.html", {"parsed": obj.parsed or {}})
+
+    @admin.display(description=_("解析エラー"))
+    def parse_problems(self, obj: ContentTask) -> str:
+        return render_to_string("admin/deliveries/contenttask/problems.html", {"problems": obj.parse_errors})
+
+    @admin.display(description=_("予約"))
+    def schedule_panel(self, obj: ContentTask) -> str:
+        return render_to_string("admin/deliveries/contenttask/schedule.html", {"schedule": _schedule_of(obj)})
+
+    @admin.display(description=_("書き戻し"))
+    def writeback_panel(self, obj: ContentTask) -> str:
+        context = {"task": obj, "schedule": _schedule_of(obj)}
+        return render_to_string("admin/deliveries/contenttask/writeback.html", context)
+
+    @admin.display(description=_("AI レビュー"))
+    def ai_reviews(self, obj: ContentTask) -> str:
+        reviews = AIReview.objects.filter(tenant=obj.tenant, issue_key=obj.issue_key)[:5]
+        return render_to_string("admin/deliveries/contenttask/ai_reviews.html", {"reviews": reviews})
+
+    @admin.display(description=_("コメントコマンド"))
+    def command_runs(self, obj: ContentTask) -> str:
+        runs = CommandRun.objects.filter(tenant=obj.tenant, issue_key=obj.issue_key).order_by("-created_at")
+        return render_to_string("admin/deliveries/contenttask/command_runs.html", {"runs": runs[:20]})
+
+
+def _schedule_of(task: ContentTask) -> DeliverySchedule | None:
+    return DeliverySchedule.objects.filter(task=task).first()
+
+
+def _available(task: ContentTask, user) -> dict[str, bool]:
+    """Which action buttons the detail page shows (the services check again)."""
+    schedule = _schedule_of(task)
+    acting = may_act(user, task.tenant_id) and task.deleted_at is None
+    open_task = acting and schedule is None and task.delivered_at is None
+    return {
+        "act": acting,
+        "approve": open_task and task.status_name != STATUS_ERROR,
+        "retry": open_task and task.status_name == STATUS_ERROR,
+        "cancel": acting and schedule is not None and schedule.stage == DeliverySchedule.Stage.DELIVER,
+    }
+
+
+def _jst(when) -> str:
+    return iso_jst(when) if when else ""
+
+
+def _export_row(task: ContentTask) -> list[str]:
+    times = [_jst(task.publish_at), _jst(task._due_at), task.status_name, _jst(task.delivered_at)]
+    return [task.tenant.slug, task.issue_key, _cell(task.summary), task.channel, *times]
+
+
+def _cell(text: str) -> str:
+    """A summary that a spreadsheet would run as a formula is exported as text (CSV injection)."""
+    return f"'{text}" if text.startswith(("=", "+", "-", "@")) else text
+
+
 @admin.register(DeliverySchedule)
-class DeliveryScheduleAdmin(admin.ModelAdmin):
+class DeliveryScheduleAdmin(TenantScopedAdmin):
     list_display = ("name", "due_at", "reason", "attempts", "lease_until", "last_error")
     list_filter = ("tenant", "reason")
     search_fields = ("name",)
@@ -115,13 +353,83 @@ class DeliveryScheduleAdmin(admin.ModelAdmin):
 
 
 @admin.register(MessageTemplate)
-class MessageTemplateAdmin(admin.ModelAdmin):
+class MessageTemplateAdmin(TenantScopedAdmin):
     """Revisions are immutable: import them with `manage.py import_templates DIR`."""
+
+    shared_without_tenant = True  # shared templates (no tenant) are visible to every manager
 
     list_display = ("name", "rev", "tenant", "channel", "created_at")
     list_filter = ("tenant", "channel")
     search_fields = ("name", "rev")
     readonly_fields = [f.name for f in MessageTemplate._meta.fields]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+
+# -- Instagram / TikTok / HubSpot accounts and posts (issue 7) ----------------------------
+
+from django.utils import timezone  # noqa: E402
+
+from deliveries.models import ChannelAccount, ChannelPost  # noqa: E402
+
+CHANNEL_SECRET_FIELDS = ("access_token", "refresh_token")
+
+
+class ChannelAccountForm(forms.ModelForm):
+    """Tokens are write-only, as in TenantForm: shown masked, kept when left empty.
+
+    Saving a new token clears the "token invalid" flag and records when it was set.
+    """
+
+    class Meta:
+        model = ChannelAccount
+        exclude = ("refresh_lease_until", "token_invalid_at", "refreshed_at")  # noqa: DJ006
+        widgets = {f: forms.PasswordInput(render_value=False) for f in CHANNEL_SECRET_FIELDS}
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        for name in CHANNEL_SECRET_FIELDS:
+            current = getattr(self.instance, name, "")
+            self.fields[name].required = name == "access_token" and not current
+            if current:
+                self.fields[name].help_text = f"現在: {mask(current)}（変更する場合のみ入力）"
+
+    def clean(self):
+        cleaned = super().clean()
+        self.new_token = any(cleaned.get(name) for name in CHANNEL_SECRET_FIELDS)
+        for name in CHANNEL_SECRET_FIELDS:
+            if not cleaned.get(name) and self.instance.pk:
+                cleaned[name] = getattr(self.instance, name)
+        return cleaned
+
+    def save(self, commit=True):
+        if getattr(self, "new_token", False):
+            self.instance.token_invalid_at = None
+            self.instance.refreshed_at = timezone.now()
+        return super().save(commit)
+
+
+@admin.register(ChannelAccount)
+class ChannelAccountAdmin(TenantScopedAdmin):
+    form = ChannelAccountForm
+    secret_fields = CHANNEL_SECRET_FIELDS  # masked for viewers (console.access)
+    list_display = ("tenant", "channel", "expires_at", "refreshed_at", "token_invalid_at", "hubspot_mode")
+    list_filter = ("tenant", "channel")
+    readonly_fields = ("token_invalid_at", "refreshed_at", "refresh_lease_until", "created_at", "updated_at")
+
+
+@admin.register(ChannelPost)
+class ChannelPostAdmin(TenantScopedAdmin):
+    """Where each publication stands: the platform ids saved at every step."""
+
+    list_display = ("task", "approval_seq", "channel", "phase", "post_id", "permalink", "published_at")
+    list_filter = ("tenant", "channel", "phase")
+    search_fields = ("task__issue_key", "post_id", "container_id", "publish_id", "note_id")
+    readonly_fields = [f.name for f in ChannelPost._meta.fields]
 
     def has_add_permission(self, request):
         return False

@@ -25,14 +25,19 @@ from automedia_site.timeutil import fmt_jst, iso_jst
 from backlog_bridge.client import BacklogClient, BacklogError
 from backlog_bridge.parser import ParsedTask, TemplateRef
 from backlog_bridge.services import IssueState, issue_read, issue_reconcile
+from deliveries import publishers
 from deliveries.audience import AudienceError, parse_audience
+from deliveries.channel_templates import describe
 from deliveries.channels.base import TransportError
 from deliveries.channels.line import MULTICAST_MAX, LineTransport, aggregation_unit
 from deliveries.effects import effect_reports_plan
 from deliveries.models import (
+    CHANNEL_LABELS,
     FIELD_DELIVERED_AT,
     STATUS_DELIVERED,
     STATUS_ERROR,
+    ChannelAccount,
+    ChannelPost,
     ContentTask,
     DeliveryAttempt,
     DeliveryLock,
@@ -42,6 +47,7 @@ from deliveries.models import (
 from deliveries.rendering import RenderError, render_messages, template_resolve
 from deliveries.retry import next_delay, writeback_delay
 from deliveries.scheduler import lease_release, lease_renew
+from deliveries.tokens import token_expired_notice
 from linepush.models import LineContact
 
 logger = logging.getLogger(__name__)
@@ -106,6 +112,7 @@ class Run:
     schedule: DeliverySchedule
     token: str
     now: datetime
+    channel: str = "line"  # set when an Instagram / TikTok / HubSpot publisher takes over
 
     @property
     def task(self) -> ContentTask:
@@ -154,9 +161,16 @@ def _deliver(run: Run, backlog: BacklogClient) -> str:
         state = issue_read(client=backlog, issue_key=run.task.issue_key)
     except BacklogError as exc:
         return _retry_or_fail(run, TransportError(str(exc), permanent=not exc.retryable, status=exc.status))
-    verdict = _recheck(run, state, backlog)
-    if verdict:
-        return verdict
+    # Once a platform publish call may have gone out, only its outcome is read: an edit
+    # or quiet hours must not strand a post that is (probably) already public.
+    committed = publishers.committed_post(run.task)
+    if committed is None or state is None or state.delivered_at:
+        verdict = _recheck(run, state, backlog)
+        if verdict:
+            return verdict
+    channel = committed.channel if committed is not None else state.parsed.channel
+    if channel in publishers.CHANNELS:
+        return _publish(run, state, channel, committed, backlog)
     try:
         plan, messages = _prepare(run, state)
     except DeliveryFailed as exc:
@@ -203,6 +217,15 @@ def delivery_render(*, tenant: Tenant, parsed: ParsedTask, override: dict | None
     """
     override = override or {}
     channel = parsed.channel or ("line" if override else None)
+    if channel in publishers.CHANNELS:
+        content = post_content(tenant=tenant, channel=channel, parsed=parsed, override=override)
+        return [
+            {
+                "type": f"{channel}:{content['type']}",
+                "altText": describe(channel, content),
+                "content": content,
+            }
+        ]
     if channel != "line":
         raise DeliveryFailed(f"チャネル「{channel or 'なし'}」への配信はまだ対応していません")
     if not tenant.line_channel_token:
@@ -304,6 +327,74 @@ def _lateness_ms(run: Run) -> int:
     return int((run.now - run.schedule.due_at).total_seconds() * 1000)
 
 
+# -- Instagram / TikTok / HubSpot (deliveries/publishers/) ------------------------------
+
+
+def post_content(*, tenant: Tenant, channel: str, parsed: ParsedTask, override: dict | None = None) -> dict:
+    """The channel template filled and validated, before anything is sent (errors name the field)."""
+    try:
+        publishers.account_for(tenant, channel)
+        return publishers.post_render(tenant=tenant, channel=channel, parsed=parsed, override=override)
+    except publishers.PublishFailed as exc:
+        raise DeliveryFailed(exc.reason) from exc
+    except (RenderError, ValueError) as exc:
+        raise DeliveryFailed(f"メッセージを作成できません: {exc}") from exc
+
+
+def _publish(
+    run: Run, state: IssueState, channel: str, committed: ChannelPost | None, backlog: BacklogClient
+) -> str:
+    run.channel = channel
+    override = run.task.command_override if run.schedule.reason == DeliverySchedule.Reason.COMMAND else {}
+    try:
+        # A committed post goes on with what it started with, even if the issue changed since.
+        content = committed.details.get("content") if committed is not None else None
+        content = content or post_content(
+            tenant=run.tenant, channel=channel, parsed=state.parsed, override=override
+        )
+        ctx = publishers.Context(
+            tenant=run.tenant,
+            task=run.task,
+            content=content,
+            audience=override.get("audience") or state.parsed.audience,
+            now=run.now,
+            still_mine=run.still_mine,
+        )
+        step = publishers.publish_step(channel=channel, ctx=ctx)
+    except DeliveryFailed as exc:
+        return _fail(run, exc, backlog)
+    except publishers.PublishFailed as exc:
+        return _fail(run, DeliveryFailed(exc.reason, auth=exc.auth), backlog)
+    except publishers.ClaimLost:
+        return "claim lost"
+    except TransportError as exc:
+        return _retry_or_fail(run, exc, backlog)
+    if isinstance(step, publishers.Wait):
+        return _wait(run, step, backlog)
+    return _published(run, step, backlog)
+
+
+def _wait(run: Run, step: publishers.Wait, backlog: BacklogClient) -> str:
+    """Processing, quota or pacing: the same row is due again later (not a retry)."""
+    if step.comment:
+        try:
+            backlog.add_comment(run.task.issue_key, step.comment)
+        except BacklogError as exc:
+            logger.warning("wait comment on %s failed: %s", run.task.issue_key, exc)
+    run.release(due_at=step.due_at, last_error=step.reason)
+    return f"waiting until {step.due_at.isoformat()}: {step.reason}"
+
+
+def _published(run: Run, step: publishers.Done, backlog: BacklogClient) -> str:
+    now = timezone.now()
+    outcome = {"ok": True, "delivered_at": iso_jst(now), "channel": run.channel, "post": step.summary}
+    with transaction.atomic():
+        ContentTask.objects.filter(pk=run.task.pk).update(delivered_at=now)
+        _to_writeback(run, outcome)
+    metrics.delivery_ended("sent", run.channel)
+    return _writeback(run, backlog)
+
+
 # -- outcomes ------------------------------------------------------------------------
 
 
@@ -344,7 +435,8 @@ def _succeed(run: Run, plan, done: dict[int, DeliveryAttempt], backlog: BacklogC
 def _fail(run: Run, exc: DeliveryFailed, backlog: BacklogClient | None) -> str:
     if exc.auth:
         _token_expired(run, exc.reason)
-    _to_writeback(run, {"ok": False, "reason": exc.reason, "auth": exc.auth})
+    channel = {"channel": run.channel} if run.channel != "line" else {}
+    _to_writeback(run, {"ok": False, "reason": exc.reason, "auth": exc.auth, **channel})
     metrics.delivery_ended("failed", run.task.channel)
     if backlog is None:
         run.release(due_at=timezone.now())
@@ -360,6 +452,11 @@ def _to_writeback(run: Run, outcome: dict) -> None:
 
 
 def _token_expired(run: Run, reason: str) -> None:
+    if run.channel != "line":
+        account = ChannelAccount.objects.filter(tenant=run.tenant, channel=run.channel).first()
+        if account is not None:
+            token_expired_notice(account=account, reason=reason, issue_key=run.task.issue_key)
+        return
     Tenant.objects.filter(pk=run.tenant.pk).update(line_token_invalid_at=timezone.now())
     mail_admins(
         f"[automedia] LINE トークンの更新が必要です（{run.tenant.name}）",
@@ -425,6 +522,8 @@ def _finish(run: Run, outcome: dict) -> str:
 
 
 def _success_comment(outcome: dict) -> str:
+    if outcome.get("channel"):
+        return "\n".join([f"[automedia] dispatched at {outcome['delivered_at']}", *outcome["post"]["lines"]])
     ids = ", ".join(outcome["request_ids"])
     return (
         f"[automedia] dispatched at {outcome['delivered_at']}\n"
@@ -434,7 +533,10 @@ def _success_comment(outcome: dict) -> str:
 
 def _failure_comment(outcome: dict) -> str:
     text = f"[automedia] failed: {outcome['reason']}"
-    if outcome.get("auth"):
+    if outcome.get("auth") and outcome.get("channel"):
+        label = CHANNEL_LABELS.get(outcome["channel"], outcome["channel"])
+        text += f"\n{label} のトークンが期限切れか無効です。管理画面の「チャネルアカウント」か manage.py add_channel でトークンを更新してから、もう一度承認してください。"
+    elif outcome.get("auth"):
         text += "\nLINE チャネルのトークンが期限切れか無効です。管理画面でトークンを更新してから、もう一度承認してください。"
     return (
         text

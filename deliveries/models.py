@@ -326,3 +326,117 @@ class EffectReport(models.Model):
 
     def __str__(self) -> str:
         return f"{self.unit} 効果測定 ({self.label})"
+
+
+# -- Instagram / TikTok / HubSpot (issue 7) ---------------------------------------------
+
+
+class ChannelAccount(models.Model):
+    """A tenant's account on one publishing platform: credentials and token metadata.
+
+    Tokens are encrypted at rest and write-only in forms. TikTok refresh tokens rotate
+    (../shared/reference/channels.md §2.1): every refresh stores the new one, and only one
+    refresh per account runs at a time (`refresh_lease_until` is its claim).
+    """
+
+    class Channel(models.TextChoices):
+        INSTAGRAM = "instagram", "Instagram"
+        TIKTOK = "tiktok", "TikTok"
+        HUBSPOT = "hubspot", "HubSpot"
+
+    class HubSpotMode(models.TextChoices):
+        NOTE = "note", "コンタクトへの CRM ノート"
+        EMAIL = "email", "マーケティングメール（single-send）"
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="channel_accounts")
+    channel = models.CharField("チャネル", max_length=20, choices=Channel.choices)
+    access_token = EncryptedTextField(
+        "アクセストークン",
+        help_text="Instagram の長期トークン / TikTok のアクセストークン / HubSpot のトークン",
+    )
+    refresh_token = EncryptedTextField("リフレッシュトークン（TikTok）", blank=True, default="")
+    expires_at = models.DateTimeField("トークン有効期限", null=True, blank=True)
+    refresh_expires_at = models.DateTimeField("リフレッシュトークン有効期限", null=True, blank=True)
+    refreshed_at = models.DateTimeField("最終更新", null=True, blank=True)
+    refresh_lease_until = models.DateTimeField("更新処理中（期限）", null=True, blank=True)
+    # Set when the platform answers an auth error or a refresh fails; cleared when a token is saved.
+    token_invalid_at = models.DateTimeField("トークン無効検知", null=True, blank=True)
+    ig_user_id = models.CharField("Instagram ユーザーID", max_length=64, blank=True)
+    open_id = models.CharField("TikTok open_id", max_length=128, blank=True)
+    hubspot_mode = models.CharField(
+        "HubSpot のモード", max_length=8, choices=HubSpotMode.choices, default=HubSpotMode.NOTE
+    )
+    hubspot_tag_property = models.CharField(
+        "HubSpot のタグ用プロパティ",
+        max_length=100,
+        default="automedia_tags",
+        help_text="対象タグ（tag:…）と照合するコンタクトのプロパティ（複数選択は ; 区切り）",
+    )
+    hubspot_email_from = models.CharField("送信元（HubSpot メール）", max_length=254, blank=True)
+    hubspot_reply_to = models.CharField("返信先（HubSpot メール）", max_length=254, blank=True)
+    created_at = models.DateTimeField("作成日時", auto_now_add=True)
+    updated_at = models.DateTimeField("更新日時", auto_now=True)
+
+    class Meta:
+        verbose_name = "チャネルアカウント"
+        verbose_name_plural = "チャネルアカウント"
+        ordering = ["tenant", "channel"]
+        constraints = [models.UniqueConstraint(fields=["tenant", "channel"], name="uniq_channel_account")]
+
+    def __str__(self) -> str:
+        return f"{self.tenant.slug} / {self.get_channel_display()}"
+
+    def clean(self) -> None:
+        required = {self.Channel.INSTAGRAM: "ig_user_id", self.Channel.TIKTOK: "open_id"}.get(self.channel)
+        if required and not getattr(self, required):
+            raise ValidationError({required: f"{self.get_channel_display()} では必須です。"})
+
+
+class ChannelPost(models.Model):
+    """One publication of one approval on Instagram / TikTok / HubSpot.
+
+    Every platform id is saved here the moment it exists, before the next call, so a
+    retry continues from it instead of publishing again (issue 7, channels.md §1.6, §2.5).
+    """
+
+    class Phase(models.TextChoices):
+        NEW = "new", "未投稿"
+        PROCESSING = "processing", "プラットフォームで処理中"
+        PUBLISHING = "publishing", "公開を依頼済み（結果確認待ち）"
+        SENDING = "sending", "送信中"
+        DONE = "done", "完了"
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
+    task = models.ForeignKey(ContentTask, on_delete=models.CASCADE, related_name="channel_posts")
+    approval_seq = models.PositiveIntegerField("承認回数")
+    channel = models.CharField("チャネル", max_length=20)
+    phase = models.CharField("段階", max_length=16, choices=Phase.choices, default=Phase.NEW)
+    container_id = models.CharField("Instagram コンテナID", max_length=64, blank=True)
+    children = models.JSONField("カルーセルの子コンテナID", default=list, blank=True)
+    publish_id = models.CharField("TikTok publish_id", max_length=128, blank=True)
+    note_id = models.CharField("HubSpot ノートID", max_length=64, blank=True)
+    send_key = models.CharField("送信キー（sendId / ノート照合用）", max_length=64, blank=True)
+    post_id = models.CharField("投稿ID", max_length=128, blank=True)
+    permalink = models.URLField("パーマリンク", max_length=500, blank=True)
+    platform_status = models.CharField("プラットフォームの状態", max_length=64, blank=True)
+    checks = models.PositiveIntegerField("状態確認回数", default=0)
+    processing_since = models.DateTimeField("処理開始", null=True, blank=True)
+    waiting_until = models.DateTimeField("投稿枠の待ち（予定）", null=True, blank=True)
+    published_at = models.DateTimeField("公開日時", null=True, blank=True)
+    details = models.JSONField("詳細", default=dict, blank=True)
+    created_at = models.DateTimeField("作成日時", auto_now_add=True)
+    updated_at = models.DateTimeField("更新日時", auto_now=True)
+
+    class Meta:
+        verbose_name = "チャネル投稿"
+        verbose_name_plural = "チャネル投稿"
+        ordering = ["-created_at"]
+        constraints = [models.UniqueConstraint(fields=["task", "approval_seq"], name="uniq_channel_post")]
+
+    def __str__(self) -> str:
+        return f"{self.task.issue_key} #{self.approval_seq} {self.channel} ({self.phase})"
+
+    def is_committed(self) -> bool:
+        """A publish call may have reached the platform: only its outcome may be read now."""
+        committed = (self.Phase.PUBLISHING, self.Phase.SENDING, self.Phase.DONE)
+        return self.phase in committed or bool(self.publish_id or self.note_id or self.post_id)

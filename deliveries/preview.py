@@ -42,14 +42,15 @@ def preview_build(
         preview.messages = delivery_render(tenant=tenant, parsed=state.parsed, override=override)
     except DeliveryFailed as exc:
         preview.problems.append(exc.reason)
-    try:
-        plan = audience_plan(
-            tenant=tenant, expression=(override or {}).get("audience") or state.parsed.audience
-        )
-        preview.requests = len(plan)
-        preview.recipients = sum(1 if kind == "push" else len(to) for kind, to in plan)
-    except DeliveryFailed as exc:
-        preview.problems.append(exc.reason)
+    if (state.parsed.channel or "line") == "line":  # other channels: one post, no LINE contacts
+        try:
+            plan = audience_plan(
+                tenant=tenant, expression=(override or {}).get("audience") or state.parsed.audience
+            )
+            preview.requests = len(plan)
+            preview.recipients = sum(1 if kind == "push" else len(to) for kind, to in plan)
+        except DeliveryFailed as exc:
+            preview.problems.append(exc.reason)
     _when(preview, tenant, issue_key, state, now)
     if review and preview.messages:
         preview.review = review_messages(

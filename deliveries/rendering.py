@@ -323,13 +323,13 @@ def template_import(
 def _import_file(path: Path, tenant: Tenant | None, channel: str) -> ImportResult:
     name = path.stem
     try:
-        messages = _load_template(path)
+        messages = _load_template(path, channel)
     except ValueError as exc:
         return ImportResult(name=name, error=str(exc))
     return _store(name, messages, tenant, channel, source=str(path))
 
 
-def _load_template(path: Path) -> list:
+def _load_template(path: Path, channel: str = "line") -> list | dict:
     if problem := _name_problem(path.stem):
         raise ValueError(problem)
     try:
@@ -338,9 +338,18 @@ def _load_template(path: Path) -> list:
         raise ValueError("UTF-8 のテキストとして読めません。") from None
     except json.JSONDecodeError as exc:
         raise ValueError(f"JSON として読めません（{exc.lineno} 行 {exc.colno} 列: {exc.msg}）。") from None
-    if problems := validate_line_messages(_with_samples(messages)):
+    if problems := _template_problems(messages, channel):
         raise ValueError(" ".join(problems))
     return messages
+
+
+def _template_problems(messages: object, channel: str) -> list[str]:
+    if channel == "line":
+        return validate_line_messages(_with_samples(messages))
+    # Instagram / TikTok / HubSpot templates are one JSON object each (channel_templates.py).
+    from deliveries.channel_templates import validate_channel_template, with_samples
+
+    return validate_channel_template(channel, with_samples(messages))
 
 
 def _name_problem(name: str) -> str | None:

@@ -1,10 +1,245 @@
-from django.contrib import admin
+"""Basic admin for LINE groups, the push queue and its settings (the managers' admin is a later issue)."""
 
-from linepush.models import LineContact
+from __future__ import annotations
+
+from django import forms
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse
+from django.urls import path
+from django.utils.translation import gettext_lazy as _
+
+from console.access import ScopedInlineMixin, TenantScopedAdmin, may_act
+from console.actions import bulk_action, object_action
+from console.services import push_item_approve, push_item_reject, push_item_retry
+from linepush.models import (
+    LineApiToken,
+    LineContact,
+    LineMonthlyUsage,
+    LinePlan,
+    LinePushAttempt,
+    LinePushItem,
+    LinePushSettings,
+    LineSource,
+    LineSurveyRule,
+    LineTriggerPolicy,
+    LineWebhookEvent,
+    Trigger,
+)
+from linepush.services import held_release
 
 
 @admin.register(LineContact)
-class LineContactAdmin(admin.ModelAdmin):
-    list_display = ("user_id", "display_name", "tenant", "blocked")
-    list_filter = ("tenant", "blocked")
+class LineContactAdmin(TenantScopedAdmin):
+    list_display = ("user_id", "display_name", "tenant", "blocked", "wants_next_delivery")
+    list_filter = ("tenant", "blocked", "wants_next_delivery")
     search_fields = ("user_id", "display_name")
+
+
+class LineSourceForm(forms.ModelForm):
+    """The per-group toggles, editable in the list: outbound pushes and the opted-in triggers."""
+
+    push_opt_in_triggers = forms.MultipleChoiceField(
+        label=LineSource._meta.get_field("push_opt_in_triggers").verbose_name,
+        choices=Trigger.choices,
+        widget=forms.CheckboxSelectMultiple,
+        required=False,
+    )
+
+    class Meta:
+        model = LineSource
+        fields = (
+            "tenant",
+            "group_id",
+            "kind",
+            "name",
+            "allow_outbound_push",
+            "push_opt_in_triggers",
+            "member_count",
+            "rate_limit_count",
+            "rate_limit_window_seconds",
+            "joined_at",
+            "left_at",
+        )
+
+
+@admin.register(LineSource)
+class LineSourceAdmin(TenantScopedAdmin):
+    list_display = (
+        "name",
+        "group_id",
+        "tenant",
+        "allow_outbound_push",
+        "push_opt_in_triggers",
+        "member_count",
+        "left_at",
+    )
+    list_editable = ("allow_outbound_push", "push_opt_in_triggers")
+    list_filter = ("tenant", "allow_outbound_push", "kind")
+    search_fields = ("name", "group_id")
+    readonly_fields = ("audit_trail",)
+    form = LineSourceForm
+
+    def get_changelist_form(self, request: HttpRequest, **kwargs):
+        return super().get_changelist_form(request, form=LineSourceForm, **kwargs)
+
+
+def _approve(item, user):
+    return push_item_approve(item=item, user=user)
+
+
+def _reject(item, user):
+    return push_item_reject(item=item, user=user)
+
+
+def _retry(item, user):
+    return push_item_retry(item=item, user=user)
+
+
+class AttemptInline(ScopedInlineMixin, admin.TabularInline):
+    model = LinePushAttempt
+    extra = 0
+    can_delete = False
+    readonly_fields = (
+        "created_at",
+        "outcome",
+        "status_code",
+        "request_id",
+        "error",
+        "duration_ms",
+        "retry_key",
+    )
+    fields = readonly_fields
+
+
+@admin.register(LinePushItem)
+class LinePushItemAdmin(TenantScopedAdmin):
+    list_display = (
+        "dedupe_key",
+        "tenant",
+        "ext_group_id",
+        "trigger_type",
+        "status",
+        "attempt_count",
+        "last_error",
+        "scheduled_at",
+        "sent_at",
+    )
+    list_filter = ("status", "trigger_type", "tenant")
+    search_fields = ("dedupe_key", "ext_group_id", "source_id")
+    readonly_fields = (
+        "status",
+        "attempt_count",
+        "last_error",
+        "approved_by",
+        "approved_at",
+        "rejected_by",
+        "sent_at",
+        "request_id",
+        "lease_until",
+        "claimed_by",
+        "reserved_at",
+        "reserved_cost",
+        "first_attempt_at",
+        "audit_trail",
+    )
+    inlines = [AttemptInline]
+    actions = ["approve", "reject", "retry", "resume_held"]
+    change_form_template = "admin/linepush/linepushitem/change_form.html"
+
+    def get_urls(self):
+        view = self.admin_site.admin_view
+        retry = path("<path:object_id>/retry/", view(self.retry_view), name="linepush_linepushitem_retry")
+        return [retry, *super().get_urls()]
+
+    def retry_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        return object_action(self, request, object_id, _retry)
+
+    def change_view(self, request: HttpRequest, object_id: str, form_url: str = "", extra_context=None):
+        item = self.get_object(request, object_id)
+        failed = item.status == LinePushItem.Status.FAILED and may_act(request.user, item.tenant_id)
+        context = {"can_retry": failed, **(extra_context or {})}
+        return super().change_view(request, object_id, form_url, context)
+
+    @admin.action(description="選択した投稿を承認する")
+    def approve(self, request, queryset: QuerySet[LinePushItem]) -> None:
+        bulk_action(self, request, queryset, _approve, done_text=_("%(count)d 件を承認しました。"))
+
+    @admin.action(description="選択した投稿を却下する")
+    def reject(self, request, queryset: QuerySet[LinePushItem]) -> None:
+        bulk_action(self, request, queryset, _reject, done_text=_("%(count)d 件を却下しました。"))
+
+    @admin.action(description="選択した失敗投稿を再実行する")
+    def retry(self, request, queryset: QuerySet[LinePushItem]) -> None:
+        bulk_action(self, request, queryset, _retry, done_text=_("%(count)d 件を送信待ちに戻しました。"))
+
+    @admin.action(description="保留中の投稿を再開する（テナント単位）")
+    def resume_held(self, request, queryset: QuerySet[LinePushItem]) -> None:
+        tenants = {item.tenant for item in queryset.filter(status=LinePushItem.Status.HELD)}
+        done = sum(held_release(tenant=tenant) for tenant in tenants)
+        self.message_user(request, f"{done} 件を送信待ちに戻しました。", messages.SUCCESS)
+
+
+@admin.register(LinePushSettings)
+class LinePushSettingsAdmin(TenantScopedAdmin):
+    list_display = ("tenant", "plan", "tenant_rate_limit", "timezone", "digest_hour")
+
+
+@admin.register(LinePlan)
+class LinePlanAdmin(admin.ModelAdmin):
+    list_display = ("name", "code", "monthly_messages", "additional_messages")
+
+
+@admin.register(LineMonthlyUsage)
+class LineMonthlyUsageAdmin(TenantScopedAdmin):
+    list_display = (
+        "tenant",
+        "month",
+        "messages",
+        "line_limit",
+        "line_total_usage",
+        "checked_at",
+        "warned_at",
+    )
+    list_filter = ("tenant",)
+
+
+@admin.register(LineTriggerPolicy)
+class LineTriggerPolicyAdmin(TenantScopedAdmin):
+    list_display = ("tenant", "trigger_type", "requires_approval")
+    list_filter = ("tenant",)
+
+
+@admin.register(LineApiToken)
+class LineApiTokenAdmin(TenantScopedAdmin):
+    """Tokens are issued with `manage.py linepush_token`; here they can only be seen and revoked."""
+
+    list_display = ("name", "prefix", "tenant", "created_at", "last_used_at", "revoked_at")
+    fields = ("tenant", "name", "prefix", "created_at", "last_used_at", "revoked_at")
+    readonly_fields = ("tenant", "name", "prefix", "created_at", "last_used_at")
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+
+@admin.register(LineWebhookEvent)
+class LineWebhookEventAdmin(TenantScopedAdmin):
+    list_display = ("webhook_event_id", "tenant", "type", "outcome", "received_at", "processed_at")
+    list_filter = ("outcome", "type", "tenant")
+    readonly_fields = (
+        "tenant",
+        "webhook_event_id",
+        "type",
+        "payload",
+        "outcome",
+        "detail",
+        "attempts",
+        "received_at",
+        "processed_at",
+    )
+
+
+@admin.register(LineSurveyRule)
+class LineSurveyRuleAdmin(TenantScopedAdmin):
+    list_display = ("name", "tenant", "match", "pattern", "next_delivery", "priority", "is_active")
+    list_filter = ("tenant", "is_active")

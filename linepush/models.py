@@ -1,10 +1,62 @@
-"""LINE contacts and groups. Minimal for now; the LINE webhook (seed 003) fills them in."""
+"""LINE contacts and groups, the group push queue (seed 003 `line_push_queue`) and its policies.
+
+Seed 003: operational messages (task approved, reminders, escalations, a morning
+digest, signals from other systems) are posted into LINE groups where talent,
+managers and clients meet. A wrong post is a matter of trust, so a group must opt in
+(`allow_outbound_push`, `push_opt_in_triggers`), risky triggers wait for a manager,
+every group and tenant is rate limited, and a dedupe key makes every post happen once.
+"""
 
 from __future__ import annotations
 
+import hashlib
+import re
+import secrets
+from datetime import datetime, timedelta
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import models
 
 from deliveries.models import Tenant
+
+API_TOKEN_PREFIX = "lp_"
+
+
+class Trigger(models.TextChoices):
+    TASK_APPROVED = "task_approved", "タスク承認"
+    REMINDER = "reminder", "リマインダー"
+    ESCALATION = "escalation", "エスカレーション"
+    SIGNAL_APPROVED = "signal_approved", "外部シグナル承認"
+    MORNING_DIGEST = "morning_digest", "朝のダイジェスト"
+
+
+# Seed 003 §5: triggers that post without a person reading them first are the routine
+# ones; an escalation or an outside system's signal waits for a manager by default.
+APPROVAL_REQUIRED_BY_DEFAULT = frozenset({Trigger.ESCALATION, Trigger.SIGNAL_APPROVED})
+
+
+def validate_triggers(value: object) -> None:
+    if not isinstance(value, list) or not all(v in Trigger.values for v in value):
+        raise ValidationError(f"トリガーは {', '.join(Trigger.values)} から選んでリストで指定してください。")
+
+
+def validate_timezone(value: str) -> None:
+    try:
+        ZoneInfo(value)
+    except (ZoneInfoNotFoundError, ValueError) as exc:
+        raise ValidationError(f"タイムゾーン「{value}」は不明です（例: Asia/Tokyo）。") from exc
+
+
+def validate_messages(value: object) -> None:
+    from deliveries.rendering import validate_line_messages
+
+    if value in ([], None):
+        return
+    problems = validate_line_messages(value)
+    if problems:
+        raise ValidationError(problems)
 
 
 class LineContact(models.Model):
@@ -13,6 +65,9 @@ class LineContact(models.Model):
     display_name = models.CharField("表示名", max_length=200, blank=True)
     tags = models.JSONField("タグ", default=list, blank=True)
     blocked = models.BooleanField("ブロック中", default=False)
+    # A survey answer asked to be included in the next delivery (LineSurveyRule.next_delivery).
+    wants_next_delivery = models.BooleanField("次回配信を希望", default=False)
+    followed_at = models.DateTimeField("友だち追加日時", null=True, blank=True)
     created_at = models.DateTimeField("作成日時", auto_now_add=True)
     updated_at = models.DateTimeField("更新日時", auto_now=True)
 
@@ -23,3 +78,380 @@ class LineContact(models.Model):
 
     def __str__(self) -> str:
         return self.display_name or self.user_id
+
+
+class LinePlan(models.Model):
+    """A LINE Official Account plan (Japan, since 2023-06; ../shared/reference/line.md §6).
+
+    Kept as data: prices and allowances change, and a plan change is an admin edit.
+    """
+
+    code = models.SlugField("コード", unique=True)
+    name = models.CharField("プラン名", max_length=100)
+    monthly_messages = models.PositiveIntegerField("月間メッセージ数")
+    additional_messages = models.BooleanField("追加メッセージ可", default=False)
+
+    class Meta:
+        verbose_name = "LINE プラン"
+        verbose_name_plural = "LINE プラン"
+        ordering = ["monthly_messages"]
+
+    def __str__(self) -> str:
+        return f"{self.name}（月 {self.monthly_messages:,} 通）"
+
+
+class LinePushSettings(models.Model):
+    """A tenant's LINE group-push settings: plan, limits, time zone, registration reply."""
+
+    tenant = models.OneToOneField(Tenant, on_delete=models.CASCADE, related_name="line_push_settings")
+    plan = models.ForeignKey(
+        LinePlan,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        verbose_name="プラン",
+        help_text="空欄 = LINE の上限（毎日の確認結果）だけで判定",
+    )
+    tenant_rate_limit = models.PositiveIntegerField(
+        "テナント全体の上限（件）", null=True, blank=True, help_text="空欄 = 制限なし"
+    )
+    tenant_rate_window_seconds = models.PositiveIntegerField("テナント全体の上限の期間（秒）", default=300)
+    timezone = models.CharField(
+        "タイムゾーン", max_length=64, default="Asia/Tokyo", validators=[validate_timezone]
+    )
+    digest_hour = models.PositiveSmallIntegerField("朝のダイジェストの時刻（時）", default=8)
+    registration_messages = models.JSONField(
+        "友だち追加時の返信（登録クーポン）",
+        default=list,
+        blank=True,
+        validators=[validate_messages],
+        help_text="LINE メッセージオブジェクトの配列（1〜5 件）。空 = 返信しない",
+    )
+
+    class Meta:
+        verbose_name = "LINE 投稿設定"
+        verbose_name_plural = "LINE 投稿設定"
+
+    def __str__(self) -> str:
+        return f"{self.tenant.slug} の LINE 投稿設定"
+
+    @property
+    def zone(self) -> ZoneInfo:
+        return ZoneInfo(self.timezone)
+
+
+class LineMonthlyUsage(models.Model):
+    """Messages counted against the tenant's monthly allowance (per member of a group, line.md §3).
+
+    `messages` is automedia's running count; the daily check replaces it with LINE's
+    own `totalUsage` (which also counts deliveries and manual posts) and stores LINE's limit.
+    """
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="line_usage")
+    month = models.CharField("月", max_length=7, help_text="YYYY-MM（テナントのタイムゾーン）")
+    messages = models.PositiveIntegerField("使用数", default=0)
+    line_limit = models.PositiveIntegerField("LINE の上限", null=True, blank=True)
+    line_total_usage = models.PositiveIntegerField("LINE の使用数", null=True, blank=True)
+    checked_at = models.DateTimeField("LINE で確認した日時", null=True, blank=True)
+    warned_at = models.DateTimeField("80% 警告日時", null=True, blank=True)
+
+    class Meta:
+        verbose_name = "LINE 月間使用数"
+        verbose_name_plural = "LINE 月間使用数"
+        constraints = [models.UniqueConstraint(fields=["tenant", "month"], name="uniq_line_usage_month")]
+
+    def __str__(self) -> str:
+        return f"{self.tenant.slug} {self.month}: {self.messages}"
+
+
+class LineTriggerPolicy(models.Model):
+    """Per tenant and trigger: must a manager approve before a post goes out?"""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="line_trigger_policies")
+    trigger_type = models.CharField("トリガー", max_length=32, choices=Trigger.choices)
+    requires_approval = models.BooleanField("承認が必要", default=True)
+
+    class Meta:
+        verbose_name = "LINE トリガー承認設定"
+        verbose_name_plural = "LINE トリガー承認設定"
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "trigger_type"], name="uniq_line_trigger_policy")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.tenant.slug} {self.trigger_type}"
+
+    @staticmethod
+    def approval_required(tenant: Tenant, trigger_type: str) -> bool:
+        row = LineTriggerPolicy.objects.filter(tenant=tenant, trigger_type=trigger_type).first()
+        if row is not None:
+            return row.requires_approval
+        return trigger_type in APPROVAL_REQUIRED_BY_DEFAULT
+
+
+class LineSource(models.Model):
+    """A LINE group or room the bot is in (kept current by the LINE webhook)."""
+
+    class Kind(models.TextChoices):
+        GROUP = "group", "グループ"
+        ROOM = "room", "複数人トーク"
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="line_sources")
+    group_id = models.CharField("グループID", max_length=64)
+    kind = models.CharField("種類", max_length=8, choices=Kind.choices, default=Kind.GROUP)
+    name = models.CharField("名前", max_length=200, blank=True)
+    allow_outbound_push = models.BooleanField("自動投稿を許可", default=False)
+    push_opt_in_triggers = models.JSONField(
+        "許可するトリガー", default=list, blank=True, validators=[validate_triggers]
+    )
+    # LINE's count excludes the bot; a push to a group costs one message per member (line.md §3).
+    member_count = models.PositiveIntegerField("メンバー数", null=True, blank=True)
+    rate_limit_count = models.PositiveIntegerField("グループの上限（件）", default=3)
+    rate_limit_window_seconds = models.PositiveIntegerField("グループの上限の期間（秒）", default=300)
+    joined_at = models.DateTimeField("参加日時", null=True, blank=True)
+    left_at = models.DateTimeField("退出日時", null=True, blank=True)
+    created_at = models.DateTimeField("作成日時", auto_now_add=True)
+    updated_at = models.DateTimeField("更新日時", auto_now=True)
+
+    class Meta:
+        verbose_name = "LINE グループ"
+        verbose_name_plural = "LINE グループ"
+        constraints = [models.UniqueConstraint(fields=["tenant", "group_id"], name="uniq_line_source")]
+
+    def __str__(self) -> str:
+        return self.name or self.group_id
+
+    def refusal(self, trigger_type: str) -> str:
+        """Why this group takes no post of this trigger; empty when it does (seed 003 §6.3)."""
+        if self.left_at is not None:
+            return "ボットはこのグループから退出しています"
+        if not self.allow_outbound_push:
+            return "このグループへの自動投稿は許可されていません（allow_outbound_push が無効）"
+        if trigger_type not in (self.push_opt_in_triggers or []):
+            label = Trigger(trigger_type).label if trigger_type in Trigger.values else trigger_type
+            return f"このグループは「{label}」（{trigger_type}）の自動投稿を許可していません"
+        return ""
+
+    @property
+    def cost(self) -> int:
+        """Messages one push costs; an unknown member count is taken as 1."""
+        return max(1, self.member_count or 1)
+
+
+class LinePushItem(models.Model):
+    """One post into one group: seed 003's `line_push_queue` row."""
+
+    class Status(models.TextChoices):
+        WAITING_APPROVAL = "waiting_approval", "承認待ち"
+        PENDING = "pending", "送信待ち"
+        HELD = "held", "保留（月間上限）"
+        SENT = "sent", "送信済み"
+        FAILED = "failed", "失敗"
+        SKIPPED = "skipped", "スキップ"
+
+    OPEN = (Status.WAITING_APPROVAL, Status.PENDING, Status.HELD)
+    MAX_ATTEMPTS = 3
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="line_push_items")
+    ext_group_id = models.CharField("投稿先グループID", max_length=64)
+    trigger_type = models.CharField("トリガー", max_length=32, choices=Trigger.choices)
+    payload = models.JSONField("メッセージ", help_text="LINE メッセージオブジェクトの配列（1〜5 件）")
+    source_table = models.CharField("発生元テーブル", max_length=64, blank=True)
+    source_id = models.CharField("発生元ID", max_length=128, blank=True)
+    dedupe_key = models.CharField("重複排除キー", max_length=255, unique=True)
+    scheduled_at = models.DateTimeField("送信予定")
+    status = models.CharField("状態", max_length=20, choices=Status.choices, default=Status.PENDING)
+    attempt_count = models.PositiveSmallIntegerField("試行回数", default=0)
+    last_error = models.TextField("最後のエラー", blank=True)
+    approved_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name="承認者",
+    )
+    approved_at = models.DateTimeField("承認日時", null=True, blank=True)
+    rejected_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name="却下者",
+    )
+    sent_at = models.DateTimeField("送信日時", null=True, blank=True)
+    request_id = models.CharField("LINE リクエストID", max_length=100, blank=True)
+    # The claim (as DeliverySchedule): a dead worker's row is claimed again after the lease.
+    lease_until = models.DateTimeField("リース期限", null=True, blank=True)
+    claimed_by = models.CharField("取得者", max_length=64, blank=True)
+    # When the current attempt took its place in the rate-limit window.
+    reserved_at = models.DateTimeField("送信枠の確保日時", null=True, blank=True)
+    reserved_cost = models.PositiveIntegerField("確保したメッセージ数", default=0)
+    first_attempt_at = models.DateTimeField("初回送信日時", null=True, blank=True)
+    created_at = models.DateTimeField("作成日時", auto_now_add=True)
+    updated_at = models.DateTimeField("更新日時", auto_now=True)
+
+    class Meta:
+        verbose_name = "LINE 投稿"
+        verbose_name_plural = "LINE 投稿"
+        ordering = ["-created_at"]
+        indexes = [
+            models.Index(fields=["status", "scheduled_at"], name="line_push_status_sched_idx"),
+            models.Index(fields=["tenant", "ext_group_id", "reserved_at"], name="line_push_window_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return self.dedupe_key
+
+    def may_send(self, source: LineSource | None) -> str:
+        """Why this item may not be posted to `source`; empty when it may."""
+        if self.status != self.Status.PENDING:
+            return f"状態が「{self.get_status_display()}」のため送信できません"
+        if source is None:
+            return f"グループ {self.ext_group_id} はボットの参加グループとして登録されていません"
+        return source.refusal(self.trigger_type)
+
+    def retry_expired(self, now: datetime) -> bool:
+        """LINE keeps a retry key 24 h (line.md §2): later, a resend could post twice."""
+        return self.first_attempt_at is not None and now - self.first_attempt_at > timedelta(hours=23)
+
+
+class LinePushAttempt(models.Model):
+    """One push request of an item: the audit log."""
+
+    class Outcome(models.TextChoices):
+        SENT = "sent", "送信済み"
+        DUPLICATE = "duplicate", "送信済み（再送検知 409）"
+        RETRY = "retry", "再試行"
+        FAILED = "failed", "失敗"
+
+    item = models.ForeignKey(LinePushItem, on_delete=models.CASCADE, related_name="attempts")
+    retry_key = models.CharField("再送キー", max_length=64)
+    status_code = models.PositiveIntegerField("HTTP ステータス", null=True, blank=True)
+    request_id = models.CharField("LINE リクエストID", max_length=100, blank=True)
+    outcome = models.CharField("結果", max_length=16, choices=Outcome.choices)
+    error = models.TextField("エラー", blank=True)
+    duration_ms = models.PositiveIntegerField("所要時間 (ms)", default=0)
+    created_at = models.DateTimeField("日時", auto_now_add=True)
+
+    class Meta:
+        verbose_name = "LINE 投稿の試行"
+        verbose_name_plural = "LINE 投稿の試行"
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.item_id} {self.outcome} {self.status_code or ''}"
+
+
+def api_token_hash(token: str) -> str:
+    # The token is 256 random bits: a plain SHA-256 is enough (no password stretching needed).
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+class LineApiToken(models.Model):
+    """A tenant's token for `POST /api/linepush/items/`; only its hash is stored."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="line_api_tokens")
+    name = models.CharField("名前", max_length=100)
+    prefix = models.CharField("先頭", max_length=16, help_text="識別用（トークンの先頭）")
+    token_hash = models.CharField(max_length=64, unique=True)
+    last_used_at = models.DateTimeField("最終使用日時", null=True, blank=True)
+    revoked_at = models.DateTimeField("無効化日時", null=True, blank=True)
+    created_at = models.DateTimeField("作成日時", auto_now_add=True)
+
+    class Meta:
+        verbose_name = "LINE 投稿 API トークン"
+        verbose_name_plural = "LINE 投稿 API トークン"
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…)"
+
+    @classmethod
+    def issue(cls, *, tenant: Tenant, name: str) -> tuple[LineApiToken, str]:
+        """A new token; the plain text is returned once and never stored."""
+        plain = API_TOKEN_PREFIX + secrets.token_urlsafe(32)
+        row = cls.objects.create(
+            tenant=tenant, name=name, prefix=plain[:10], token_hash=api_token_hash(plain)
+        )
+        return row, plain
+
+
+class LineWebhookEvent(models.Model):
+    """A LINE webhook event, stored raw and deduplicated on webhookEventId before it is acted on."""
+
+    class Outcome(models.TextChoices):
+        PENDING = "pending", "処理待ち"
+        DONE = "done", "処理済み"
+        IGNORED = "ignored", "対象外"
+        FAILED = "failed", "失敗"
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="line_webhook_events")
+    webhook_event_id = models.CharField("webhookEventId", max_length=64)
+    type = models.CharField("種別", max_length=32)
+    payload = models.JSONField("受信内容")
+    outcome = models.CharField("結果", max_length=16, choices=Outcome.choices, default=Outcome.PENDING)
+    detail = models.TextField("詳細", blank=True)
+    attempts = models.PositiveSmallIntegerField("処理回数", default=0)
+    received_at = models.DateTimeField("受信日時", auto_now_add=True)
+    processed_at = models.DateTimeField("処理日時", null=True, blank=True)
+
+    class Meta:
+        verbose_name = "LINE Webhook イベント"
+        verbose_name_plural = "LINE Webhook イベント"
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "webhook_event_id"], name="uniq_line_webhook_event")
+        ]
+        indexes = [models.Index(fields=["outcome", "received_at"], name="line_event_outcome_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.tenant.slug} {self.type} {self.webhook_event_id}"
+
+
+class LineSurveyRule(models.Model):
+    """A text message that matches → tags added / removed, optionally "wants the next delivery"."""
+
+    class Match(models.TextChoices):
+        KEYWORD = "keyword", "キーワード（含む）"
+        EXACT = "exact", "完全一致"
+        REGEX = "regex", "正規表現"
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="line_survey_rules")
+    name = models.CharField("名前", max_length=100)
+    match = models.CharField("一致方法", max_length=8, choices=Match.choices, default=Match.KEYWORD)
+    pattern = models.CharField("パターン", max_length=500)
+    add_tags = models.JSONField("追加するタグ", default=list, blank=True)
+    remove_tags = models.JSONField("外すタグ", default=list, blank=True)
+    next_delivery = models.BooleanField("次回配信の対象にする", default=False)
+    priority = models.PositiveSmallIntegerField("優先順", default=100)
+    is_active = models.BooleanField("有効", default=True)
+
+    class Meta:
+        verbose_name = "LINE アンケート回答ルール"
+        verbose_name_plural = "LINE アンケート回答ルール"
+        ordering = ["priority", "id"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def clean(self) -> None:
+        if self.match == self.Match.REGEX:
+            try:
+                re.compile(self.pattern)
+            except re.error as exc:
+                raise ValidationError({"pattern": f"正規表現として読めません: {exc}"}) from exc
+        for name in ("add_tags", "remove_tags"):
+            value = getattr(self, name)
+            if not isinstance(value, list) or not all(isinstance(t, str) and t for t in value):
+                raise ValidationError({name: "タグは文字列のリストで指定してください。"})
+
+    def matches(self, text: str) -> bool:
+        text = text.strip()
+        if self.match == self.Match.EXACT:
+            return text == self.pattern.strip()
+        if self.match == self.Match.REGEX:
+            try:
+                return re.search(self.pattern, text) is not None
+            except re.error:
+                return False
+        return self.pattern in text

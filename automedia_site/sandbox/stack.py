@@ -218,12 +218,12 @@ class Stack:
             f"{slug} 事務所",
             "--backlog-url",
             self.backlog.base_url,
-            "--backlog-api-key",
-            self.backlog.api_key,
+            # `--opt=value`: a random token may start with "-", which argparse would take
+            # for an option.
+            f"--backlog-api-key={self.backlog.api_key}",
             "--backlog-project",
             project,
-            "--line-channel-token",
-            self.line_token,
+            f"--line-channel-token={self.line_token}",
             "--base-url",
             self.web_url,
             "--json",

@@ -101,6 +101,16 @@ class LineTransport(HttpTransport):
     def consumption(self) -> dict:
         return self._get("/v2/bot/message/quota/consumption")
 
+    def group_summary(self, group_id: str) -> dict:
+        return self._get(f"/v2/bot/group/{group_id}/summary")
+
+    def member_count(self, source_id: str, *, room: bool = False) -> int:
+        """Members of a group or room, the bot excluded (messaging-api.yml GroupMemberCountResponse)."""
+        return int(self._get(f"/v2/bot/{'room' if room else 'group'}/{source_id}/members/count")["count"])
+
+    def profile(self, user_id: str) -> dict:
+        return self._get(f"/v2/bot/profile/{user_id}")
+
     def unit_statistics(self, *, unit: str, since: date, until: date) -> dict:
         """Per-unit statistics of push/multicast (insight.yml getStatisticsPerUnit).
 

@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from automedia_site.sandbox.backlog import FakeBacklog, demo_description
 from automedia_site.sandbox.line import FakeLine
+from automedia_site.sandbox.platforms import SandboxPlatforms
 from backlog_bridge.models import BacklogEvent
 from deliveries.models import ContentTask, Tenant
 from deliveries.services import tenant_webhook_urls
@@ -29,11 +30,19 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--backlog-url", default=settings.SANDBOX_BACKLOG_URL)
         parser.add_argument("--line-url", default=settings.SANDBOX_LINE_URL)
+        parser.add_argument("--instagram-url", default=settings.SANDBOX_INSTAGRAM_URL)
+        parser.add_argument("--tiktok-url", default=settings.SANDBOX_TIKTOK_URL)
+        parser.add_argument("--hubspot-url", default=settings.SANDBOX_HUBSPOT_URL)
         parser.add_argument(
             "--public-url", default=settings.PUBLIC_BASE_URL, help="automedia's URL for webhooks"
         )
 
     def handle(self, *args, backlog_url: str, line_url: str, public_url: str, **opts):
+        platforms = SandboxPlatforms(
+            instagram_url=opts["instagram_url"],
+            tiktok_url=opts["tiktok_url"],
+            hubspot_url=opts["hubspot_url"],
+        )
         tenants = list(Tenant.objects.filter(backlog_base_url=backlog_url.rstrip("/")))
         if not tenants:
             self.stderr.write(f"no tenant uses {backlog_url}; run `manage.py seed_demo` first")
@@ -45,15 +54,18 @@ class Command(BaseCommand):
         signal.signal(signal.SIGINT, lambda *_: stopping.set())
         line_address = urlsplit(line_url)
         line = FakeLine(host=line_address.hostname, port=line_address.port)
-        with fake, line:
+        with fake, line, platforms:
             for tenant in tenants:
                 self._wire(fake, tenant, public_url)
+                self._wire_platforms(platforms, fake, tenant)
             self.stdout.write(f"偽の Backlog: {fake.base_url}/  （課題の作成・状態変更はこのページから）")
             self.stdout.write(f"偽の LINE:    {line.base_url}  （受け取ったメッセージはここに表示されます）")
+            self.stdout.write(f"偽の SNS / CRM: {platforms.urls()}")
             self.stdout.flush()
             shown = 0
             while not stopping.wait(0.5):
                 shown = self._show_received(line, shown)
+                platforms.show_new(self.stdout)
 
     def _wire(self, fake: FakeBacklog, tenant: Tenant, public_url: str) -> None:
         # The fake Backlog starts empty (issue and activity ids from 1 again), so
@@ -74,6 +86,12 @@ class Command(BaseCommand):
         self.stdout.write(
             f"  {tenant.slug}: プロジェクト {key}、デモ課題 {issue['issueKey']}（状態を automedia承認 にすると配信予約されます）"
         )
+
+    def _wire_platforms(self, platforms: SandboxPlatforms, fake: FakeBacklog, tenant: Tenant) -> None:
+        """Demo issues for Instagram / TikTok / HubSpot, due a minute after the LINE one."""
+        keys = platforms.wire(fake, tenant, timezone.now() + timedelta(minutes=3))
+        if keys:
+            self.stdout.write(f"  {tenant.slug}: チャネル別のデモ課題 {'、'.join(keys)}")
 
     def _show_received(self, line: FakeLine, shown: int) -> int:
         sent = line.sent()

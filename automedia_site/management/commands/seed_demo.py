@@ -9,7 +9,8 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
-from deliveries.models import Tenant
+from automedia_site.sandbox.instagram import DEFAULT_IG_USER_ID
+from deliveries.models import ChannelAccount, Tenant
 from deliveries.services import tenant_webhook_urls
 from linepush.models import LineContact
 
@@ -46,6 +47,7 @@ class Command(BaseCommand):
         )
         self._contacts(tenant)
         call_command("import_templates", str(settings.BASE_DIR / "templates" / "line"), stdout=self.stdout)
+        self._channel_accounts(tenant)
         urls = tenant_webhook_urls(tenant=tenant, base_url=base_url)
         self.stdout.write(f"デモテナント: {tenant} → Backlog {sandbox_url} / {DEMO_PROJECT}")
         self.stdout.write(f"  Backlog Webhook URL: {urls['backlog_webhook_url']}")
@@ -56,6 +58,23 @@ class Command(BaseCommand):
         for n, tags in enumerate([["active"], ["active", "vip"], ["active"], ["active", "opt_out"]], start=1):
             LineContact.objects.update_or_create(
                 tenant=tenant, user_id=f"U{n:032x}", defaults={"display_name": f"デモ友だち{n}", "tags": tags}
+            )
+
+    def _channel_accounts(self, tenant: Tenant) -> None:
+        """Sandbox accounts and templates for Instagram / TikTok / HubSpot (the fakes accept these)."""
+        accounts = {
+            "instagram": {"access_token": "sandbox-instagram-token", "ig_user_id": DEFAULT_IG_USER_ID},
+            "tiktok": {
+                "access_token": "sandbox-tiktok-token",
+                "refresh_token": "sandbox-tiktok-refresh",
+                "open_id": "sandbox-open-id",
+            },
+            "hubspot": {"access_token": "sandbox-hubspot-token", "hubspot_mode": "note"},
+        }
+        for channel, fields in accounts.items():
+            ChannelAccount.objects.update_or_create(tenant=tenant, channel=channel, defaults=fields)
+            call_command(
+                "import_templates", str(settings.BASE_DIR / "templates" / channel), stdout=self.stdout
             )
 
     def _admin(self, base_url: str) -> None:

@@ -1,8 +1,12 @@
-"""Import LINE message templates: `manage.py import_templates DIR [--tenant SLUG]`.
+"""Import message templates: `manage.py import_templates DIR [--tenant SLUG] [--channel CH]`.
 
 Every NAME.json in DIR becomes a revision of template NAME (a new one only when the
 content changed). One line per file: `NAME@REV (new|unchanged)` or `NAME: error …`;
 the exit code is 1 when any file failed.
+
+The channel is `--channel`, else the folder's name when it is one of instagram /
+tiktok / hubspot (`templates/instagram/NAME.json`), else LINE (`templates/line`, or any
+other folder, as before).
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from deliveries.channel_templates import CHANNELS as PLATFORM_CHANNELS
 from deliveries.models import Tenant
 from deliveries.rendering import ImportResult, template_import
 
@@ -23,13 +28,19 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("directory", type=Path, help="NAME.json のあるフォルダ（例: templates/line）")
         parser.add_argument("--tenant", help="このテナント専用にする（省略時は全テナント共通）")
+        parser.add_argument(
+            "--channel",
+            choices=("line", *PLATFORM_CHANNELS),
+            help="チャネル（省略時はフォルダ名が instagram / tiktok / hubspot ならそれ、ほかは line）",
+        )
 
     def handle(self, *args, **opts):
         directory: Path = opts["directory"]
         if not directory.is_dir():
             raise CommandError(f"フォルダ「{directory}」がありません。")
         tenant = _tenant(opts["tenant"])
-        results = template_import(directory=directory, tenant=tenant)
+        channel = opts["channel"] or _channel_of(directory)
+        results = template_import(directory=directory, tenant=tenant, channel=channel)
         if not results:
             raise CommandError(f"フォルダ「{directory}」に NAME.json がありません。")
         for result in results:
@@ -37,6 +48,11 @@ class Command(BaseCommand):
         failed = sum(1 for result in results if result.error)
         if failed:
             raise CommandError(f"{len(results)} 件中 {failed} 件のテンプレートを取り込めませんでした。")
+
+
+def _channel_of(directory: Path) -> str:
+    name = directory.resolve().name.lower()
+    return name if name in PLATFORM_CHANNELS else "line"
 
 
 def _tenant(slug: str | None) -> Tenant | None:

@@ -21,6 +21,7 @@ from django.utils import timezone
 from django_q.tasks import async_task
 
 from deliveries.scheduler import heartbeat, next_wakeup, schedules_claim
+from linepush.push import push_step
 
 logger = logging.getLogger("automedia.scheduler")
 
@@ -60,8 +61,9 @@ class Command(BaseCommand):
         claimed = schedules_claim(now=now, limit=self.batch)
         for schedule_id, token in claimed:
             async_task("deliveries.tasks.deliver", schedule_id, token, cluster=DELIVERY_QUEUE)
+        pushed = push_step(now=now, limit=self.batch)  # LINE group posts (linepush), same loop
         heartbeat(name=self.name, now=now)
-        return bool(claimed)
+        return bool(claimed) or pushed
 
     def _stop(self, *_):
         self.stopping = True

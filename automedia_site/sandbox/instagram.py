@@ -1,0 +1,300 @@
+"""In-memory fake of the Instagram Graph API (content publishing), served on loopback.
+
+Follows ../shared/reference/channels.md §1 and its test plan §4.1. One professional
+account (``ig_user_id``). What it models, and the fake's own choices where Meta's
+behaviour is UNCONFIRMED:
+
+- Tokens: ``tokens`` (None = any non-empty token) as ``Authorization: Bearer`` or
+  ``access_token``; ``expire_token`` makes one answer OAuthException 190 (HTTP 400).
+  ``GET /refresh_access_token`` issues a new 60-day token (the old one keeps working).
+- Containers: ``POST /{v}/{ig}/media`` (image, REELS, carousel items, CAROUSEL). Each
+  answers IN_PROGRESS for ``processing_polls`` status reads, then FINISHED (or ERROR with
+  ``fail_next_container``); EXPIRED 24 h after creation on ``clock``; PUBLISHED once
+  published. A media URL in ``unreachable_urls`` answers 9004/2207052.
+- ``POST /{v}/{ig}/media_publish``: not FINISHED → 9007/2207027; over the quota → code 9,
+  subcode 2207042 (the fake's choice); a container already PUBLISHED → code 100, subcode
+  2207008 (the fake's choice) and ``double_publishes`` counts it: tests assert it stays 0.
+- ``GET /{v}/{ig}/content_publishing_limit`` → ``quota_usage`` and ``config`` (50 / 86400).
+- ``GET /{v}/{id}`` reads a container (status_code, status) or a media (permalink).
+- Faults: ``fail_next`` (see fakeserver.py) and ``fail_graph`` for Graph-shaped errors.
+"""
+
+from __future__ import annotations
+
+import itertools
+import secrets
+from dataclasses import dataclass
+from typing import Any
+
+from automedia_site.sandbox.fakeserver import ApiError, FakeServer, Json, Reply, Request
+
+DEFAULT_IG_USER_ID = "17841400000000001"
+CONTAINER_TTL = 24 * 3600
+TOKEN_TTL = 60 * 24 * 3600
+
+
+def graph_error(
+    code: int,
+    message: str,
+    *,
+    subcode: int | None = None,
+    kind: str = "OAuthException",
+    transient: bool = False,
+) -> Json:
+    error: Json = {"message": message, "type": kind, "code": code, "fbtrace_id": secrets.token_urlsafe(8)}
+    if subcode is not None:
+        error["error_subcode"] = subcode
+    error["is_transient"] = transient
+    return {"error": error}
+
+
+@dataclass
+class Container:
+    id: str
+    params: Json
+    created_at: float
+    polls_left: int
+    final_status: str = "FINISHED"
+    status_code: str = "IN_PROGRESS"
+    media_id: str = ""
+
+
+class FakeInstagram(FakeServer):
+    name = "fake-instagram"
+
+    def __init__(
+        self,
+        *,
+        ig_user_id: str = DEFAULT_IG_USER_ID,
+        tokens: set[str] | None = None,
+        version: str = "v25.0",
+        host: str = "127.0.0.1",
+        port: int = 0,
+    ) -> None:
+        self.ig_user_id = ig_user_id
+        self.version = version
+        self._tokens: dict[str, float] | None = (
+            None if tokens is None else dict.fromkeys(tokens, float("inf"))
+        )
+        self.containers: dict[str, Container] = {}
+        self.media: dict[str, Json] = {}
+        self.quota_total = 50
+        self.quota_usage = 0
+        self.processing_polls = 0
+        self.unreachable_urls: set[str] = set()
+        self.double_publishes = 0
+        self._next_status: list[str] = []
+        self._ids = itertools.count(17_900_000_000_000_000 + secrets.randbelow(10**12))
+        super().__init__(host=host, port=port)
+
+    # -- setup -----------------------------------------------------------------------
+
+    def expire_token(self, token: str) -> None:
+        with self._lock:
+            if self._tokens is None:
+                self._tokens = {}
+            self._tokens[token] = 0.0
+
+    def fail_next_container(self, status: str = "ERROR") -> None:
+        """The next container ends in ``status`` (ERROR) instead of FINISHED."""
+        with self._lock:
+            self._next_status.append(status)
+
+    def fail_graph(
+        self,
+        code: int,
+        message: str = "An error occurred",
+        *,
+        subcode: int | None = None,
+        status: int = 400,
+        transient: bool = False,
+        **fault: Any,
+    ) -> None:
+        self.fail_next(status, body=graph_error(code, message, subcode=subcode, transient=transient), **fault)
+
+    # -- inspection ------------------------------------------------------------------
+
+    def published(self) -> list[Json]:
+        with self._lock:
+            return list(self.media.values())
+
+    def publish_calls(self) -> list[Request]:
+        """Every media_publish request received (also those still waiting on an injected delay)."""
+        with self._lock:
+            return [r for r in self.received if r.method == "POST" and r.path.endswith("/media_publish")]
+
+    # -- FakeServer hooks ----------------------------------------------------------------
+
+    def routes(self):
+        v = r"/(?P<version>v\d+\.\d+)"
+        return [
+            ("POST", v + r"/(?P<user>\d+)/media", self._create),
+            ("POST", v + r"/(?P<user>\d+)/media_publish", self._publish),
+            ("GET", v + r"/(?P<user>\d+)/content_publishing_limit", self._limit),
+            ("GET", v + r"/(?P<object_id>\d+)", self._read),
+            ("GET", r"/refresh_access_token", self._refresh),
+        ]
+
+    def authenticate(self, request: Request) -> None:
+        scheme, _, token = request.headers.get("authorization", "").partition(" ")
+        token = token.strip() if scheme.lower() == "bearer" else request.param("access_token")
+        if not token:
+            raise ApiError(
+                400, graph_error(2500, "An active access token must be used to query information.")
+            )
+        with self._lock:
+            expiry = None if self._tokens is None else self._tokens.get(token)
+            if self._tokens is not None and expiry is None:
+                raise ApiError(
+                    400, graph_error(190, "Invalid OAuth access token - Cannot parse access token")
+                )
+            if expiry is not None and expiry <= self.clock():
+                raise ApiError(
+                    400, graph_error(190, "Error validating access token: Session has expired.", subcode=463)
+                )
+
+    def error_body(self, status: int) -> Any:
+        if status >= 500:
+            return graph_error(
+                2, "An unexpected error has occurred. Please retry your request later.", transient=True
+            )
+        return graph_error(100, "Invalid parameter", kind="GraphMethodException")
+
+    def decorate(self, request: Request, reply: Reply) -> None:
+        reply.headers.setdefault("x-fb-trace-id", secrets.token_urlsafe(8))
+
+    # -- endpoints ---------------------------------------------------------------------
+
+    def _user(self, user: str) -> None:
+        if user != self.ig_user_id:
+            raise ApiError(
+                400,
+                graph_error(
+                    100,
+                    f"Unsupported request - object with ID '{user}' does not exist",
+                    kind="GraphMethodException",
+                ),
+            )
+
+    def _create(self, request: Request, version: str, user: str) -> Reply:
+        self._user(user)
+        params = (
+            dict(request.body or {})
+            if isinstance(request.body, dict)
+            else {k: v[0] for k, v in request.query.items()}
+        )
+        self._check_media(params)
+        with self._lock:
+            container_id = str(next(self._ids))
+            final = self._next_status.pop(0) if self._next_status else "FINISHED"
+            self.containers[container_id] = Container(
+                container_id, params, self.clock(), self.processing_polls, final
+            )
+        return Reply(200, {"id": container_id}, effect=True)
+
+    def _check_media(self, params: Json) -> None:
+        kind = str(params.get("media_type") or "IMAGE").upper()
+        if kind == "CAROUSEL":
+            children = [c for c in str(params.get("children") or "").split(",") if c]
+            if not children or any(c not in self.containers for c in children):
+                raise ApiError(
+                    400, graph_error(100, "The parameter children is required and must be container ids")
+                )
+            return
+        key = "video_url" if kind in ("REELS", "VIDEO") else "image_url"
+        url = str(params.get(key) or "")
+        if not url:
+            raise ApiError(400, graph_error(100, f"The parameter {key} is required"))
+        if not url.startswith(("http://", "https://")) or url in self.unreachable_urls:
+            raise ApiError(
+                400,
+                graph_error(
+                    9004,
+                    "Media download has failed. The media URI doesn't meet our requirements.",
+                    subcode=2207052,
+                ),
+            )
+
+    def _status(self, container: Container, *, poll: bool) -> str:
+        if container.status_code == "PUBLISHED":
+            return "PUBLISHED"
+        if self.clock() - container.created_at > CONTAINER_TTL:
+            return "EXPIRED"
+        if container.polls_left > 0:
+            if poll:
+                container.polls_left -= 1
+            return "IN_PROGRESS"
+        container.status_code = container.final_status
+        return container.status_code
+
+    def _publish(self, request: Request, version: str, user: str) -> Reply:
+        self._user(user)
+        creation_id = str((request.body or {}).get("creation_id") or request.param("creation_id"))
+        with self._lock:
+            container = self.containers.get(creation_id)
+            if container is None:
+                raise ApiError(400, graph_error(100, "The parameter creation_id is required"))
+            status = self._status(container, poll=False)
+            if status == "PUBLISHED":
+                self.double_publishes += 1
+                raise ApiError(400, graph_error(100, "The media has already been published", subcode=2207008))
+            if status == "IN_PROGRESS":
+                raise ApiError(400, graph_error(9007, "Media ID is not available", subcode=2207027))
+            if status != "FINISHED":
+                raise ApiError(
+                    400, graph_error(100, f"The media cannot be published ({status})", subcode=2207001)
+                )
+            if self.quota_usage >= self.quota_total:
+                raise ApiError(400, graph_error(9, "Application request limit reached", subcode=2207042))
+            media_id = str(next(self._ids))
+            container.status_code, container.media_id = "PUBLISHED", media_id
+            self.quota_usage += 1
+            shortcode = secrets.token_urlsafe(8).replace("-", "a").replace("_", "b")
+            self.media[media_id] = {
+                "id": media_id,
+                "container_id": creation_id,
+                "permalink": f"https://www.instagram.com/p/{shortcode}/",
+                "params": container.params,
+            }
+        return Reply(200, {"id": media_id}, effect=True)
+
+    def _limit(self, request: Request, version: str, user: str) -> Reply:
+        self._user(user)
+        with self._lock:
+            row = {
+                "quota_usage": self.quota_usage,
+                "config": {"quota_total": self.quota_total, "quota_duration": 86400},
+            }
+        return Reply(200, {"data": [row]})
+
+    def _read(self, request: Request, version: str, object_id: str) -> Reply:
+        with self._lock:
+            container = self.containers.get(object_id)
+            if container is not None:
+                status = self._status(container, poll=True)
+                body: Json = {"id": object_id, "status_code": status}
+                if status == "ERROR":
+                    body["status"] = "ERROR: Media upload failed (2207026)"
+                return Reply(200, body)
+            media = self.media.get(object_id)
+            if media is not None:
+                return Reply(200, {"id": object_id, "permalink": media["permalink"]})
+        raise ApiError(
+            400,
+            graph_error(
+                100,
+                f"Unsupported get request. Object with ID '{object_id}' does not exist",
+                kind="GraphMethodException",
+            ),
+        )
+
+    def _refresh(self, request: Request) -> Reply:
+        if request.param("grant_type") != "ig_refresh_token":
+            raise ApiError(400, graph_error(100, "Unsupported grant_type"))
+        token = "IGAA" + secrets.token_urlsafe(32)
+        with self._lock:
+            if self._tokens is not None:
+                self._tokens[token] = self.clock() + TOKEN_TTL
+        return Reply(
+            200, {"access_token": token, "token_type": "bearer", "expires_in": TOKEN_TTL}, effect=True
+        )

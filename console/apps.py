@@ -1,0 +1,20 @@
+"""The managers' admin: tenant access, the audit trail, the dashboard and its records."""
+
+from __future__ import annotations
+
+from django.apps import AppConfig
+from django.contrib.admin import apps as admin_apps
+from django.utils.translation import gettext_lazy as _
+
+
+class ConsoleConfig(AppConfig):
+    default_auto_field = "django.db.models.BigAutoField"
+    name = "console"
+    verbose_name = _("管理画面")
+
+
+class AutomediaAdminConfig(admin_apps.AdminConfig):
+    """`django.contrib.admin` with automedia's site: the dashboard as its index page."""
+
+    default = False  # installed by its path; `console` itself is ConsoleConfig
+    default_site = "console.sites.AutomediaAdminSite"

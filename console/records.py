@@ -1,0 +1,26 @@
+"""Records other parts write for the dashboard: how deliveries ended, what the last scan found."""
+
+from __future__ import annotations
+
+from console.models import DeliveryOutcome, ScanRun
+
+# `delivery_run`'s final results (deliveries.delivery); anything else is not an end
+# (a retry, a deferral, a lost claim, a write-back still pending).
+ENDINGS = {
+    "delivered": DeliveryOutcome.Kind.SENT,
+    "failed": DeliveryOutcome.Kind.FAILED,
+    "already delivered": DeliveryOutcome.Kind.SKIPPED,
+    "no longer approved": DeliveryOutcome.Kind.SKIPPED,
+}
+
+
+def delivery_outcome_record(*, tenant_id: int, task_id: int, result: str) -> DeliveryOutcome | None:
+    kind = ENDINGS.get(result)
+    if kind is None:
+        return None
+    return DeliveryOutcome.objects.create(tenant_id=tenant_id, task_id=task_id, kind=kind, detail=result)
+
+
+def scan_record(*, results: list, totals: dict[str, int], dry_run: bool) -> ScanRun:
+    """`results`: backlog_bridge.scan.ScanResult per tenant."""
+    return ScanRun.objects.create(dry_run=dry_run, totals=totals, results=[r.to_json() for r in results])

@@ -1,0 +1,153 @@
+"""The one HubSpot API client: contacts, CRM notes and marketing single-send email.
+
+Facts from ../shared/reference/channels.md §3: a private-app token or a service key is
+a static Bearer token; a 401 means it was revoked or rotated (no retry). Single-send
+email is idempotent per `message.sendId` ("No more than one email will be sent per
+sendId"; a repeat answers `sendResult: IDEMPOTENT_IGNORE`); CRM notes have no
+idempotency key, so a note carries a marker token it can be found by. Every answer
+carries `X-HubSpot-RateLimit-*` headers, read into `rate` after each call so the caller
+can pace itself; errors are `{"status":"error","message","category","correlationId"}`
+with every field optional. The v3/v4 paths are supported until 2027 (§3.2); the base URL
+is a setting.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+from django.conf import settings
+
+from deliveries.channels.platform import PlatformError, PlatformTransport, json_body, retry_after_header
+
+CONTACTS = "/crm/v3/objects/contacts"
+NOTES = "/crm/v3/objects/notes"
+NOTES_SEARCH = "/crm/v3/objects/notes/search"
+NOTE_CONTACT_ASSOCIATE = "/crm/v4/associations/notes/contacts/batch/associate/default"
+SINGLE_SEND = "/marketing/v4/email/single-send"
+PAGE_SIZE = 100
+ASSOCIATE_BATCH = 100
+DEFAULT_INTERVAL_MS = 10_000
+
+
+@dataclass
+class RateState:
+    """The last answer's X-HubSpot-RateLimit-* headers (None = not sent)."""
+
+    remaining: int | None = None
+    interval_ms: int = DEFAULT_INTERVAL_MS
+    daily_remaining: int | None = None
+
+    @classmethod
+    def from_headers(cls, headers: httpx.Headers) -> RateState:
+        return cls(
+            remaining=_int(headers.get("X-HubSpot-RateLimit-Remaining")),
+            interval_ms=_int(headers.get("X-HubSpot-RateLimit-Interval-Milliseconds")) or DEFAULT_INTERVAL_MS,
+            daily_remaining=_int(headers.get("X-HubSpot-RateLimit-Daily-Remaining")),
+        )
+
+
+def _int(value: str | None) -> int | None:
+    try:
+        return int(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+def hubspot_error(response: httpx.Response) -> PlatformError:
+    try:
+        data = response.json()
+    except ValueError:
+        data = {}
+    data = data if isinstance(data, dict) else {}
+    status = response.status_code
+    details = "; ".join(e.get("message", "") for e in data.get("errors") or [] if isinstance(e, dict))
+    text = " / ".join(p for p in (data.get("message") or response.reason_phrase, details) if p)
+    label = f"HubSpot のエラー（{status}{'、' + data['category'] if data.get('category') else ''}）: {text}"
+    common: dict[str, Any] = {
+        "status": status,
+        "request_id": str(data.get("correlationId") or ""),
+        "code": str(data.get("category") or ""),
+    }
+    if status == 401:
+        return PlatformError(
+            f"認証エラー: HubSpot のトークンが無効です（失効または再発行）。{label}",
+            permanent=True,
+            auth=True,
+            **common,
+        )
+    if status == 403:
+        return PlatformError(f"権限（スコープ）がありません: {label}", permanent=True, **common)
+    if status == 429:
+        interval = RateState.from_headers(response.headers).interval_ms / 1000
+        retry_after = retry_after_header(response) or interval
+        return PlatformError(f"レート制限: {label}", permanent=False, retry_after=retry_after, **common)
+    if status >= 500:
+        return PlatformError(f"一時的なエラー: {label}", permanent=False, unclear=True, **common)
+    return PlatformError(f"HubSpot が受け付けませんでした: {label}", permanent=True, **common)
+
+
+class HubSpotTransport(PlatformTransport):
+    service = "hubspot"
+    request_id_header = "x-hubspot-correlation-id"
+
+    def __init__(
+        self, *, token: str, base_url: str | None = None, timeout: float | None = None, transport=None
+    ):
+        super().__init__(
+            base_url=base_url or settings.HUBSPOT_API_BASE_URL,
+            headers={"Authorization": f"Bearer {token}"},
+            timeout=timeout or settings.PLATFORM_TIMEOUT_SECONDS,
+            transport=transport,
+        )
+        self.rate = RateState()
+
+    def request(self, method: str, path: str, **kwargs) -> tuple[httpx.Response, int]:
+        response, duration = super().request(method, path, **kwargs)
+        self.rate = RateState.from_headers(response.headers)
+        return response, duration
+
+    def contacts_page(
+        self, *, properties: list[str], after: str | None = None
+    ) -> tuple[list[dict], str | None]:
+        params: dict[str, Any] = {"limit": PAGE_SIZE, "properties": ",".join(properties), "archived": "false"}
+        if after:
+            params["after"] = after
+        data = self._call("GET", CONTACTS, params=params)
+        next_after = ((data.get("paging") or {}).get("next") or {}).get("after")
+        return list(data.get("results") or []), next_after
+
+    def note_create(self, *, body: str, timestamp: str) -> str:
+        properties = {"hs_note_body": body, "hs_timestamp": timestamp}
+        return str(self._call("POST", NOTES, json={"properties": properties})["id"])
+
+    def note_find(self, marker: str) -> str | None:
+        """The note whose body carries `marker` (a single token), if HubSpot has indexed it."""
+        query = {
+            "filterGroups": [
+                {"filters": [{"propertyName": "hs_note_body", "operator": "CONTAINS_TOKEN", "value": marker}]}
+            ],
+            "properties": ["hs_note_body"],
+            "limit": 1,
+        }
+        results = self._call("POST", NOTES_SEARCH, json=query).get("results") or []
+        return str(results[0]["id"]) if results else None
+
+    def note_associate(self, note_id: str, contact_ids: list[str]) -> None:
+        """Associating again is harmless, so a retry of a batch is safe."""
+        inputs = [{"from": {"id": note_id}, "to": {"id": c}} for c in contact_ids]
+        self._call("POST", NOTE_CONTACT_ASSOCIATE, json={"inputs": inputs})
+
+    def single_send(
+        self, *, email_id: int, to: str, send_id: str, custom_properties: dict, sender: dict
+    ) -> dict:
+        message = {"to": to, "sendId": send_id, **sender}
+        body = {"emailId": email_id, "message": message, "customProperties": custom_properties}
+        return self._call("POST", SINGLE_SEND, json=body)
+
+    def _call(self, method: str, path: str, **kwargs) -> dict:
+        response, _ = self.request(method, path, **kwargs)
+        if not response.is_success:
+            raise hubspot_error(response)
+        return json_body(response) if response.content else {}

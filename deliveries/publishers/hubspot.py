@@ -1,0 +1,295 @@
+"""Deliver one approval through HubSpot exactly once: a CRM note or a single-send email.
+
+The audience is the task's 対象タグ matched against each contact's tag property
+(`ChannelAccount.hubspot_tag_property`, a multiple-checkbox property: values joined by
+`;`), read page by page from the contacts API.
+
+- note mode: one note on all matched contacts. Notes have no idempotency key
+  (../shared/reference/channels.md §3.5), so its body carries a marker token derived
+  from the task; after an unclear create the next run searches for the marker before
+  creating. The id is saved the moment it exists; associations are idempotent and
+  sent in batches of 100, progress saved after each.
+- email mode: one marketing single-send per contact with `sendId` derived from
+  (tenant, issue, approval, contact): HubSpot sends at most one email per sendId, and
+  a repeat answers IDEMPOTENT_IGNORE — so a retry after a lost answer simply resends.
+  The recorded attempts are the progress (a retry skips contacts already answered).
+
+Pacing: after every call the `X-HubSpot-RateLimit-*` headers are read; when fewer than
+PACE_FLOOR calls remain in the window (or the day), the run stops and the same schedule
+row is due again after the interval — no sleep in a worker. A 429 is a retry (DESIGN.md).
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime, time, timedelta
+
+from django.utils import timezone
+
+from automedia_site.timeutil import JST, iso_jst
+from deliveries.audience import Audience, AudienceError, parse_audience
+from deliveries.channels.hubspot import (
+    ASSOCIATE_BATCH,
+    CONTACTS,
+    NOTE_CONTACT_ASSOCIATE,
+    NOTES,
+    NOTES_SEARCH,
+    SINGLE_SEND,
+    HubSpotTransport,
+)
+from deliveries.channels.platform import PlatformError
+from deliveries.models import ChannelAccount, ChannelPost, DeliveryAttempt
+from deliveries.publishers.base import (
+    SEND_KEY_NAMESPACE,
+    Context,
+    Done,
+    PublishFailed,
+    Wait,
+    Waiting,
+    account_for,
+    post_for,
+    record,
+    recorded,
+    save,
+)
+
+PACE_FLOOR = 5  # leave a few calls of the window to the tenant's other integrations
+ACCEPTED = {"SENT", "QUEUED", "IDEMPOTENT_IGNORE", ""}  # "" = accepted, result not known yet
+RETRY_RESULTS = {"THROTTLED"}
+Phase = ChannelPost.Phase
+
+
+def publish(ctx: Context) -> Done | Wait:
+    account = account_for(ctx.tenant, ChannelAccount.Channel.HUBSPOT)
+    kind = ctx.content["type"]
+    if kind != account.hubspot_mode:
+        raise PublishFailed(
+            f"テンプレの type「{kind}」と HubSpot アカウントのモード「{account.hubspot_mode}」が一致しません"
+            f"（manage.py add_channel {ctx.tenant.slug} hubspot --mode {kind} で切り替えるか、テンプレを直してください）。"
+        )
+    post = post_for(ctx, account)
+    if post.phase == Phase.DONE:
+        return Done(post.details.get("summary") or {})
+    hs = HubSpotTransport(token=account.access_token)
+    try:
+        contacts = _audience(ctx, hs, account)
+        return _note(ctx, hs, post, contacts) if kind == "note" else _emails(ctx, hs, account, post, contacts)
+    finally:
+        hs.close()
+
+
+# -- audience ------------------------------------------------------------------------
+
+
+def _audience(ctx: Context, hs: HubSpotTransport, account: ChannelAccount) -> list[dict]:
+    """The matched contacts, sorted by id: [{"id", "email"}]."""
+    try:
+        audience = parse_audience(ctx.audience)
+    except AudienceError as exc:
+        raise PublishFailed(f"対象タグを解釈できません: {exc}") from exc
+    matched, after = [], None
+    while True:
+        _pace(ctx, hs)
+        page, after = recorded(
+            ctx,
+            hs,
+            CONTACTS,
+            lambda after=after: hs.contacts_page(
+                properties=["email", account.hubspot_tag_property], after=after
+            ),
+        )
+        matched += [_contact(c) for c in page if _matches(c, audience, account.hubspot_tag_property)]
+        if not after:
+            break
+    if not matched:
+        raise PublishFailed(f"対象者がいません（HubSpot のコンタクト、対象タグ: {ctx.audience}）")
+    return sorted(matched, key=lambda c: int(c["id"]) if c["id"].isdigit() else c["id"])
+
+
+def _matches(contact: dict, audience: Audience, prop: str) -> bool:
+    raw = (contact.get("properties") or {}).get(prop) or ""
+    return audience.matches({t.strip() for t in str(raw).split(";") if t.strip()})
+
+
+def _contact(contact: dict) -> dict:
+    return {"id": str(contact["id"]), "email": (contact.get("properties") or {}).get("email") or ""}
+
+
+def _pace(ctx: Context, hs: HubSpotTransport) -> None:
+    rate, now = hs.rate, timezone.now()  # not ctx.now: a long run has moved on since it started
+    if rate.daily_remaining is not None and rate.daily_remaining <= PACE_FLOOR:
+        # The daily limit resets at midnight in the HubSpot account's zone (UNCONFIRMED): JST assumed.
+        midnight = datetime.combine(now.astimezone(JST).date() + timedelta(days=1), time(0, 5), JST)
+        raise Waiting(Wait(midnight, "HubSpot の 1 日の API 上限に近いため翌日まで待機"))
+    if rate.remaining is not None and rate.remaining <= PACE_FLOOR:
+        due = now + timedelta(milliseconds=rate.interval_ms)
+        raise Waiting(Wait(due, f"HubSpot のレート制限に合わせて待機（残り {rate.remaining} 回）"))
+
+
+# -- note ------------------------------------------------------------------------------
+
+
+def _note(ctx: Context, hs: HubSpotTransport, post: ChannelPost, contacts: list[dict]) -> Done:
+    if not post.note_id:
+        _create_note(ctx, hs, post)
+    associated = list(post.details.get("associated") or [])
+    todo = [c["id"] for c in contacts if c["id"] not in set(associated)]
+    for start in range(0, len(todo), ASSOCIATE_BATCH):
+        batch = todo[start : start + ASSOCIATE_BATCH]
+        _pace(ctx, hs)
+        ctx.check_claim()
+        recorded(
+            ctx,
+            hs,
+            NOTE_CONTACT_ASSOCIATE,
+            lambda batch=batch: hs.note_associate(post.note_id, batch),
+            key=post.note_id,
+            summary={"contacts": len(batch)},
+        )
+        associated += batch
+        save(post, details={**post.details, "associated": associated})
+    lines = [
+        "HubSpot にノートを作成しました。",
+        f"ノートID: {post.note_id}",
+        f"関連付けたコンタクト: {len(associated)} 件",
+    ]
+    summary = {"platform": "HubSpot", "post_id": post.note_id, "permalink": "", "lines": lines}
+    save(
+        post,
+        phase=Phase.DONE,
+        published_at=ctx.now,
+        post_id=post.note_id,
+        details={**post.details, "summary": summary},
+    )
+    return Done(summary)
+
+
+def _create_note(ctx: Context, hs: HubSpotTransport, post: ChannelPost) -> None:
+    if post.phase == Phase.SENDING:  # an earlier create may have reached HubSpot
+        _pace(ctx, hs)
+        found = recorded(ctx, hs, NOTES_SEARCH, lambda: hs.note_find(post.send_key), key=post.send_key)
+        if found:
+            save(post, note_id=found)
+            return
+    _pace(ctx, hs)
+    ctx.check_claim()
+    save(post, phase=Phase.SENDING)
+    body = f"{ctx.content['body']}\n<p>automedia: {ctx.task.issue_key} ({post.send_key})</p>"
+    note_id = recorded(
+        ctx, hs, NOTES, lambda: hs.note_create(body=body, timestamp=iso_jst(ctx.now)), key=post.send_key
+    )
+    save(post, note_id=note_id)
+
+
+# -- email -----------------------------------------------------------------------------
+
+
+def _emails(
+    ctx: Context, hs: HubSpotTransport, account: ChannelAccount, post: ChannelPost, contacts: list[dict]
+) -> Done:
+    answered = _answered(ctx)
+    save(post, phase=Phase.SENDING)
+    for contact in contacts:
+        send_id = send_id_for(ctx, contact["id"])
+        if send_id in answered or not contact["email"]:
+            continue
+        _pace(ctx, hs)
+        ctx.check_claim()
+        _send_one(ctx, hs, account, contact, send_id)
+    return _email_summary(ctx, post, contacts)
+
+
+def send_id_for(ctx: Context, contact_id: str) -> str:
+    key = f"{ctx.tenant.slug}:{ctx.task.issue_key}:{ctx.task.approval_seq}:{contact_id}"
+    return str(uuid.uuid5(SEND_KEY_NAMESPACE, key))
+
+
+def _answered(ctx: Context) -> set[str]:
+    """sendIds HubSpot already answered for this approval (sent, repeat, or refused for the contact)."""
+    rows = DeliveryAttempt.objects.filter(
+        task=ctx.task,
+        approval_seq=ctx.task.approval_seq,
+        channel="hubspot",
+        endpoint=SINGLE_SEND,
+        status_code__gte=200,
+        status_code__lt=300,
+    )
+    return set(rows.values_list("retry_key", flat=True))
+
+
+def _send_one(
+    ctx: Context, hs: HubSpotTransport, account: ChannelAccount, contact: dict, send_id: str
+) -> None:
+    sender = {
+        k: v
+        for k, v in (
+            ("from", account.hubspot_email_from),
+            ("replyTo", [account.hubspot_reply_to] if account.hubspot_reply_to else None),
+        )
+        if v
+    }
+    try:
+        answer = hs.single_send(
+            email_id=ctx.content["email_id"],
+            to=contact["email"],
+            send_id=send_id,
+            custom_properties=ctx.content.get("custom_properties") or {},
+            sender=sender,
+        )
+    except PlatformError as exc:
+        record(ctx, hs, SINGLE_SEND, key=send_id, error=exc, summary={"contact": contact["id"]})
+        raise
+    result = str(answer.get("sendResult") or "")
+    if result in RETRY_RESULTS:
+        raise PlatformError(
+            f"HubSpot がメール送信を保留しました（{result}）", permanent=False, status=hs.last_status
+        )
+    outcome = (
+        DeliveryAttempt.Outcome.DUPLICATE if result == "IDEMPOTENT_IGNORE" else DeliveryAttempt.Outcome.SENT
+    )
+    if result not in ACCEPTED:
+        outcome = DeliveryAttempt.Outcome.FAILED
+    summary = {"contact": contact["id"], "sendResult": result, "statusId": answer.get("statusId", "")}
+    record(ctx, hs, SINGLE_SEND, key=send_id, summary=summary, outcome=outcome)
+
+
+def _email_summary(ctx: Context, post: ChannelPost, contacts: list[dict]) -> Done:
+    rows = DeliveryAttempt.objects.filter(
+        task=ctx.task,
+        approval_seq=ctx.task.approval_seq,
+        channel="hubspot",
+        endpoint=SINGLE_SEND,
+        status_code__gte=200,
+        status_code__lt=300,
+    )
+    by_send_id: dict[str, str] = {}
+    for row in rows.order_by("created_at"):
+        result = row.request_summary.get("sendResult", "")
+        if by_send_id.get(row.retry_key) not in ACCEPTED:  # an accepted answer wins over a refusal
+            by_send_id[row.retry_key] = result
+    sent = sum(1 for result in by_send_id.values() if result in ACCEPTED)
+    refused: dict[str, int] = {}
+    for result in by_send_id.values():
+        if result not in ACCEPTED:
+            refused[result] = refused.get(result, 0) + 1
+    no_email = sum(1 for c in contacts if not c["email"])
+    lines = [
+        "HubSpot でメールを送信しました。",
+        f"メールID: {ctx.content['email_id']}",
+        f"送信: {sent} 件（sendId により 1 通ずつ）",
+    ]
+    if refused:
+        lines.append(
+            "送信されなかったコンタクト: " + "、".join(f"{k} {v} 件" for k, v in sorted(refused.items()))
+        )
+    if no_email:
+        lines.append(f"メールアドレスのないコンタクト: {no_email} 件")
+    summary = {
+        "platform": "HubSpot",
+        "post_id": str(ctx.content["email_id"]),
+        "permalink": "",
+        "sent": sent,
+        "lines": lines,
+    }
+    save(post, phase=Phase.DONE, published_at=ctx.now, details={**post.details, "summary": summary})
+    return Done(summary)

@@ -1,0 +1,224 @@
+"""Publish one approval to TikTok (Direct Post, pulled from URL) exactly once.
+
+../shared/reference/channels.md §2: `creator_info` before each post (the template's
+privacy level must be one it allows; unaudited apps only SELF_ONLY); `init` returns
+the `publish_id`, saved at once; `status/fetch` is re-checked on the same schedule row
+until PUBLISH_COMPLETE or FAILED. `init` has no idempotency key and its `publish_id`
+is the only handle on the post: when the answer to an `init` is lost, automedia cannot
+read the state and never posts again on its own — the task ends in automediaエラー
+asking a person to look in TikTok (§2.5). Per-token limits (init 6/min, status 20–30/min)
+are kept by counting automedia's own recorded calls; a 429 is retried after a minute.
+An expired access token is refreshed once (single-flight, rotating refresh token).
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.db.models import Min
+
+from deliveries.channels.platform import PlatformError
+from deliveries.channels.tiktok import (
+    CONTENT_INIT,
+    CREATOR_INFO,
+    PER_MINUTE,
+    STATUS_FETCH,
+    VIDEO_INIT,
+    TikTokTransport,
+)
+from deliveries.models import ChannelAccount, ChannelPost, DeliveryAttempt
+from deliveries.publishers.base import (
+    Context,
+    Done,
+    PublishFailed,
+    Wait,
+    Waiting,
+    account_for,
+    post_for,
+    record,
+    recorded,
+    save,
+)
+from deliveries.tokens import RefreshBusy, RefreshFailed, tiktok_access_token
+
+RECHECKS = (15, 30, 60, 60, 120, 300, 600)  # seconds; then every LATE_RECHECK
+LATE_RECHECK = 1800
+PROCESSING_LIMIT = timedelta(hours=24)  # moderation "sometimes hours" (§2.2)
+REFRESH_BUSY_RECHECK = timedelta(seconds=5)
+UNCLEAR_INIT = (
+    "TikTok への投稿依頼（init）の応答が届かなかったため、投稿されたかどうか確認できません。"
+    "二重投稿を避けるため自動では再投稿しません。TikTok アプリで投稿を確認し、投稿されていなければもう一度承認してください。"
+)
+POST_INFO_KEYS = {
+    "video": (
+        "title",
+        "privacy_level",
+        "disable_comment",
+        "disable_duet",
+        "disable_stitch",
+        "video_cover_timestamp_ms",
+    ),
+    "photo": ("title", "description", "privacy_level", "disable_comment", "auto_add_music"),
+}
+Phase = ChannelPost.Phase
+
+
+def publish(ctx: Context) -> Done | Wait:
+    account = account_for(ctx.tenant, ChannelAccount.Channel.TIKTOK)
+    post = post_for(ctx, account)
+    if post.phase == Phase.DONE:
+        return _done(post)
+    try:
+        return _with_token(ctx, account, post, force=False)
+    except PlatformError as exc:
+        if exc.code != "access_token_invalid":
+            raise
+        return _with_token(ctx, account, post, force=True)  # refresh once, then it is an auth error
+
+
+def _with_token(ctx: Context, account: ChannelAccount, post: ChannelPost, *, force: bool) -> Done | Wait:
+    try:
+        token = tiktok_access_token(account, now=ctx.now, force=force)
+    except RefreshBusy:
+        return Wait(ctx.now + REFRESH_BUSY_RECHECK, "TikTok のトークンを別の処理が更新中です")
+    except RefreshFailed as exc:
+        raise PublishFailed(f"認証エラー: {exc.reason}", auth=True) from exc
+    tt = TikTokTransport(token=token)
+    try:
+        return _step(ctx, tt, post)
+    finally:
+        tt.close()
+
+
+def _step(ctx: Context, tt: TikTokTransport, post: ChannelPost) -> Done | Wait:
+    if post.publish_id:
+        return _await(ctx, tt, post)
+    if post.phase == Phase.PUBLISHING:
+        raise PublishFailed(UNCLEAR_INIT)
+    return _init(ctx, tt, post)
+
+
+def _init(ctx: Context, tt: TikTokTransport, post: ChannelPost) -> Done | Wait:
+    content = ctx.content
+    info = _creator_info(ctx, tt, post)
+    endpoint = VIDEO_INIT if content["type"] == "video" else CONTENT_INIT
+    if wait := _minute_wait(ctx, endpoint):
+        return wait
+    ctx.check_claim()
+    save(post, phase=Phase.PUBLISHING)  # a lost answer from here on is not retried
+    post_info = {k: content[k] for k in POST_INFO_KEYS[content["type"]] if k in content}
+    try:
+        publish_id = _call_init(tt, content, post_info)
+    except PlatformError as exc:
+        record(ctx, tt, endpoint, error=exc)
+        if exc.unclear:
+            raise PublishFailed(f"{UNCLEAR_INIT}（{exc.message}）") from exc
+        save(post, phase=Phase.NEW)  # TikTok answered: nothing was created
+        raise
+    record(
+        ctx,
+        tt,
+        endpoint,
+        key=publish_id,
+        summary={"type": content["type"], "privacy_level": content["privacy_level"]},
+    )
+    details = {**post.details, "creator_username": info.get("creator_username", "")}
+    save(
+        post,
+        publish_id=publish_id,
+        phase=Phase.PROCESSING,
+        processing_since=ctx.now,
+        checks=0,
+        details=details,
+    )
+    return _await(ctx, tt, post)
+
+
+def _call_init(tt: TikTokTransport, content: dict, post_info: dict) -> str:
+    if content["type"] == "video":
+        return tt.video_init(post_info=post_info, video_url=content["video_url"])
+    return tt.photo_init(
+        post_info=post_info, photo_urls=content["photo_urls"], cover_index=content.get("photo_cover_index", 0)
+    )
+
+
+def _creator_info(ctx: Context, tt: TikTokTransport, post: ChannelPost) -> dict:
+    if wait := _minute_wait(ctx, CREATOR_INFO):
+        raise Waiting(wait)
+    info = recorded(ctx, tt, CREATOR_INFO, tt.creator_info)
+    options = list(info.get("privacy_level_options") or [])
+    level = ctx.content["privacy_level"]
+    if level not in options:
+        raise PublishFailed(
+            f"privacy_level「{level}」はこのクリエイター（@{info.get('creator_username', '?')}）では使えません"
+            f"（使えるのは {' / '.join(options) or 'なし'}）。審査前の TikTok アプリでは SELF_ONLY しか使えません。"
+            "テンプレの privacy_level を直して、もう一度承認してください。"
+        )
+    return info
+
+
+def _await(ctx: Context, tt: TikTokTransport, post: ChannelPost) -> Done | Wait:
+    if wait := _minute_wait(ctx, STATUS_FETCH):
+        return wait
+    data = recorded(ctx, tt, STATUS_FETCH, lambda: tt.status(post.publish_id), key=post.publish_id)
+    status = str(data.get("status") or "")
+    save(post, platform_status=status, checks=post.checks + 1)
+    if status in ("PUBLISH_COMPLETE", "SEND_TO_USER_INBOX"):
+        return _complete(ctx, post, data)
+    if status == "FAILED":
+        raise PublishFailed(
+            f"TikTok で投稿の処理に失敗しました（publish_id {post.publish_id}、理由: {data.get('fail_reason') or '不明'}）。"
+            "動画・写真の URL と形式を確認して、もう一度承認してください。"
+        )
+    if ctx.now - (post.processing_since or ctx.now) >= PROCESSING_LIMIT:
+        raise PublishFailed(
+            f"TikTok の処理が {PROCESSING_LIMIT.days * 24} 時間経っても終わりません（publish_id {post.publish_id}、状態 {status}）。"
+            "TikTok アプリで投稿を確認してください。"
+        )
+    delay = RECHECKS[post.checks - 1] if post.checks <= len(RECHECKS) else LATE_RECHECK
+    return Wait(
+        ctx.now + timedelta(seconds=delay), f"TikTok の処理待ち（{status}、{post.checks} 回目の確認）"
+    )
+
+
+def _complete(ctx: Context, post: ChannelPost, data: dict) -> Done:
+    ids = data.get("publicaly_available_post_id") or []  # sic: TikTok's spelling
+    post_id = str(ids[0]) if ids else ""
+    username = post.details.get("creator_username", "")
+    link = f"https://www.tiktok.com/@{username}/video/{post_id}" if post_id and username else ""
+    save(post, post_id=post_id, permalink=link, phase=Phase.DONE, published_at=ctx.now)
+    return _done(post)
+
+
+def _minute_wait(ctx: Context, endpoint: str) -> Wait | None:
+    """TikTok's per-token per-minute limits, kept with automedia's own recorded calls."""
+    since = ctx.now - timedelta(seconds=60)
+    calls = DeliveryAttempt.objects.filter(
+        tenant=ctx.tenant, channel="tiktok", endpoint=endpoint, created_at__gt=since
+    )
+    if calls.count() < PER_MINUTE[endpoint]:
+        return None
+    oldest = calls.aggregate(first=Min("created_at"))["first"]
+    return Wait(
+        oldest + timedelta(seconds=61), f"TikTok の 1 分あたりの呼び出し上限（{endpoint}）に合わせて待機"
+    )
+
+
+def _done(post: ChannelPost) -> Done:
+    lines = ["TikTok に投稿しました。", f"publish_id: {post.publish_id}"]
+    if post.post_id:
+        lines.append(f"投稿ID: {post.post_id}")
+        lines.append(f"URL: {post.permalink or '不明'}")
+    else:
+        lines.append("投稿ID: なし（非公開の投稿など、TikTok が公開 ID を返さない場合）")
+    if post.platform_status == "SEND_TO_USER_INBOX":
+        lines.append("（TikTok アプリの受信箱に送られました。アプリで公開を完了してください）")
+    return Done(
+        {
+            "platform": "TikTok",
+            "post_id": post.post_id,
+            "permalink": post.permalink,
+            "publish_id": post.publish_id,
+            "lines": lines,
+        }
+    )

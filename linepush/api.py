@@ -1,0 +1,148 @@
+"""`POST /api/linepush/items/`: other systems (e.g. a talent-management app) queue group posts.
+
+Authentication: `Authorization: Bearer <token>` with a per-tenant token
+(`manage.py linepush_token SLUG`); only its SHA-256 is stored. The body is the item's
+fields; 201 = created, 200 = an item with this dedupe_key already exists (returned
+as it is), 400 = the reasons, 401 = no or a bad token.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from django.utils import timezone
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import serializers, status
+from rest_framework.authentication import BaseAuthentication, get_authorization_header
+from rest_framework.exceptions import AuthenticationFailed
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from deliveries.models import Tenant
+from deliveries.rendering import validate_line_messages
+from linepush.models import LineApiToken, LinePushItem, Trigger, api_token_hash
+from linepush.services import DedupeKeyTaken, PushInvalid, push_enqueue
+
+GROUP_ID = re.compile(r"[CR][0-9A-Za-z_\-]{1,63}")
+
+
+@dataclass(frozen=True)
+class ApiClient:
+    """`request.user` of an API call: the token and its tenant."""
+
+    token: LineApiToken
+    is_authenticated: bool = True
+
+    @property
+    def tenant(self) -> Tenant:
+        return self.token.tenant
+
+
+class LineApiTokenAuthentication(BaseAuthentication):
+    def authenticate(self, request):
+        scheme, _, value = get_authorization_header(request).decode("latin-1").partition(" ")
+        if scheme.lower() != "bearer":
+            return None
+        token = (
+            LineApiToken.objects.select_related("tenant")
+            .filter(token_hash=api_token_hash(value.strip()), revoked_at__isnull=True, tenant__is_active=True)
+            .first()
+        )
+        if token is None:
+            raise AuthenticationFailed("API トークンが無効です。")
+        LineApiToken.objects.filter(pk=token.pk).update(last_used_at=timezone.now())
+        return ApiClient(token), token
+
+    def authenticate_header(self, request) -> str:
+        return 'Bearer realm="linepush"'
+
+
+class LineApiTokenScheme(OpenApiAuthenticationExtension):
+    target_class = "linepush.api.LineApiTokenAuthentication"
+    name = "linepushToken"
+
+    def get_security_definition(self, auto_schema):
+        return {"type": "http", "scheme": "bearer", "description": "テナントごとの API トークン"}
+
+
+class PushItemIn(serializers.Serializer):
+    ext_group_id = serializers.CharField(
+        max_length=64, help_text="投稿先の LINE グループID（C…）またはルームID（R…）"
+    )
+    trigger_type = serializers.ChoiceField(choices=Trigger.choices, default=Trigger.SIGNAL_APPROVED)
+    payload = serializers.JSONField(help_text="LINE メッセージオブジェクトの配列（1〜5 件）")
+    source_table = serializers.CharField(max_length=64, required=False, allow_blank=True, default="")
+    source_id = serializers.CharField(max_length=128, required=False, allow_blank=True, default="")
+    dedupe_key = serializers.CharField(
+        max_length=255, help_text="同じキーの投稿は 1 回だけ（例: signal:abc-123:approved）"
+    )
+    scheduled_at = serializers.DateTimeField(required=False, help_text="省略時は今すぐ")
+
+    def validate_ext_group_id(self, value: str) -> str:
+        if not GROUP_ID.fullmatch(value):
+            raise serializers.ValidationError(
+                "LINE のグループID（C…）またはルームID（R…）を指定してください。"
+            )
+        return value
+
+    def validate_payload(self, value: object) -> object:
+        problems = validate_line_messages(value)
+        if problems:
+            raise serializers.ValidationError(problems)
+        return value
+
+
+class PushItemOut(serializers.ModelSerializer):
+    class Meta:
+        model = LinePushItem
+        fields = [
+            "id",
+            "ext_group_id",
+            "trigger_type",
+            "payload",
+            "source_table",
+            "source_id",
+            "dedupe_key",
+            "scheduled_at",
+            "status",
+            "attempt_count",
+            "last_error",
+            "sent_at",
+            "created_at",
+        ]
+        read_only_fields = fields
+
+
+class PushItemCreateView(APIView):
+    authentication_classes = [LineApiTokenAuthentication]
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(
+        operation_id="linepush_items_create",
+        summary="LINE グループ投稿をキューに入れる",
+        request=PushItemIn,
+        responses={
+            201: PushItemOut,
+            200: OpenApiResponse(PushItemOut, description="同じ dedupe_key の投稿が既にある（何もしない）"),
+            400: OpenApiResponse(description="入力の問題（項目ごとの理由）"),
+            401: OpenApiResponse(description="API トークンがない、または無効"),
+            409: OpenApiResponse(description="dedupe_key が別のテナントで使われている"),
+        },
+    )
+    def post(self, request) -> Response:
+        data = PushItemIn(data=request.data)
+        data.is_valid(raise_exception=True)
+        try:
+            item, created = push_enqueue(tenant=request.user.tenant, **data.validated_data)
+        except PushInvalid as exc:
+            return Response({"non_field_errors": exc.problems}, status=status.HTTP_400_BAD_REQUEST)
+        except DedupeKeyTaken:
+            return Response(
+                {"dedupe_key": ["この dedupe_key は使用できません。"]}, status=status.HTTP_409_CONFLICT
+            )
+        return Response(
+            PushItemOut(item).data, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK
+        )

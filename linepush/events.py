@@ -1,0 +1,304 @@
+"""The LINE webhook: verify, store raw events once (webhookEventId), act on them in a worker.
+
+Event shapes: ../shared/specs/line-openapi/webhook.yml (`CallbackRequest`, `Event`).
+follow → contact recorded and the tenant's registration (coupon) reply; unfollow →
+blocked; text message → the tenant's survey rules; join / leave / memberJoined /
+memberLeft → the group (`LineSource`) and its member count. Other types are stored
+and ignored.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import logging
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from deliveries.channels.base import TransportError
+from deliveries.channels.line import LineTransport
+from deliveries.models import Tenant
+from linepush.models import LineContact, LineSource, LineSurveyRule, LineWebhookEvent
+from linepush.services import push_settings
+
+logger = logging.getLogger(__name__)
+
+MAX_EVENT_ATTEMPTS = 5
+Outcome = LineWebhookEvent.Outcome
+
+
+def signature_valid(*, secret: str, body: bytes, signature: str) -> bool:
+    """HMAC-SHA256 of the raw body keyed with the channel secret, base64 (line.md §4)."""
+    if not secret or not signature:
+        return False
+    digest = hmac.new(secret.encode(), body, hashlib.sha256).digest()
+    return hmac.compare_digest(base64.b64encode(digest), signature.encode())
+
+
+# -- receiving ---------------------------------------------------------------------------------
+
+
+def line_events_accept(*, tenant: Tenant, events: list) -> dict[str, int]:
+    """Store each event once and enqueue the new ones; returns counts."""
+    from django_q.tasks import async_task
+
+    counts = {"accepted": 0, "duplicate": 0, "ignored": 0}
+    for event in events:
+        if not isinstance(event, dict) or not isinstance(event.get("type"), str):
+            counts["ignored"] += 1
+            continue
+        stored = _store(tenant, event)
+        if stored is None:
+            counts["duplicate"] += 1
+            continue
+        counts["accepted"] += 1
+        enqueue = lambda pk=stored.pk: async_task("linepush.tasks.process_line_event", pk)  # noqa: E731
+        if settings.REDIS_URL:
+            transaction.on_commit(enqueue)  # Redis is outside the transaction
+        else:
+            enqueue()  # the ORM broker's row commits with the event
+    return counts
+
+
+def _event_id(event: dict) -> str:
+    event_id = event.get("webhookEventId")
+    if isinstance(event_id, str) and event_id:
+        return event_id[:64]
+    # Required by the spec; without it the event's own bytes identify it.
+    return "sha256:" + hashlib.sha256(json.dumps(event, sort_keys=True).encode()).hexdigest()[:57]
+
+
+def _store(tenant: Tenant, event: dict) -> LineWebhookEvent | None:
+    row = LineWebhookEvent(
+        tenant=tenant, webhook_event_id=_event_id(event), type=event["type"][:32], payload=event
+    )
+    try:
+        with transaction.atomic():  # insert first: a redelivery is the rare case
+            row.save(force_insert=True)
+    except IntegrityError:
+        return None
+    return row
+
+
+# -- processing ----------------------------------------------------------------------------------
+
+
+def line_event_process(*, event_id: int, transport: LineTransport | None = None) -> str:
+    event = LineWebhookEvent.objects.select_related("tenant").get(pk=event_id)
+    if event.outcome in (Outcome.DONE, Outcome.IGNORED):
+        return event.outcome
+    handler = HANDLERS.get(event.type)
+    if handler is None:
+        _finish(event, Outcome.IGNORED, f"{event.type} は扱いません")
+        return Outcome.IGNORED
+    LineWebhookEvent.objects.filter(pk=event.pk).update(attempts=F("attempts") + 1)
+    own = transport is None
+    transport = transport or LineTransport(token=event.tenant.line_channel_token or "-")
+    try:
+        # An exception leaves the event pending: line_events_retry runs it again.
+        detail = handler(event.tenant, event.payload, transport)
+    finally:
+        if own:
+            transport.close()
+    _finish(event, Outcome.DONE, detail)
+    return Outcome.DONE
+
+
+def _finish(event: LineWebhookEvent, outcome: str, detail: str) -> None:
+    LineWebhookEvent.objects.filter(pk=event.pk).update(
+        outcome=outcome, detail=detail[:2000], processed_at=timezone.now()
+    )
+
+
+def line_events_retry(*, older_than: timedelta = timedelta(minutes=1)) -> int:
+    """Re-run accepted events the broker lost or that failed (bounded attempts)."""
+    stale = LineWebhookEvent.objects.filter(
+        outcome__in=[Outcome.PENDING, Outcome.FAILED],
+        received_at__lt=timezone.now() - older_than,
+        attempts__lt=MAX_EVENT_ATTEMPTS,
+    ).order_by("received_at")
+    count = 0
+    for pk in stale.values_list("pk", flat=True)[:500]:
+        line_event_process(event_id=pk)
+        count += 1
+    return count
+
+
+def _occurred(payload: dict) -> datetime:
+    """The event's own time (a redelivered event keeps it, webhook.yml `timestamp`)."""
+    try:
+        return datetime.fromtimestamp(int(payload["timestamp"]) / 1000, tz=UTC)
+    except (KeyError, TypeError, ValueError, OverflowError):
+        return timezone.now()
+
+
+def _user_id(payload: dict) -> str:
+    source = payload.get("source") or {}
+    return source.get("userId") or "" if isinstance(source, dict) else ""
+
+
+# -- 1:1 events ------------------------------------------------------------------------------
+
+
+def _follow(tenant: Tenant, payload: dict, transport: LineTransport) -> str:
+    user_id = _user_id(payload)
+    if not user_id:
+        return "no userId"
+    contact, created = LineContact.objects.get_or_create(tenant=tenant, user_id=user_id)
+    name = contact.display_name or _display_name(transport, user_id)
+    LineContact.objects.filter(pk=contact.pk).update(
+        blocked=False, display_name=name, followed_at=_occurred(payload), updated_at=timezone.now()
+    )
+    replied = _registration_reply(tenant, payload.get("replyToken"), transport)
+    return f"{'new' if created else 'known'} contact {user_id}; {replied}"
+
+
+def _display_name(transport: LineTransport, user_id: str) -> str:
+    try:
+        return str(transport.profile(user_id).get("displayName") or "")[:200]
+    except TransportError:
+        return ""  # the name is a nicety; the contact is recorded without it
+
+
+def _registration_reply(tenant: Tenant, reply_token: str | None, transport: LineTransport) -> str:
+    messages = push_settings(tenant=tenant).registration_messages
+    if not messages or not reply_token:
+        return "no registration reply configured"
+    try:
+        transport.reply(reply_token=reply_token, messages=messages)
+    except TransportError as exc:
+        # A reply token is single-use and short-lived: retrying later cannot help.
+        logger.warning("registration reply for %s failed: %s", tenant.slug, exc.message)
+        return f"registration reply failed: {exc.message}"
+    return "registration reply sent"
+
+
+def _unfollow(tenant: Tenant, payload: dict, transport: LineTransport) -> str:
+    user_id = _user_id(payload)
+    if not user_id:
+        return "no userId"
+    contact, _ = LineContact.objects.get_or_create(tenant=tenant, user_id=user_id)
+    LineContact.objects.filter(pk=contact.pk).update(blocked=True, updated_at=timezone.now())
+    return f"blocked {user_id}"
+
+
+def _message(tenant: Tenant, payload: dict, transport: LineTransport) -> str:
+    message = payload.get("message") or {}
+    user_id = _user_id(payload)
+    if message.get("type") != "text" or not user_id:
+        return "not a text message from a user"
+    rules = [
+        r
+        for r in LineSurveyRule.objects.filter(tenant=tenant, is_active=True)
+        if r.matches(message.get("text") or "")
+    ]
+    if not rules:
+        return "no survey rule matched"
+    with transaction.atomic():
+        contact, _ = LineContact.objects.select_for_update().get_or_create(tenant=tenant, user_id=user_id)
+        tags = _apply_rules(contact.tags or [], rules)
+        wants = contact.wants_next_delivery or any(r.next_delivery for r in rules)
+        LineContact.objects.filter(pk=contact.pk).update(
+            tags=tags, wants_next_delivery=wants, updated_at=timezone.now()
+        )
+    return f"rules {', '.join(r.name for r in rules)} → tags {tags}"
+
+
+def _apply_rules(tags: list[str], rules: list[LineSurveyRule]) -> list[str]:
+    current = list(tags)
+    for rule in rules:
+        current = [t for t in current if t not in rule.remove_tags]
+        current += [t for t in rule.add_tags if t not in current]
+    return current
+
+
+# -- groups and rooms --------------------------------------------------------------------------
+
+
+def _group_ref(payload: dict) -> tuple[str, str]:
+    source = payload.get("source") or {}
+    if source.get("type") == "group":
+        return source.get("groupId") or "", LineSource.Kind.GROUP
+    if source.get("type") == "room":
+        return source.get("roomId") or "", LineSource.Kind.ROOM
+    return "", ""
+
+
+def _member_count(transport: LineTransport, group_id: str, kind: str) -> int | None:
+    try:
+        return transport.member_count(group_id, room=kind == LineSource.Kind.ROOM)
+    except (TransportError, KeyError, ValueError):
+        return None
+
+
+def _group_name(transport: LineTransport, group_id: str, kind: str) -> str:
+    if kind != LineSource.Kind.GROUP:
+        return ""
+    try:
+        return str(transport.group_summary(group_id).get("groupName") or "")[:200]
+    except TransportError:
+        return ""
+
+
+def _join(tenant: Tenant, payload: dict, transport: LineTransport) -> str:
+    group_id, kind = _group_ref(payload)
+    if not group_id:
+        return "no group in source"
+    source, created = LineSource.objects.get_or_create(
+        tenant=tenant, group_id=group_id, defaults={"kind": kind}
+    )
+    changes = {"joined_at": _occurred(payload), "left_at": None, "kind": kind, "updated_at": timezone.now()}
+    name = _group_name(transport, group_id, kind)
+    if name:
+        changes["name"] = name
+    count = _member_count(transport, group_id, kind)
+    if count is not None:
+        changes["member_count"] = count
+    LineSource.objects.filter(pk=source.pk).update(**changes)
+    return f"joined {group_id} ({count if count is not None else '?'} members)"
+
+
+def _leave(tenant: Tenant, payload: dict, transport: LineTransport) -> str:
+    group_id, _ = _group_ref(payload)
+    updated = LineSource.objects.filter(tenant=tenant, group_id=group_id).update(
+        left_at=_occurred(payload), updated_at=timezone.now()
+    )
+    return f"left {group_id}" if updated else f"left unknown {group_id}"
+
+
+def _members_changed(sign: int, key: str) -> Callable[[Tenant, dict, LineTransport], str]:
+    def handle(tenant: Tenant, payload: dict, transport: LineTransport) -> str:
+        group_id, kind = _group_ref(payload)
+        if not group_id:
+            return "no group in source"
+        source, _ = LineSource.objects.get_or_create(
+            tenant=tenant, group_id=group_id, defaults={"kind": kind}
+        )
+        # LINE's count is the truth (events may arrive late or twice); the event only
+        # adjusts the stored count when LINE cannot be asked.
+        count = _member_count(transport, group_id, kind)
+        if count is None and source.member_count is not None:
+            moved = len((payload.get(key) or {}).get("members") or [])
+            count = max(0, source.member_count + sign * moved)
+        LineSource.objects.filter(pk=source.pk).update(member_count=count, updated_at=timezone.now())
+        return f"{group_id}: {count} members"
+
+    return handle
+
+
+HANDLERS: dict[str, Callable[[Tenant, dict, LineTransport], str]] = {
+    "follow": _follow,
+    "unfollow": _unfollow,
+    "message": _message,
+    "join": _join,
+    "leave": _leave,
+    "memberJoined": _members_changed(+1, "joined"),
+    "memberLeft": _members_changed(-1, "left"),
+}

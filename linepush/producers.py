@@ -1,0 +1,197 @@
+"""Producers of group posts (seed 003 §2): task approved, reminders, escalations, morning digest.
+
+A content task names the LINE group told about it with the optional item
+`- 連絡グループ: <groupId>` in its `## 配信メタ` (backlog_bridge.parser). Every producer
+is idempotent through its dedupe key, so a job that runs twice (django-q2 is
+at-least-once) or overlaps the previous run posts nothing twice.
+
+| trigger | when | dedupe key |
+|---|---|---|
+| task_approved | the approval is registered (`_act_register`) | `task_approved:{tenant}:{issue}:{approval}` |
+| reminder | hourly: approved tasks due in the next 24 h | `reminder:{tenant}:{issue}:{date}` |
+| escalation | daily: tasks in automediaエラー unchanged for LINEPUSH_ESCALATION_AFTER_HOURS, and approved tasks still undelivered an hour after 投稿日時 | `escalation:{tenant}:{issue}:{date}` |
+| morning_digest | hourly; queued for 08:00 (tenant time) with that day's tasks of each group | `morning_digest:{tenant}:{group}:{date}` |
+"""
+
+from __future__ import annotations
+
+from datetime import date, datetime, time, timedelta
+
+from django.conf import settings
+
+from deliveries.models import STATUS_APPROVED, STATUS_DELIVERED, STATUS_ERROR, ContentTask, Tenant
+from linepush.models import LinePushItem, LineSource, Trigger
+from linepush.services import push_enqueue, push_settings
+
+WEEKDAYS = "月火水木金土日"
+OVERDUE_GRACE = timedelta(hours=1)
+DIGEST_CATCH_UP_HOURS = 4  # a digest missed at 08:00 (workers down) still goes out until 12:00
+SOURCE_TABLE = "content_task"
+
+
+def _group_of(task: ContentTask) -> str:
+    return (task.parsed or {}).get("contact_group") or ""
+
+
+def _when(moment: datetime, zone) -> str:
+    local = moment.astimezone(zone)
+    return f"{local.month}月{local.day}日({WEEKDAYS[local.weekday()]}) {local:%H:%M}"
+
+
+def _day_word(moment: datetime, now: datetime, zone) -> str:
+    days = (moment.astimezone(zone).date() - now.astimezone(zone).date()).days
+    return {0: "本日", 1: "明日"}.get(days, _when(moment, zone).split(" ")[0])
+
+
+def _text(text: str) -> list[dict]:
+    return [{"type": "text", "text": text}]
+
+
+def _enqueue(task: ContentTask, trigger: str, key: str, text: str) -> tuple[LinePushItem, bool]:
+    return push_enqueue(
+        tenant=task.tenant,
+        ext_group_id=_group_of(task),
+        trigger_type=trigger,
+        payload=_text(text),
+        dedupe_key=key,
+        source_table=SOURCE_TABLE,
+        source_id=task.issue_key,
+    )
+
+
+def _linked(tasks) -> list[ContentTask]:
+    return [t for t in tasks.select_related("tenant") if _group_of(t)]
+
+
+# -- task_approved ---------------------------------------------------------------------------
+
+
+def task_approved_enqueue(*, task: ContentTask) -> LinePushItem | None:
+    """Called when an approval is registered; None when the task names no LINE group."""
+    task = ContentTask.objects.select_related("tenant").get(pk=task.pk)
+    if not _group_of(task):
+        return None
+    zone = push_settings(tenant=task.tenant).zone
+    when = _when(task.publish_at, zone) if task.publish_at else "未定"
+    text = f"【タスク承認】「{task.summary}」を承りました。\n投稿予定: {when}\n（{task.issue_key}）"
+    key = f"task_approved:{task.tenant.slug}:{task.issue_key}:{task.approval_seq}"
+    return _enqueue(task, Trigger.TASK_APPROVED, key, text)[0]
+
+
+# -- reminder ----------------------------------------------------------------------------------
+
+
+def reminders_produce(*, now: datetime) -> int:
+    """Hourly: approved, undelivered tasks whose 投稿日時 is within the next 24 hours."""
+    due = ContentTask.objects.filter(
+        status_name=STATUS_APPROVED,
+        deleted_at__isnull=True,
+        delivered_at__isnull=True,
+        publish_at__gt=now,
+        publish_at__lte=now + timedelta(hours=24),
+    )
+    created = 0
+    for task in _linked(due):
+        zone = push_settings(tenant=task.tenant).zone
+        local = task.publish_at.astimezone(zone)
+        text = f"【リマインダー】{_day_word(task.publish_at, now, zone)} {local:%H:%M} 「{task.summary}」の投稿予定です。\n（{task.issue_key}）"
+        key = f"reminder:{task.tenant.slug}:{task.issue_key}:{local.date().isoformat()}"
+        created += _enqueue(task, Trigger.REMINDER, key, text)[1]
+    return created
+
+
+# -- escalation -------------------------------------------------------------------------------
+
+
+def escalations_produce(*, now: datetime) -> int:
+    """Daily: tasks waiting on a person past their time.
+
+    - in automediaエラー and unchanged for LINEPUSH_ESCALATION_AFTER_HOURS (someone must
+      fix and re-approve), or
+    - approved, 投稿日時 passed more than an hour ago, and still not delivered.
+    """
+    hours = settings.LINEPUSH_ESCALATION_AFTER_HOURS
+    erroring = ContentTask.objects.filter(
+        status_name=STATUS_ERROR, deleted_at__isnull=True, last_synced_at__lte=now - timedelta(hours=hours)
+    )
+    overdue = ContentTask.objects.filter(
+        status_name=STATUS_APPROVED,
+        deleted_at__isnull=True,
+        delivered_at__isnull=True,
+        publish_at__lte=now - OVERDUE_GRACE,
+    )
+    created = 0
+    for task in _linked(erroring):
+        waited = int((now - task.last_synced_at).total_seconds() // 3600)
+        text = f"【要対応】「{task.summary}」（{task.issue_key}）は配信エラーのまま {waited} 時間が経過しています。Backlog で内容を確認し、もう一度承認してください。"
+        created += _escalate(task, now, text)
+    for task in _linked(overdue):
+        zone = push_settings(tenant=task.tenant).zone
+        text = f"【要対応】「{task.summary}」（{task.issue_key}）は投稿予定 {_when(task.publish_at, zone)} を過ぎても配信されていません。Backlog で状態を確認してください。"
+        created += _escalate(task, now, text)
+    return created
+
+
+def _escalate(task: ContentTask, now: datetime, text: str) -> int:
+    zone = push_settings(tenant=task.tenant).zone
+    key = f"escalation:{task.tenant.slug}:{task.issue_key}:{now.astimezone(zone).date().isoformat()}"
+    return _enqueue(task, Trigger.ESCALATION, key, text)[1]
+
+
+# -- morning digest ---------------------------------------------------------------------------
+
+
+def digests_produce(*, now: datetime) -> int:
+    """Hourly: from an hour before the tenant's digest time (08:00) until four hours after,
+    queue one digest per opted-in group for that day, scheduled at the digest time."""
+    created = 0
+    for tenant in Tenant.objects.filter(is_active=True):
+        push = push_settings(tenant=tenant)
+        local = now.astimezone(push.zone)
+        if not push.digest_hour - 1 <= local.hour < push.digest_hour + DIGEST_CATCH_UP_HOURS:
+            continue
+        at = datetime.combine(local.date(), time(push.digest_hour), tzinfo=push.zone)
+        created += _digests_for(tenant, local.date(), max(at, now))
+    return created
+
+
+def _digests_for(tenant: Tenant, day: date, at: datetime) -> int:
+    zone = push_settings(tenant=tenant).zone
+    start = datetime.combine(day, time(0), tzinfo=zone)
+    tasks = ContentTask.objects.filter(
+        tenant=tenant,
+        deleted_at__isnull=True,
+        status_name__in=[STATUS_APPROVED, STATUS_DELIVERED],
+        publish_at__gte=start,
+        publish_at__lt=start + timedelta(days=1),
+    ).order_by("publish_at", "issue_key")
+    by_group: dict[str, list[ContentTask]] = {}
+    for task in tasks:
+        by_group.setdefault(_group_of(task), []).append(task)
+    created = 0
+    for source in _digest_groups(tenant):
+        todays = by_group.get(source.group_id)
+        if todays:
+            created += _digest_one(tenant, source, day, todays, at, zone)
+    return created
+
+
+def _digest_groups(tenant: Tenant) -> list[LineSource]:
+    sources = LineSource.objects.filter(tenant=tenant, left_at__isnull=True, allow_outbound_push=True)
+    return [s for s in sources if Trigger.MORNING_DIGEST in (s.push_opt_in_triggers or [])]
+
+
+def _digest_one(tenant, source, day: date, tasks, at: datetime, zone) -> int:
+    lines = [f"・{t.publish_at.astimezone(zone):%H:%M} {t.summary}（{t.issue_key}）" for t in tasks]
+    text = f"【本日の配信予定】{day.month}月{day.day}日({WEEKDAYS[day.weekday()]})\n" + "\n".join(lines)
+    _, created = push_enqueue(
+        tenant=tenant,
+        ext_group_id=source.group_id,
+        trigger_type=Trigger.MORNING_DIGEST,
+        payload=_text(text[:5000]),
+        dedupe_key=f"morning_digest:{tenant.slug}:{source.group_id}:{day.isoformat()}",
+        source_table="line_source",
+        source_id=source.group_id,
+        scheduled_at=at,
+    )
+    return int(created)

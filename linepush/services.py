@@ -1,0 +1,263 @@
+"""Workflows of the group push queue: enqueue, approve / reject, settings, quota (seed 003).
+
+Sending (claim → push → record) is in `linepush.push`; producers of items in
+`linepush.producers`; the LINE webhook in `linepush.events`.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.mail import mail_admins
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from deliveries.channels.base import TransportError
+from deliveries.channels.line import LineTransport
+from deliveries.models import Tenant
+from deliveries.rendering import validate_line_messages
+from linepush.models import (
+    LineMonthlyUsage,
+    LinePushItem,
+    LinePushSettings,
+    LineSource,
+    LineTriggerPolicy,
+    Trigger,
+)
+
+logger = logging.getLogger(__name__)
+
+QUOTA_WARNING_RATIO = 0.8
+
+
+class PushInvalid(ValueError):
+    """An item automedia cannot accept; `problems` are Japanese, one per problem."""
+
+    def __init__(self, problems: list[str]):
+        self.problems = problems
+        super().__init__("\n".join(problems))
+
+
+class DedupeKeyTaken(Exception):
+    """The dedupe key belongs to another tenant's item."""
+
+
+# -- settings -------------------------------------------------------------------------
+
+
+def push_settings(*, tenant: Tenant) -> LinePushSettings:
+    found = LinePushSettings.objects.select_related("plan").filter(tenant=tenant).first()
+    if found is not None:
+        return found
+    try:
+        with transaction.atomic():
+            return LinePushSettings.objects.create(tenant=tenant)
+    except IntegrityError:
+        return LinePushSettings.objects.select_related("plan").get(tenant=tenant)
+
+
+def month_of(when: datetime, zone) -> str:
+    return when.astimezone(zone).strftime("%Y-%m")
+
+
+def usage_row(*, tenant: Tenant, month: str) -> LineMonthlyUsage:
+    row, _ = LineMonthlyUsage.objects.get_or_create(tenant=tenant, month=month)
+    return row
+
+
+def quota_limit(*, push: LinePushSettings, usage: LineMonthlyUsage) -> int | None:
+    """The lower of the plan's allowance and LINE's own limit; None = no known limit."""
+    limits = [n for n in (usage.line_limit, push.plan.monthly_messages if push.plan else None) if n]
+    return min(limits) if limits else None
+
+
+# -- enqueue ----------------------------------------------------------------------------
+
+
+def push_validate(*, trigger_type: str, ext_group_id: str, payload: object, dedupe_key: str) -> None:
+    problems = []
+    if trigger_type not in Trigger.values:
+        problems.append(f"trigger_type「{trigger_type}」は使えません（{', '.join(Trigger.values)}）。")
+    if not ext_group_id:
+        problems.append("ext_group_id（投稿先グループID）がありません。")
+    if not dedupe_key:
+        problems.append("dedupe_key（重複排除キー）がありません。")
+    problems += validate_line_messages(payload)
+    if problems:
+        raise PushInvalid(problems)
+
+
+def push_enqueue(
+    *,
+    tenant: Tenant,
+    ext_group_id: str,
+    trigger_type: str,
+    payload: list[dict],
+    dedupe_key: str,
+    source_table: str = "",
+    source_id: str = "",
+    scheduled_at: datetime | None = None,
+) -> tuple[LinePushItem, bool]:
+    """Queue one post; an existing dedupe_key is a no-op returning that item (created=False).
+
+    The group's opt-in is checked now (an opted-out group ends `skipped` with the reason,
+    so the refusal is visible) and again when the item is sent.
+    """
+    push_validate(
+        trigger_type=trigger_type, ext_group_id=ext_group_id, payload=payload, dedupe_key=dedupe_key
+    )
+    existing = LinePushItem.objects.filter(dedupe_key=dedupe_key).first()
+    if existing is not None:
+        return _same_tenant(existing, tenant), False
+    item = LinePushItem(
+        tenant=tenant,
+        ext_group_id=ext_group_id,
+        trigger_type=trigger_type,
+        payload=payload,
+        dedupe_key=dedupe_key,
+        source_table=source_table,
+        source_id=source_id,
+        scheduled_at=scheduled_at or timezone.now(),
+    )
+    _initial_status(item)
+    try:
+        with transaction.atomic():
+            item.save(force_insert=True)
+    except IntegrityError:  # a concurrent enqueue of the same key won
+        return _same_tenant(LinePushItem.objects.get(dedupe_key=dedupe_key), tenant), False
+    return item, True
+
+
+def _same_tenant(item: LinePushItem, tenant: Tenant) -> LinePushItem:
+    if item.tenant_id != tenant.pk:
+        raise DedupeKeyTaken(item.dedupe_key)
+    return item
+
+
+def _initial_status(item: LinePushItem) -> None:
+    source = LineSource.objects.filter(tenant=item.tenant, group_id=item.ext_group_id).first()
+    refusal = item.may_send(source)
+    if refusal:
+        item.status, item.last_error = LinePushItem.Status.SKIPPED, refusal
+    elif LineTriggerPolicy.approval_required(item.tenant, item.trigger_type):
+        item.status = LinePushItem.Status.WAITING_APPROVAL
+
+
+# -- approval ---------------------------------------------------------------------------
+
+
+def push_approve(*, item: LinePushItem, user: AbstractBaseUser) -> bool:
+    """A manager lets a waiting item go; False when it was not waiting."""
+    return (
+        LinePushItem.objects.filter(pk=item.pk, status=LinePushItem.Status.WAITING_APPROVAL).update(
+            status=LinePushItem.Status.PENDING, approved_by=user, approved_at=timezone.now()
+        )
+        == 1
+    )
+
+
+def push_reject(*, item: LinePushItem, user: AbstractBaseUser) -> bool:
+    """A manager refuses a waiting item: it ends `skipped` and is never sent."""
+    reason = f"{user.get_username()} が却下しました"
+    return (
+        LinePushItem.objects.filter(pk=item.pk, status=LinePushItem.Status.WAITING_APPROVAL).update(
+            status=LinePushItem.Status.SKIPPED, rejected_by=user, last_error=reason
+        )
+        == 1
+    )
+
+
+def push_retry(*, item: LinePushItem) -> bool:
+    """A person sends a failed item again: back to the queue as a fresh try; False unless failed.
+
+    The retry key (from the dedupe key) is unchanged, so LINE still answers 409 for a
+    post it accepted in the last 24 h; the 23-hour guard restarts from this try.
+    """
+    return (
+        LinePushItem.objects.filter(pk=item.pk, status=LinePushItem.Status.FAILED).update(
+            status=LinePushItem.Status.PENDING,
+            scheduled_at=timezone.now(),
+            attempt_count=0,
+            last_error="",
+            first_attempt_at=None,
+            lease_until=None,
+            claimed_by="",
+        )
+        == 1
+    )
+
+
+def held_release(*, tenant: Tenant) -> int:
+    """Held items go back to the queue; the claim checks the quota again."""
+    return LinePushItem.objects.filter(tenant=tenant, status=LinePushItem.Status.HELD).update(
+        status=LinePushItem.Status.PENDING
+    )
+
+
+# -- quota --------------------------------------------------------------------------------
+
+
+@dataclass
+class QuotaReport:
+    month: str
+    used: int
+    limit: int | None
+    released: int = 0
+
+
+def quota_warn_once(*, tenant: Tenant, usage: LineMonthlyUsage, limit: int | None) -> bool:
+    """At 80 % of the month's allowance: log and mail ADMINS, once per tenant and month."""
+    if not limit or usage.messages < QUOTA_WARNING_RATIO * limit:
+        return False
+    first = LineMonthlyUsage.objects.filter(pk=usage.pk, warned_at__isnull=True).update(
+        warned_at=timezone.now()
+    )
+    if not first:
+        return False
+    percent = int(100 * usage.messages / limit)
+    text = (
+        f"テナント {tenant.slug} の LINE メッセージ使用数が今月（{usage.month}）の上限の {percent}% に達しました"
+        f"（{usage.messages:,} / {limit:,} 通）。上限を超えるとグループ投稿は保留されます。"
+    )
+    logger.warning("line quota warning: %s", text)
+    mail_admins(f"[automedia] LINE メッセージ数が上限の 80% を超えました（{tenant.name}）", text)
+    return True
+
+
+def quota_check(*, tenant: Tenant, transport: LineTransport | None = None) -> QuotaReport:
+    """Daily: read LINE's quota and usage, store them, warn at 80 %, release held items if room."""
+    push = push_settings(tenant=tenant)
+    month = month_of(timezone.now(), push.zone)
+    own = transport is None
+    transport = transport or LineTransport(token=tenant.line_channel_token)
+    try:
+        quota, consumption = transport.quota(), transport.consumption()
+    finally:
+        if own:
+            transport.close()
+    usage = usage_row(tenant=tenant, month=month)
+    line_limit = quota.get("value") if quota.get("type") == "limited" else None
+    total = int(consumption.get("totalUsage") or 0)
+    LineMonthlyUsage.objects.filter(pk=usage.pk).update(
+        line_limit=line_limit, line_total_usage=total, messages=total, checked_at=timezone.now()
+    )
+    usage.refresh_from_db()
+    limit = quota_limit(push=push, usage=usage)
+    quota_warn_once(tenant=tenant, usage=usage, limit=limit)
+    released = held_release(tenant=tenant) if limit is None or usage.messages < limit else 0
+    return QuotaReport(month=month, used=usage.messages, limit=limit, released=released)
+
+
+def quota_check_all() -> dict[str, str]:
+    results = {}
+    for tenant in Tenant.objects.filter(is_active=True).exclude(line_channel_token=""):
+        try:
+            report = quota_check(tenant=tenant)
+            results[tenant.slug] = f"{report.used}/{report.limit or '∞'} released={report.released}"
+        except TransportError as exc:
+            logger.warning("LINE quota check of %s failed: %s", tenant.slug, exc.message)
+            results[tenant.slug] = f"error: {exc.message}"
+    return results

@@ -1,0 +1,40 @@
+"""LINE webhook receiver: verify the signature, store raw events, dedupe, enqueue, answer 200 fast."""
+
+from __future__ import annotations
+
+import json
+
+from django.conf import settings
+from django.db import transaction
+from django.http import Http404
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from deliveries.models import Tenant
+from linepush.events import line_events_accept, signature_valid
+
+
+class LineWebhookView(APIView):
+    authentication_classes: list = []
+    permission_classes: list = []
+
+    def post(self, request, slug: str) -> Response:
+        tenant = Tenant.objects.filter(slug=slug, is_active=True).first()
+        if tenant is None:
+            raise Http404
+        limit = settings.LINE_WEBHOOK_MAX_BYTES
+        if int(request.META.get("CONTENT_LENGTH") or 0) > limit or len(request.body) > limit:
+            return Response({"error": f"body larger than {limit} bytes"}, status=413)
+        signature = request.headers.get("X-Line-Signature", "")
+        if not signature_valid(secret=tenant.line_channel_secret, body=request.body, signature=signature):
+            return Response({"error": "invalid X-Line-Signature"}, status=401)
+        try:
+            payload = json.loads(request.body)
+        except (ValueError, UnicodeDecodeError):
+            return Response({"error": "body is not valid JSON"}, status=400)
+        events = payload.get("events") if isinstance(payload, dict) else None
+        if not isinstance(events, list):
+            return Response({"error": "`events` (array) is missing"}, status=400)
+        with transaction.atomic():
+            counts = line_events_accept(tenant=tenant, events=events)
+        return Response(counts)

@@ -1,0 +1,49 @@
+"""The cast of the managers' admin: two tenants on the fake Backlog, their managers and a viewer."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth import get_user_model
+
+from console.models import TenantMembership
+from tests.console.helpers import API_KEY, member
+from tests.factories import TenantFactory
+
+
+@pytest.fixture
+def other(db, fake_backlog):
+    """A second tenant (project OTHER) on the same fake Backlog."""
+    fake_backlog.add_project("OTHER")
+    return TenantFactory(
+        slug="other",
+        name="他社事務所",
+        backlog_base_url=fake_backlog.base_url,
+        backlog_api_key=API_KEY,
+        backlog_project_key="OTHER",
+    )
+
+
+@pytest.fixture
+def manager(tenant):
+    return member("yamada", tenant, TenantMembership.Role.MANAGER)
+
+
+@pytest.fixture
+def viewer(tenant):
+    return member("sato", tenant, TenantMembership.Role.VIEWER)
+
+
+@pytest.fixture
+def other_manager(other):
+    return member("suzuki", other, TenantMembership.Role.MANAGER)
+
+
+@pytest.fixture
+def superuser(db):
+    return get_user_model().objects.create_superuser("root", "root@example.jp", "pw")
+
+
+@pytest.fixture
+def as_manager(client, manager):
+    client.force_login(manager)
+    return client

@@ -1,0 +1,42 @@
+"""Helpers of the admin tests: members, mirrored Backlog issues, admin URLs."""
+
+from __future__ import annotations
+
+from django.contrib.auth import get_user_model
+from django.urls import reverse
+
+from console.models import TenantMembership
+from tests.backlog_bridge.test_lifecycle import body
+
+API_KEY = "test-api-key"  # tests/conftest.py's fake Backlog key
+
+
+def member(username: str, tenant, role: str):
+    user = get_user_model().objects.create_user(username, f"{username}@example.jp", "pw", is_staff=True)
+    TenantMembership.objects.create(user=user, tenant=tenant, role=role)
+    return user
+
+
+def mirrored_issue(
+    fake_backlog, pump, tenant, *, status: str = "処理中", description: str | None = None, **kw
+):
+    """An issue in the fake Backlog, its webhook delivered so automedia mirrors it as a ContentTask."""
+    from deliveries.models import ContentTask
+
+    created = fake_backlog.create_issue(
+        tenant.backlog_project_key,
+        summary=kw.pop("summary", "年末告知"),
+        description=body() if description is None else description,
+        status=status,
+        **kw,
+    )
+    pump(tenant)
+    return ContentTask.objects.get(tenant=tenant, issue_key=created["issueKey"])
+
+
+def task_url(name: str, task) -> str:
+    return reverse(f"admin:deliveries_contenttask_{name}", args=[task.pk])
+
+
+def messages_of(response) -> list[str]:
+    return [str(m) for m in response.context["messages"]] if response.context else []

@@ -1,0 +1,293 @@
+"""The managers' admin in a real browser: Playwright driving Debian's Chromium against a live server.
+
+`make test` installs Chromium (apt-get) when /usr/bin/chromium is missing; without it these
+tests fail, never skip. Playwright's own browser download is never used. The screenshots
+in docs/screenshots/ (shown in the README) are taken here.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from django.utils import timezone
+from playwright.sync_api import Browser, Page, expect, sync_playwright
+
+from automedia_site.timeutil import JST
+from console.models import DeliveryOutcome, ScanRun, TenantMembership
+from deliveries.models import (
+    STATUS_APPROVED,
+    STATUS_DELIVERED,
+    DeliveryAttempt,
+    DeliverySchedule,
+    SchedulerHeartbeat,
+)
+from linepush.models import LineMonthlyUsage, LinePlan, LinePushItem, LinePushSettings, LineSource
+from tests.backlog_bridge.test_lifecycle import body
+from tests.console.helpers import member, mirrored_issue
+from tests.factories import ContentTaskFactory
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+PASSWORD = "pw"
+BANNER_URL = "https://example.jp/winter-banner.png"
+# Served by the page's route instead of the network (the machine is offline).
+BANNER_SVG = (
+    '<svg xmlns="http://www.w3.org/2000/svg" width="460" height="240">'
+    '<rect width="460" height="240" fill="#2b5f9e"/><circle cx="380" cy="60" r="34" fill="#fff" opacity=".8"/>'
+    '<text x="30" y="130" font-size="38" fill="#fff" font-family="sans-serif">冬季営業時間</text>'
+    '<text x="30" y="180" font-size="22" fill="#dfe9f7" font-family="sans-serif">12月 7:00–18:00</text></svg>'
+)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    assert CHROMIUM.exists(), f"{CHROMIUM} is missing: `make test` installs it (apt-get install chromium)"
+    # Playwright's sync API keeps an event loop in this thread; the test's own ORM calls are
+    # ordinary synchronous code all the same.
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    try:
+        with sync_playwright() as playwright:
+            chromium = playwright.chromium.launch(
+                executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS
+            )
+            yield chromium
+            chromium.close()
+    finally:
+        os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+
+
+@pytest.fixture
+def page(browser: Browser) -> Iterator[Page]:
+    context = browser.new_context(locale="ja-JP", viewport={"width": 1440, "height": 900})
+    context.set_default_timeout(10_000)
+    context.route(BANNER_URL, lambda route: route.fulfill(content_type="image/svg+xml", body=BANNER_SVG))
+    yield context.new_page()
+    context.close()
+
+
+def log_in(page: Page, live_server, username: str) -> None:
+    page.goto(f"{live_server.url}/admin/login/")
+    page.fill("#id_username", username)
+    page.fill("#id_password", PASSWORD)
+    page.click("input[type=submit]")
+    expect(page.locator("#site-name")).to_contain_text("automedia 管理")
+
+
+def shoot(page: Page, name: str) -> None:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
+
+
+@pytest.fixture
+def scene(fake_backlog, pump, tenant, other, template, contacts):
+    """Two tenants: acme (with tasks, a waiting post, a group and a week of history) and other."""
+    tenant.name = "エーシーエム事務所"
+    tenant.save()
+    due = (timezone.now() + timedelta(days=2)).astimezone(JST).replace(hour=10, minute=0, second=0)
+    banner = f"\n## 添付\n- 画像: {BANNER_URL}\n"
+    task = mirrored_issue(
+        fake_backlog,
+        pump,
+        tenant,
+        summary="冬季営業時間のお知らせ",
+        description=body(when=f"{due:%Y-%m-%d %H:%M}") + banner,
+    )
+    mirrored_issue(fake_backlog, pump, tenant, summary="新商品の告知", status=STATUS_APPROVED)
+    mirrored_issue(fake_backlog, pump, tenant, summary="年始のご挨拶", status="automediaエラー")
+    ContentTaskFactory(tenant=other, issue_key="OTHER-1", summary="他社の秘密の告知")
+    _history(tenant)
+    group = LineSource.objects.create(tenant=tenant, group_id="C" + "a" * 32, name="タレント連絡グループ")
+    LineSource.objects.create(tenant=other, group_id="C" + "b" * 32, name="他社のグループ")
+    waiting = [
+        _waiting(t, text)
+        for t, text in ((tenant, "ACME-3 が配信エラーのままです"), (other, "他社の承認待ち"))
+    ]
+    return {"task": task, "group": group, "waiting": waiting[0]}
+
+
+def _history(tenant) -> None:
+    """A week of outcomes, today's schedules, a live scheduler and a LINE plan: a dashboard worth a look."""
+    now = timezone.now()
+    tasks = [
+        ContentTaskFactory(
+            tenant=tenant,
+            issue_key=f"ACME-{100 + n}",
+            summary=f"過去の配信 {n}",
+            channel="line",
+            status_name=STATUS_DELIVERED,
+            delivered_at=now - timedelta(days=n + 1),
+        )
+        for n in range(4)
+    ]
+    for day in range(7):
+        for n, kind in enumerate(["sent", "sent", "sent", "failed", "skipped"][: 2 + day % 4]):
+            row = DeliveryOutcome.objects.create(tenant=tenant, task=tasks[n % 4], kind=kind)
+            DeliveryOutcome.objects.filter(pk=row.pk).update(created_at=now - timedelta(days=day, hours=n))
+    for n, hour in enumerate((11, 15, 18)):
+        due = now.astimezone(JST).replace(hour=hour, minute=0) + timedelta(
+            days=0 if now.astimezone(JST).hour < hour else 1
+        )
+        task = ContentTaskFactory(
+            tenant=tenant,
+            issue_key=f"ACME-{200 + n}",
+            summary=f"本日の配信 {n}",
+            channel="line",
+            publish_at=due,
+            status_name=STATUS_APPROVED,
+        )
+        DeliverySchedule.objects.create(
+            tenant=tenant, task=task, name=f"s-{n}", due_at=due, reason="approval"
+        )
+    SchedulerHeartbeat.objects.create(name="web-1:scheduler", last_beat=now)
+    for n, lateness in enumerate((120, 180, 240, 310, 650)):
+        DeliveryAttempt.objects.create(
+            tenant=tenant,
+            task=tasks[n % 4],
+            approval_seq=1,
+            channel="line",
+            endpoint="/v2/bot/message/multicast",
+            request_summary={"recipients": 3, "lateness_ms": lateness},
+            outcome="sent",
+            status_code=200,
+        )
+    ScanRun.objects.create(totals={"leaks": 0}, results=[{"tenant": tenant.slug, "leaks": [], "rescued": 0}])
+    for n in range(12):
+        status = "failed" if n % 5 == 4 else "sent"
+        row = LinePushItem.objects.create(
+            tenant=tenant,
+            ext_group_id="C" + "a" * 32,
+            trigger_type="reminder",
+            payload=[],
+            dedupe_key=f"reminder:acme:{n}",
+            scheduled_at=now,
+            status=status,
+            sent_at=now if status == "sent" else None,
+        )
+        LinePushItem.objects.filter(pk=row.pk).update(
+            sent_at=now - timedelta(days=n % 7) if status == "sent" else None,
+            updated_at=now - timedelta(days=n % 7),
+        )
+    plan = LinePlan.objects.filter(monthly_messages__gt=0).order_by("monthly_messages").first()
+    LinePushSettings.objects.create(tenant=tenant, plan=plan)
+    LineMonthlyUsage.objects.create(tenant=tenant, month=f"{now.astimezone(JST):%Y-%m}", messages=120)
+
+
+def _waiting(tenant, text: str) -> LinePushItem:
+    return LinePushItem.objects.create(
+        tenant=tenant,
+        ext_group_id="C" + ("a" if tenant.slug == "acme" else "b") * 32,
+        trigger_type="escalation",
+        payload=[{"type": "text", "text": text}],
+        dedupe_key=f"escalation:{tenant.slug}:1",
+        scheduled_at=timezone.now(),
+        status=LinePushItem.Status.WAITING_APPROVAL,
+    )
+
+
+def test_it_lets_a_manager_run_the_day_from_the_admin(page: Page, live_server, scene, tenant, fake_backlog):
+    manager = member("yamada", tenant, TenantMembership.Role.MANAGER)
+    manager.set_password(PASSWORD)
+    manager.save()
+    task, url = scene["task"], live_server.url
+
+    log_in(page, live_server, "yamada")
+    expect(page.locator("#dashboard")).to_be_visible()
+    expect(page.locator("#card-waiting")).to_have_text("1")
+    shoot(page, "dashboard")
+
+    # the task list, then approve one task and see it scheduled
+    page.goto(f"{url}/admin/deliveries/contenttask/")
+    expect(page.locator("#result_list")).to_contain_text("冬季営業時間のお知らせ")
+    expect(page.locator("#result_list")).not_to_contain_text("他社の秘密の告知")
+    page.click("text=冬季営業時間のお知らせ")
+    page.click("#task-approve")
+    expect(page.locator(".messagelist")).to_contain_text("に配信を予約しました")
+    expect(page.locator("#schedule-panel")).to_contain_text("承認")
+    assert DeliverySchedule.objects.filter(task=task).exists()
+    assert fake_backlog.issue(task.issue_key)["status"]["name"] == STATUS_APPROVED
+    page.goto(f"{url}/admin/deliveries/contenttask/")
+    expect(page.locator("#result_list")).to_contain_text(STATUS_APPROVED)
+    page.click("#toggle-nav-sidebar")  # room for every column in the screenshot
+    shoot(page, "task-list")
+
+    # the preview: bubbles, audience, due time, quiet hours; the JSON one click away
+    page.goto(f"{url}/admin/deliveries/contenttask/{task.pk}/change/")
+    page.click("#task-preview")
+    expect(page.locator(".am-bubble[data-kind=text]")).to_contain_text("の営業時間は 7:00-18:00 です")
+    expect(page.locator(f".am-bubble[data-kind=image] img[src='{BANNER_URL}']")).to_be_visible()
+    expect(page.locator("#preview-audience")).to_contain_text("3 人")
+    expect(page.locator("#preview-due")).to_contain_text("予約済み")
+    expect(page.locator("#preview-quiet")).to_contain_text("対象外")
+    expect(page.locator("#preview-json pre")).to_be_hidden()
+    shoot(page, "preview")
+    page.click("#preview-json summary")
+    expect(page.locator("#preview-json pre")).to_contain_text('"type": "text"')
+
+    # cancel: the schedule goes, the status moves back
+    page.goto(f"{url}/admin/deliveries/contenttask/{task.pk}/change/")
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.click("#task-cancel")
+    expect(page.locator(".messagelist")).to_contain_text("状態を「処理中」に戻しました")
+    assert not DeliverySchedule.objects.filter(task=task).exists()
+
+    # approve a waiting LINE post
+    page.goto(f"{url}/admin/console/pushapproval/")
+    expect(page.locator("#result_list")).not_to_contain_text("他社の承認待ち")
+    page.click("button[data-action=approve]")
+    expect(page.locator(".messagelist")).to_contain_text("を承認しました")
+    waiting = LinePushItem.objects.get(pk=scene["waiting"].pk)
+    assert (waiting.status, waiting.approved_by) == (LinePushItem.Status.PENDING, manager)
+
+    # toggle a group's outbound pushes and an opted-in trigger in the list
+    page.goto(f"{url}/admin/linepush/linesource/")
+    expect(page.locator("#result_list")).not_to_contain_text("他社のグループ")
+    page.check("input[name=form-0-allow_outbound_push]")
+    page.check("input[name=form-0-push_opt_in_triggers][value=reminder]")
+    page.click("input[name=_save]")
+    expect(page.locator(".messagelist")).to_be_visible()
+    group = LineSource.objects.get(pk=scene["group"].pk)
+    assert (group.allow_outbound_push, group.push_opt_in_triggers) == (True, ["reminder"])
+    page.goto(f"{url}/admin/linepush/linesource/{group.pk}/change/")
+    expect(page.locator(".field-audit_trail")).to_contain_text("yamada")
+
+
+def test_it_shows_another_tenants_manager_none_of_it(page: Page, live_server, scene, other):
+    outsider = member("suzuki", other, TenantMembership.Role.MANAGER)
+    outsider.set_password(PASSWORD)
+    outsider.save()
+    url, task = live_server.url, scene["task"]
+
+    log_in(page, live_server, "suzuki")
+    expect(page.locator("#dashboard")).not_to_contain_text("冬季営業時間")
+    page.goto(f"{url}/admin/deliveries/contenttask/")
+    expect(page.locator("#result_list")).to_contain_text("他社の秘密の告知")
+    expect(page.locator("#result_list")).not_to_contain_text("冬季営業時間のお知らせ")
+
+    for path in (
+        f"/admin/deliveries/contenttask/{task.pk}/change/",
+        f"/admin/deliveries/contenttask/{task.pk}/preview/",
+        f"/admin/linepush/linesource/{scene['group'].pk}/change/",
+        f"/admin/linepush/linepushitem/{scene['waiting'].pk}/change/",
+    ):
+        assert page.goto(url + path).status == 404, path
+
+    page.goto(f"{url}/admin/console/pushapproval/")
+    expect(page.locator("#result_list")).to_contain_text("他社の承認待ち")
+    expect(page.locator("#result_list")).not_to_contain_text("配信エラーのまま")
+    page.goto(f"{url}/admin/linepush/linesource/")
+    expect(page.locator("#result_list")).not_to_contain_text("タレント連絡グループ")
+    assert not DeliverySchedule.objects.filter(task=task).exists()

@@ -1,0 +1,191 @@
+"""The admin index: today's deliveries, 7 days of outcomes, heartbeat and lateness, leaks, LINE quota."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timedelta
+
+import pytest
+import time_machine
+from django.urls import reverse
+
+from automedia_site.timeutil import JST
+from backlog_bridge.tasks import scan_daily
+from console.dashboard import Chart, Series
+from console.models import DeliveryOutcome, ScanRun
+from deliveries.models import DeliveryAttempt, DeliverySchedule, SchedulerHeartbeat
+from linepush.models import LineMonthlyUsage, LinePlan, LinePushItem, LinePushSettings
+from tests.factories import ContentTaskFactory
+
+NOW = datetime(2026, 12, 1, 9, 0, tzinfo=JST)
+Kind = DeliveryOutcome.Kind
+
+
+@pytest.fixture(autouse=True)
+def frozen_now():
+    with time_machine.travel(NOW, tick=False):
+        yield
+
+
+def schedule(tenant, key: str, due: datetime) -> DeliverySchedule:
+    task = ContentTaskFactory(tenant=tenant, issue_key=key, summary=f"{key} の告知")
+    return DeliverySchedule.objects.create(
+        tenant=tenant, task=task, name=f"automedia-deliver-{tenant.slug}-{key}", due_at=due, reason="approval"
+    )
+
+
+def page(client) -> str:
+    return client.get(reverse("admin:index")).content.decode()
+
+
+def figure(html: str, card: str) -> str:
+    return re.search(rf'id="{card}">([^<]*)<', html).group(1).strip()
+
+
+def test_it_shows_todays_deliveries_by_hour_and_what_comes_next(as_manager, tenant, other):
+    schedule(tenant, "ACME-1", NOW + timedelta(hours=1))
+    schedule(tenant, "ACME-2", NOW + timedelta(hours=6))
+    schedule(tenant, "ACME-3", NOW + timedelta(days=3))
+    schedule(other, "OTHER-1", NOW + timedelta(hours=2))
+
+    html = page(as_manager)
+
+    assert figure(html, "card-today") == "2"
+    assert "今日 10:00" not in html  # bars carry their hour in a tooltip instead
+    assert "<title>10 予約: 1</title>" in html and "<title>15 予約: 1</title>" in html
+    assert "ACME-3" in html and "OTHER-1" not in html
+
+
+def test_it_charts_the_outcomes_of_the_last_seven_days(as_manager, tenant, other):
+    mine, theirs = ContentTaskFactory(tenant=tenant), ContentTaskFactory(tenant=other)
+    for days_ago, kind, task in [
+        (0, Kind.SENT, mine),
+        (0, Kind.SENT, mine),
+        (2, Kind.FAILED, mine),
+        (1, Kind.SENT, theirs),
+        (9, Kind.SKIPPED, mine),
+    ]:
+        with time_machine.travel(NOW - timedelta(days=days_ago), tick=False):
+            DeliveryOutcome.objects.create(tenant=task.tenant, task=task, kind=kind)
+
+    html = page(as_manager)
+
+    assert "<title>12/1 送信済み: 2</title>" in html
+    assert "<title>11/29 失敗: 1</title>" in html
+    assert "<title>11/30 送信済み" not in html  # the other tenant's
+    assert "11/22" not in html  # older than 7 days
+
+
+def test_it_charts_line_group_posts(as_manager, tenant):
+    for n, status in enumerate(["sent", "sent", "failed", "skipped"]):
+        LinePushItem.objects.create(
+            tenant=tenant,
+            ext_group_id="C1",
+            trigger_type="reminder",
+            payload=[],
+            dedupe_key=f"k{n}",
+            scheduled_at=NOW,
+            status=status,
+            sent_at=NOW if status == "sent" else None,
+        )
+
+    html = page(as_manager)
+
+    assert "<title>12/1 送信済み: 2</title>" in html and "<title>12/1 スキップ: 1</title>" in html
+
+
+def test_it_shows_the_scheduler_heartbeat(as_manager, tenant):
+    SchedulerHeartbeat.objects.create(name="host-a:1", last_beat=NOW - timedelta(seconds=2))
+
+    assert figure(page(as_manager), "card-scheduler") == "稼働中"
+
+
+def test_it_warns_when_the_scheduler_stopped(as_manager, tenant):
+    SchedulerHeartbeat.objects.create(name="host-a:1", last_beat=NOW - timedelta(minutes=5))
+
+    assert figure(page(as_manager), "card-scheduler") == "停止の疑い"
+
+
+def test_it_shows_lateness_p99_of_the_last_hour(as_manager, tenant, other):
+    task = ContentTaskFactory(tenant=tenant)
+    for n in range(1, 101):
+        attempt(task, lateness_ms=n * 10)
+    attempt(ContentTaskFactory(tenant=other), lateness_ms=99_999)
+    with time_machine.travel(NOW - timedelta(hours=2), tick=False):
+        attempt(task, lateness_ms=88_888)
+
+    html = page(as_manager)
+
+    assert figure(html, "card-lateness") == "990 ms"
+    assert "直近 1 時間の配信 100 件: p99 990 ms" in html
+
+
+def attempt(task, *, lateness_ms: int) -> DeliveryAttempt:
+    return DeliveryAttempt.objects.create(
+        tenant=task.tenant,
+        task=task,
+        approval_seq=1,
+        channel="line",
+        endpoint="/v2/bot/message/multicast",
+        request_summary={"kind": "multicast", "recipients": 3, "lateness_ms": lateness_ms},
+        outcome="sent",
+    )
+
+
+def test_it_shows_the_leaks_the_last_scan_found(as_manager, fake_backlog, tenant, other):
+    fake_backlog.create_issue("ACME", summary="取りこぼし", description="", status="automedia承認")
+    fake_backlog.create_issue("OTHER", summary="他社の取りこぼし", description="", status="automedia承認")
+
+    scan_daily()
+
+    html = page(as_manager)
+    assert ScanRun.objects.get().totals["leaks"] == 2
+    assert figure(html, "card-leaks") == "1"  # only the manager's own tenant
+    assert "ACME-1" in html and "OTHER-1" not in html
+
+
+def test_it_shows_the_line_quota_used_this_month(as_manager, tenant, other):
+    plan = LinePlan.objects.create(code="test-200", name="テスト", monthly_messages=200)
+    LinePushSettings.objects.create(tenant=tenant, plan=plan)
+    LineMonthlyUsage.objects.create(tenant=tenant, month="2026-12", messages=170)
+    LineMonthlyUsage.objects.create(tenant=tenant, month="2026-11", messages=999)
+
+    html = page(as_manager)
+
+    assert "170 / 200" in html and "85%" in html and 'class="am-meter am-high"' in html
+    assert "他社事務所" not in html
+
+
+def test_it_counts_waiting_push_approvals(as_manager, tenant, other):
+    for t in (tenant, other):
+        LinePushItem.objects.create(
+            tenant=t,
+            ext_group_id="C1",
+            trigger_type="escalation",
+            payload=[],
+            dedupe_key=f"w-{t.slug}",
+            scheduled_at=NOW,
+            status=LinePushItem.Status.WAITING_APPROVAL,
+        )
+
+    assert figure(page(as_manager), "card-waiting") == "1"
+
+
+def test_it_keeps_the_app_list_below_the_dashboard(as_manager, tenant):
+    html = page(as_manager)
+
+    assert html.index('id="dashboard"') < html.index("コンテンツ課題")
+
+
+def test_it_stacks_bars_to_scale():
+    chart = Chart(
+        labels=["a", "b"],
+        series=[Series("sent", "送信", [2, 4]), Series("failed", "失敗", [2, 0])],
+        height=122,
+        top=0,
+        bottom=22,
+    )
+
+    heights = [round(b.height) for b in chart.bars]
+    assert heights == [50, 50, 100]  # a: 2 + 2 stacked, b: 4 = the peak fills the plot
+    assert chart.bars[1].y + chart.bars[1].height == pytest.approx(chart.bars[0].y)

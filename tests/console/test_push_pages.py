@@ -1,0 +1,189 @@
+"""LINE groups (toggles in the list), the 承認待ち page and the push queue's retry."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.admin.models import LogEntry
+from django.urls import reverse
+from django.utils import timezone
+
+from console.models import TenantMembership
+from linepush.models import LinePushAttempt, LinePushItem, LineSource
+from tests.console.helpers import member, messages_of
+
+pytestmark = pytest.mark.django_db
+Status = LinePushItem.Status
+
+
+def item(
+    tenant, *, status=Status.WAITING_APPROVAL, key="esc-1", text="ACME-1 が配信エラーのままです"
+) -> LinePushItem:
+    return LinePushItem.objects.create(
+        tenant=tenant,
+        ext_group_id="Cgroup",
+        trigger_type="escalation",
+        payload=[{"type": "text", "text": text}],
+        dedupe_key=key,
+        scheduled_at=timezone.now(),
+        status=status,
+    )
+
+
+@pytest.fixture
+def group(tenant):
+    return LineSource.objects.create(tenant=tenant, group_id="Cgroup", name="タレント連絡")
+
+
+def test_it_lists_only_waiting_items_on_the_approval_page(as_manager, tenant, group):
+    item(tenant, key="waiting", text="承認してほしい投稿")
+    item(tenant, key="sent", status=Status.SENT, text="送信済みの投稿")
+
+    page = as_manager.get(reverse("admin:console_pushapproval_changelist")).content.decode()
+
+    assert "承認してほしい投稿" in page and "送信済みの投稿" not in page
+    assert "タレント連絡" in page and 'data-action="approve"' in page
+
+
+def test_it_approves_a_waiting_item_as_the_acting_user(as_manager, manager, tenant, group):
+    waiting = item(tenant)
+
+    response = as_manager.post(reverse("admin:console_pushapproval_approve", args=[waiting.pk]), follow=True)
+
+    waiting.refresh_from_db()
+    assert (waiting.status, waiting.approved_by, waiting.approved_at is not None) == (
+        Status.PENDING,
+        manager,
+        True,
+    )
+    assert "esc-1 を承認しました。送信待ちに入ります。" in messages_of(response)
+    assert LogEntry.objects.get(object_id=str(waiting.pk)).change_message == "LINE 投稿を承認"
+
+
+def test_it_rejects_a_waiting_item(as_manager, manager, tenant, group):
+    waiting = item(tenant)
+
+    as_manager.post(reverse("admin:console_pushapproval_reject", args=[waiting.pk]))
+
+    waiting.refresh_from_db()
+    assert (waiting.status, waiting.rejected_by) == (Status.SKIPPED, manager)
+
+
+def test_it_approves_a_selection_in_bulk(as_manager, tenant, group):
+    items = [item(tenant, key=f"esc-{n}") for n in range(3)]
+
+    response = as_manager.post(
+        reverse("admin:console_pushapproval_changelist"),
+        {"action": "approve_selected", "_selected_action": [i.pk for i in items]},
+        follow=True,
+    )
+
+    assert "3 件を承認しました。" in messages_of(response)
+    assert set(LinePushItem.objects.values_list("status", flat=True)) == {Status.PENDING}
+
+
+def test_it_does_not_approve_an_item_twice(as_manager, tenant, group):
+    waiting = item(tenant)
+    as_manager.post(reverse("admin:console_pushapproval_approve", args=[waiting.pk]))
+
+    response = as_manager.post(reverse("admin:console_pushapproval_approve", args=[waiting.pk]))
+
+    assert response.status_code == 404  # no longer on the 承認待ち page
+
+
+def test_it_retries_a_failed_item(as_manager, manager, tenant, group):
+    failed = item(tenant, status=Status.FAILED)
+    LinePushItem.objects.filter(pk=failed.pk).update(attempt_count=3, last_error="LINE 500")
+
+    page = as_manager.get(reverse("admin:linepush_linepushitem_change", args=[failed.pk])).content.decode()
+    response = as_manager.post(reverse("admin:linepush_linepushitem_retry", args=[failed.pk]), follow=True)
+
+    failed.refresh_from_db()
+    assert 'id="item-retry"' in page
+    assert (failed.status, failed.attempt_count, failed.last_error) == (Status.PENDING, 0, "")
+    assert "esc-1 を送信待ちに戻しました。" in messages_of(response)
+    assert LogEntry.objects.filter(user=manager, change_message="LINE 投稿を再実行").exists()
+
+
+def test_it_retries_only_failed_items(as_manager, tenant, group):
+    sent = item(tenant, status=Status.SENT)
+
+    response = as_manager.post(reverse("admin:linepush_linepushitem_retry", args=[sent.pk]), follow=True)
+
+    assert "esc-1 は失敗した投稿ではありません。" in messages_of(response)
+    assert LinePushItem.objects.get(pk=sent.pk).status == Status.SENT
+
+
+def test_it_filters_items_by_status_and_shows_errors(as_manager, tenant, group):
+    failed = item(tenant, status=Status.FAILED, key="failed-1")
+    LinePushItem.objects.filter(pk=failed.pk).update(last_error="グループの上限を超えました")
+    item(tenant, status=Status.SENT, key="sent-1")
+
+    page = as_manager.get(
+        reverse("admin:linepush_linepushitem_changelist") + "?status__exact=failed"
+    ).content.decode()
+
+    assert "failed-1" in page and "sent-1" not in page and "グループの上限を超えました" in page
+
+
+def toggle_form(group: LineSource, *, allow: bool, triggers: list[str]) -> dict:
+    form = {
+        "form-TOTAL_FORMS": "1",
+        "form-INITIAL_FORMS": "1",
+        "form-0-id": str(group.pk),
+        "form-0-push_opt_in_triggers": triggers,
+        "_save": "保存",
+    }
+    if allow:
+        form["form-0-allow_outbound_push"] = "on"
+    return form
+
+
+def test_it_toggles_a_group_in_the_list(as_manager, manager, group):
+    url = reverse("admin:linepush_linesource_changelist")
+    assert 'name="form-0-allow_outbound_push"' in as_manager.get(url).content.decode()
+
+    response = as_manager.post(url, toggle_form(group, allow=True, triggers=["reminder", "escalation"]))
+
+    assert response.status_code == 302
+    group.refresh_from_db()
+    assert (group.allow_outbound_push, group.push_opt_in_triggers) == (True, ["reminder", "escalation"])
+    entry = LogEntry.objects.get(object_id=str(group.pk))
+    assert entry.user == manager
+    page = as_manager.get(reverse("admin:linepush_linesource_change", args=[group.pk])).content.decode()
+    assert "yamada" in page and "自動投稿を許可" in page  # the audit trail on the group's page
+
+
+def test_it_refuses_an_unknown_trigger(as_manager, group):
+    url = reverse("admin:linepush_linesource_changelist")
+
+    response = as_manager.post(url, toggle_form(group, allow=True, triggers=["anything"]))
+
+    assert response.status_code == 200
+    group.refresh_from_db()
+    assert (group.allow_outbound_push, group.push_opt_in_triggers) == (False, [])
+
+
+def test_it_shows_the_attempts_and_who_acted_on_the_item_page(as_manager, tenant, group):
+    waiting = item(tenant)
+    as_manager.post(reverse("admin:console_pushapproval_approve", args=[waiting.pk]))
+    LinePushAttempt.objects.create(
+        item=waiting, retry_key="k", status_code=500, request_id="req-123", outcome="retry"
+    )
+
+    page = as_manager.get(reverse("admin:linepush_linepushitem_change", args=[waiting.pk])).content.decode()
+
+    assert "req-123" in page
+    assert "yamada" in page and "LINE 投稿を承認" in page
+
+
+def test_it_refuses_a_list_edit_of_a_group_the_user_only_views(client, tenant, other, group):
+    user = member("tanaka", tenant, TenantMembership.Role.VIEWER)
+    TenantMembership.objects.create(user=user, tenant=other, role=TenantMembership.Role.MANAGER)
+    client.force_login(user)
+
+    response = client.post(
+        reverse("admin:linepush_linesource_changelist"), toggle_form(group, allow=True, triggers=[])
+    )
+
+    assert response.status_code == 200 and "閲覧のみのテナントの行" in response.content.decode()
+    assert LineSource.objects.get(pk=group.pk).allow_outbound_push is False

@@ -1,0 +1,302 @@
+"""Sending queued group posts through the scheduler loop, against the fake LINE on loopback."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import timedelta
+
+import pytest
+import time_machine
+from django.core import mail
+from django.utils import timezone
+
+from deliveries.models import Tenant
+from linepush.models import LineMonthlyUsage, LinePlan, LinePushAttempt, LinePushItem, LinePushSettings
+from linepush.push import RETRY_KEY_NAMESPACE, push_claim, push_items, push_retry_key
+from linepush.services import month_of
+from tests.linepush.helpers import PUSH, enqueue, group, reload, shop, step
+
+pytestmark = pytest.mark.django_db
+Status = LinePushItem.Status
+
+
+@pytest.fixture
+def tenant(db):
+    return shop()
+
+
+@pytest.fixture
+def team(tenant):
+    return group(tenant)
+
+
+def test_it_pushes_a_due_item_on_the_next_scheduler_pass(line, tenant, team):
+    item = enqueue(tenant, team)
+
+    assert step() is True
+
+    [sent] = line.sent(PUSH)
+    assert sent.body == {"to": team.group_id, "messages": [{"type": "text", "text": "明日 10:00 撮影です"}]}
+    item = reload(item)
+    assert (item.status, item.attempt_count, item.request_id) == (Status.SENT, 1, sent.request_id)
+    assert item.sent_at is not None and item.claimed_by == "" and item.lease_until is None
+    [attempt] = LinePushAttempt.objects.filter(item=item)
+    assert (attempt.outcome, attempt.status_code) == ("sent", 200)
+    assert step() is False
+
+
+def test_it_sends_x_line_retry_key_derived_from_the_dedupe_key(line, tenant, team):
+    enqueue(tenant, team, key="task:abc-123:approved")
+    step()
+
+    [sent] = line.sent(PUSH)
+    expected = str(uuid.uuid5(RETRY_KEY_NAMESPACE, "task:abc-123:approved"))
+    assert sent.headers["x-line-retry-key"] == expected == push_retry_key("task:abc-123:approved")
+
+
+def test_it_waits_for_scheduled_at(line, tenant, team):
+    item = enqueue(tenant, team, scheduled_at=timezone.now() + timedelta(minutes=10))
+
+    assert step() is False
+    with time_machine.travel(item.scheduled_at + timedelta(milliseconds=10)):
+        assert step() is True
+    assert reload(item).status == Status.SENT
+
+
+def test_it_backs_off_exponentially_on_5xx_and_fails_after_three_attempts(line, tenant, team):
+    line.fail_next(500, count=3, path_prefix=PUSH)
+    item = enqueue(tenant, team)
+    start = timezone.now()
+
+    step()
+    item = reload(item)
+    assert (item.status, item.attempt_count) == (Status.PENDING, 1)
+    assert item.scheduled_at - start == pytest.approx(timedelta(seconds=30), abs=timedelta(seconds=2))
+    assert step() is False  # not before the backoff
+    with time_machine.travel(item.scheduled_at + timedelta(seconds=1)):
+        step()
+    item = reload(item)
+    assert item.attempt_count == 2
+    with time_machine.travel(item.scheduled_at - timedelta(seconds=1)):
+        assert step() is False
+    with time_machine.travel(item.scheduled_at + timedelta(seconds=1)):
+        step()
+
+    item = reload(item)
+    assert item.status == Status.FAILED and item.attempt_count == 3
+    assert item.last_error.startswith("再試行の上限（3 回）に達しました。最後のエラー: サーバーエラー（500）")
+    assert line.sent() == []
+    assert [a.outcome for a in item.attempts.order_by("id")] == ["retry", "retry", "failed"]
+
+
+def _resend_after_one_failure(item) -> LinePushItem:
+    step()
+    item = reload(item)
+    assert item.status == Status.PENDING and item.attempt_count == 1
+    with time_machine.travel(item.scheduled_at + timedelta(seconds=1)):
+        step()
+    return reload(item)
+
+
+def test_it_retries_a_lost_answer_and_line_answers_409_for_what_it_had_accepted(line, tenant, team):
+    line.fail_next(500, path_prefix=PUSH, then_accept=True)  # LINE took it; the answer was a 500
+    item = enqueue(tenant, team)
+
+    item = _resend_after_one_failure(item)
+
+    assert item.status == Status.SENT
+    assert len(line.sent(PUSH)) == 1  # one post in the group
+    assert [r.status for r in line.requests if r.path == PUSH] == [500, 409]
+    assert [a.outcome for a in item.attempts.order_by("id")] == ["retry", "duplicate"]
+
+
+def test_it_retries_a_timeout_with_the_same_key(line, tenant, team, settings):
+    line.fail_next(0, delay=settings.LINE_TIMEOUT_SECONDS + 0.3, path_prefix=PUSH, then_accept=True)
+    item = enqueue(tenant, team)
+
+    item = _resend_after_one_failure(item)
+
+    assert item.status == Status.SENT
+    assert "タイムアウト" in item.attempts.order_by("id").first().error
+    keys = {r.headers["x-line-retry-key"] for r in line.requests if r.path == PUSH}
+    assert keys == {push_retry_key("k1")}
+    assert [r.status for r in line.requests if r.path == PUSH] == [409]  # the timed-out one is answered later
+    assert len(line.sent(PUSH)) == 0 or line.sent(PUSH)[0].status == 200
+
+
+def test_it_fails_a_4xx_at_once(line, tenant, team):
+    line.fail_next(400, path_prefix=PUSH)
+    item = enqueue(tenant, team)
+
+    step()
+
+    item = reload(item)
+    assert (item.status, item.attempt_count) == (Status.FAILED, 1)
+    assert item.last_error.startswith("リクエストが拒否されました（400）")
+    with time_machine.travel(timezone.now() + timedelta(hours=1)):
+        assert step() is False
+
+
+def test_it_counts_a_409_as_sent(line, tenant, team):
+    line.fail_next(409, path_prefix=PUSH, headers={"x-line-accepted-request-id": "req-accepted"})
+    item = enqueue(tenant, team)
+
+    step()
+
+    item = reload(item)
+    assert (item.status, item.request_id) == (Status.SENT, "req-accepted")
+
+
+def test_it_flags_the_tenant_when_line_rejects_the_token(line, tenant, team):
+    Tenant.objects.filter(pk=tenant.pk).update(line_channel_token="revoked")
+    item = enqueue(tenant, team)
+
+    step()
+
+    assert reload(item).status == Status.FAILED
+    assert Tenant.objects.get(pk=tenant.pk).line_token_invalid_at is not None
+
+
+def test_it_skips_an_item_whose_group_turned_pushes_off_after_enqueue(line, tenant, team):
+    item = enqueue(tenant, team)
+    team.allow_outbound_push = False
+    team.save()
+
+    step()
+
+    item = reload(item)
+    assert item.status == Status.SKIPPED and "allow_outbound_push" in item.last_error
+    assert line.sent() == []
+
+
+def test_it_never_sends_an_item_waiting_for_approval(line, tenant, team):
+    item = enqueue(tenant, team, trigger="escalation")
+
+    assert reload(item).status == Status.WAITING_APPROVAL
+    with time_machine.travel(timezone.now() + timedelta(days=1)):
+        assert step() is False
+    assert line.sent() == []
+
+
+def test_it_fails_the_fourth_post_to_a_group_within_five_minutes_and_does_not_resend(line, tenant, team):
+    items = [enqueue(tenant, team, key=f"k{n}") for n in range(4)]
+
+    step()
+
+    assert [reload(i).status for i in items] == [Status.SENT] * 3 + [Status.FAILED]
+    assert (
+        reload(items[3]).last_error
+        == "レート制限: このグループへの投稿は 5 分間に 3 件までです（再送しません）"
+    )
+    assert len(line.sent(PUSH)) == 3
+    with time_machine.travel(timezone.now() + timedelta(minutes=10)):
+        assert step() is False  # failed stays failed: no resend loop
+        later = enqueue(tenant, team, key="k-later")
+        step()
+    assert reload(later).status == Status.SENT
+
+
+def test_it_counts_earlier_posts_in_the_group_window(line, tenant, team):
+    for n in range(3):
+        enqueue(tenant, team, key=f"early{n}")
+        step()
+    with time_machine.travel(timezone.now() + timedelta(minutes=2)):
+        late = enqueue(tenant, team, key="late")
+        step()
+
+    assert reload(late).status == Status.FAILED
+
+
+def test_it_applies_the_per_tenant_rate_limit(line, tenant):
+    LinePushSettings.objects.update_or_create(tenant=tenant, defaults={"tenant_rate_limit": 2})
+    items = [enqueue(tenant, group(tenant), key=f"k{n}") for n in range(3)]
+
+    step()
+
+    assert [reload(i).status for i in items] == [Status.SENT, Status.SENT, Status.FAILED]
+    assert reload(items[2]).last_error.startswith("レート制限: このテナントの投稿は 5 分間に 2 件まで")
+
+
+def _usage(tenant, messages: int, plan: str = "communication") -> None:
+    LinePushSettings.objects.update_or_create(
+        tenant=tenant, defaults={"plan": LinePlan.objects.get(code=plan)}
+    )
+    month = month_of(timezone.now(), LinePushSettings.objects.get(tenant=tenant).zone)
+    LineMonthlyUsage.objects.update_or_create(tenant=tenant, month=month, defaults={"messages": messages})
+
+
+def test_it_holds_a_post_that_would_exceed_the_monthly_quota(line, tenant, team):
+    _usage(tenant, 198)  # コミュニケーションプラン: 200; the group has 3 members
+    item = enqueue(tenant, team)
+
+    step()
+
+    item = reload(item)
+    assert item.status == Status.HELD
+    assert "今月の LINE メッセージ上限を超えるため保留しました" in item.last_error
+    assert "使用 198 / 上限 200 通、この投稿は 3 人分" in item.last_error
+    assert line.sent() == []
+
+
+def test_it_counts_a_group_post_once_per_member(line, tenant):
+    _usage(tenant, 0)
+    enqueue(tenant, group(tenant, members=7))
+
+    step()
+
+    assert LineMonthlyUsage.objects.get(tenant=tenant).messages == 7
+
+
+def test_it_warns_admins_once_when_the_month_reaches_80_percent(line, tenant, team):
+    _usage(tenant, 155)  # 155 + 3 < 160; the next post crosses 80 % of 200
+    enqueue(tenant, team, key="a")
+    step()
+    assert mail.outbox == []
+
+    enqueue(tenant, team, key="b")
+    enqueue(tenant, team, key="c")
+    step()
+
+    [warning] = mail.outbox
+    assert "80%" in warning.subject
+    assert "（161 / 200 通）" in warning.body or "（164 / 200 通）" in warning.body
+    assert LineMonthlyUsage.objects.get(tenant=tenant).warned_at is not None
+
+
+def test_it_holds_a_post_line_refuses_for_the_monthly_limit(line, tenant, team):
+    line.set_quota(type="limited", value=2, total_usage=0)  # the group costs 3
+    item = enqueue(tenant, team)
+
+    step()
+
+    item = reload(item)
+    assert item.status == Status.HELD and "LINE の月間上限" in item.last_error
+    assert LineMonthlyUsage.objects.get(tenant=tenant).messages == 0  # the reservation was given back
+
+
+def test_a_worker_that_dies_after_the_push_is_covered_by_the_retry_key(line, tenant, team, settings):
+    item = enqueue(tenant, team)
+    [claim] = push_claim(now=timezone.now(), limit=10)
+    push_items(list(LinePushItem.objects.filter(pk__in=claim.item_ids).select_related("tenant")))
+    # … and the worker dies before recording: the lease runs out, the next pass resends.
+
+    assert step() is False  # the lease still holds
+    with time_machine.travel(timezone.now() + timedelta(seconds=settings.LINEPUSH_LEASE_SECONDS + 1)):
+        assert step() is True
+
+    assert reload(item).status == Status.SENT
+    assert len(line.sent(PUSH)) == 1
+    assert [r.status for r in line.requests if r.path == PUSH] == [200, 409]
+
+
+def test_it_does_not_resend_blind_after_the_retry_key_expired(line, tenant, team):
+    item = enqueue(tenant, team)
+    LinePushItem.objects.filter(pk=item.pk).update(
+        first_attempt_at=timezone.now() - timedelta(hours=23, minutes=1)
+    )
+
+    step()
+
+    item = reload(item)
+    assert item.status == Status.FAILED and "23 時間" in item.last_error
+    assert line.sent() == []

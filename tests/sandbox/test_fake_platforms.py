@@ -1,0 +1,116 @@
+"""The fake Instagram, TikTok and HubSpot behave as channels.md describes (plain httpx, no Django)."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from automedia_site.sandbox.hubspot import FakeHubSpot
+from automedia_site.sandbox.instagram import FakeInstagram
+from automedia_site.sandbox.tiktok import FakeTikTok
+
+
+@pytest.fixture
+def ig():
+    with FakeInstagram(tokens={"t"}) as fake:
+        yield (
+            fake,
+            httpx.Client(
+                base_url=f"{fake.base_url}/v25.0/{fake.ig_user_id}", headers={"Authorization": "Bearer t"}
+            ),
+        )
+
+
+def test_instagram_publishes_a_finished_container_once(ig):
+    fake, client = ig
+    fake.processing_polls = 1
+    container = client.post("/media", json={"image_url": "https://x/y.jpg", "caption": "c"}).json()["id"]
+
+    early = client.post("/media_publish", json={"creation_id": container})
+    assert early.json()["error"]["code"] == 9007 and early.json()["error"]["error_subcode"] == 2207027
+    assert client.get(f"{fake.base_url}/v25.0/{container}").json()["status_code"] == "IN_PROGRESS"
+    assert client.get(f"{fake.base_url}/v25.0/{container}").json()["status_code"] == "FINISHED"
+    assert client.post("/media_publish", json={"creation_id": container}).status_code == 200
+    again = client.post("/media_publish", json={"creation_id": container})
+
+    assert again.status_code == 400 and fake.double_publishes == 1 and len(fake.published()) == 1
+    assert client.get(f"{fake.base_url}/v25.0/{container}").json()["status_code"] == "PUBLISHED"
+
+
+def test_instagram_drops_the_answer_of_a_publish_it_carried_out(ig):
+    fake, client = ig
+    container = client.post("/media", json={"image_url": "https://x/y.jpg"}).json()["id"]
+    fake.fail_next(drop=True, path_prefix=f"/v25.0/{fake.ig_user_id}/media_publish")
+
+    with pytest.raises(httpx.RemoteProtocolError):
+        client.post("/media_publish", json={"creation_id": container})
+
+    assert len(fake.published()) == 1
+
+
+def test_instagram_answers_190_for_an_unknown_token(ig):
+    fake, _ = ig
+    answer = httpx.get(
+        f"{fake.base_url}/v25.0/{fake.ig_user_id}/content_publishing_limit",
+        headers={"Authorization": "Bearer nope"},
+    )
+
+    assert answer.status_code == 400 and answer.json()["error"]["code"] == 190
+
+
+def test_tiktok_rotates_refresh_tokens_and_refuses_the_old_one():
+    with FakeTikTok() as fake:
+        fake.add_account("o1", access_token="a", refresh_token="r0")
+        form = {
+            "client_key": "sandbox-client-key",
+            "client_secret": "sandbox-client-secret",
+            "grant_type": "refresh_token",
+        }
+
+        first = httpx.post(f"{fake.base_url}/v2/oauth/token/", data={**form, "refresh_token": "r0"}).json()
+        stale = httpx.post(f"{fake.base_url}/v2/oauth/token/", data={**form, "refresh_token": "r0"})
+
+        assert first["refresh_token"] != "r0" and first["expires_in"] == 86400
+        assert stale.status_code == 400 and stale.json()["error"] == "invalid_grant"
+
+
+def test_tiktok_limits_init_to_six_a_minute_per_token():
+    with FakeTikTok() as fake:
+        fake.add_account("o1", access_token="a")
+        fake.accounts["o1"].daily_cap = 100
+        body = {
+            "post_info": {"privacy_level": "SELF_ONLY"},
+            "source_info": {"source": "PULL_FROM_URL", "video_url": "https://x/v.mp4"},
+        }
+        client = httpx.Client(base_url=fake.base_url, headers={"Authorization": "Bearer a"})
+
+        answers = [client.post("/v2/post/publish/video/init/", json=body) for _ in range(7)]
+
+        assert [a.status_code for a in answers] == [200] * 6 + [429]
+        assert (
+            answers[0].json()["error"]["code"] == "ok"
+            and answers[6].json()["error"]["code"] == "rate_limit_exceeded"
+        )
+
+
+def test_hubspot_sends_one_email_per_send_id_and_reports_rate_headers():
+    with FakeHubSpot(burst=3) as fake:
+        client = httpx.Client(base_url=fake.base_url, headers={"Authorization": "Bearer any"})
+        body = {"emailId": 1, "message": {"to": "a@example.jp", "sendId": "s1"}}
+
+        first = client.post("/marketing/v4/email/single-send", json=body)
+        repeat = client.post("/marketing/v4/email/single-send", json=body)
+        limited = [client.get("/crm/v3/objects/contacts") for _ in range(2)][-1]
+
+        assert first.json()["status"] == "PENDING" and repeat.json()["sendResult"] == "IDEMPOTENT_IGNORE"
+        assert len(fake.outbox) == 1
+        assert repeat.headers["X-HubSpot-RateLimit-Remaining"] == "1"
+        assert limited.status_code == 429 and limited.json()["category"] == "RATE_LIMITS"
+
+
+def test_hubspot_answers_401_for_a_revoked_token():
+    with FakeHubSpot(tokens={"t"}) as fake:
+        fake.revoke("t")
+        answer = httpx.get(f"{fake.base_url}/crm/v3/objects/contacts", headers={"Authorization": "Bearer t"})
+
+        assert answer.status_code == 401 and answer.json()["category"] == "INVALID_AUTHENTICATION"
