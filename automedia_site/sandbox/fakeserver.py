@@ -30,9 +30,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs
+
+from automedia_site.sandbox._http import FakeServer as HttpServer
+from automedia_site.sandbox._http import KeepAliveHandler
 
 logger = logging.getLogger(__name__)
 
@@ -120,7 +122,7 @@ class FakeServer:
         self._address = (host, port)
         self._lock = threading.RLock()
         self._faults: list[_Fault] = []
-        self._server: _Server | None = None
+        self._server: HttpServer | None = None
         self._thread: threading.Thread | None = None
         self._routes = [(method, re.compile(pattern), handler) for method, pattern, handler in self.routes()]
 
@@ -149,7 +151,7 @@ class FakeServer:
 
     def start(self):
         if self._server is None:
-            self._server = _Server(self._address, self)
+            self._server = HttpServer(self._address, self, _RequestHandler)
             self._thread = threading.Thread(
                 target=self._server.serve_forever, kwargs={"poll_interval": 0.01}, name=self.name, daemon=True
             )
@@ -275,67 +277,11 @@ class FakeServer:
             self.requests.append(recorded)
 
 
-# --- HTTP plumbing (as in sandbox/line.py) ------------------------------------------------
+# --- HTTP plumbing (shared with the other fakes: sandbox/_http.py) ------------------------
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def __init__(self, address: tuple[str, int], fake: FakeServer) -> None:
-        self.fake = fake
-        self._connections: set[socket.socket] = set()
-        self._connections_lock = threading.Lock()
-        super().__init__(address, _RequestHandler)
-
-    def add_connection(self, connection: socket.socket) -> None:
-        with self._connections_lock:
-            self._connections.add(connection)
-
-    def discard_connection(self, connection: socket.socket) -> None:
-        with self._connections_lock:
-            self._connections.discard(connection)
-
-    def close_connections(self) -> None:
-        with self._connections_lock:
-            connections = list(self._connections)
-        for connection in connections:
-            with contextlib.suppress(OSError):
-                connection.shutdown(socket.SHUT_RDWR)
-
-
-class _RequestHandler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    server: _Server
-
-    def setup(self) -> None:
-        super().setup()
-        self.server.add_connection(self.connection)
-
-    def handle(self) -> None:
-        with contextlib.suppress(ConnectionError):
-            super().handle()
-
-    def finish(self) -> None:
-        try:
-            with contextlib.suppress(ConnectionError):
-                super().finish()
-        finally:
-            self.server.discard_connection(self.connection)
-
-    def do_GET(self) -> None:
-        self._serve()
-
-    def do_POST(self) -> None:
-        self._serve()
-
-    def do_PUT(self) -> None:
-        self._serve()
-
-    def do_PATCH(self) -> None:
-        self._serve()
-
-    def do_DELETE(self) -> None:
-        self._serve()
+class _RequestHandler(KeepAliveHandler):
+    server: HttpServer
 
     def _serve(self) -> None:
         received_at = time.time()
