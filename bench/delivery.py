@@ -1,0 +1,509 @@
+"""Delivery benchmark: how late due deliveries reach LINE, through automedia's real processes.
+
+`make bench-delivery` (or `.venv/bin/python bench/delivery.py --help`). Per database it
+starts the e2e tests' Stack (automedia_site/sandbox/stack.py: gunicorn, a default-queue
+qcluster, a `deliveries` qcluster, run_scheduler; FakeBacklog and FakeLine in this
+process) with the production defaults for lease, poll and logging, then:
+
+1. registers steady-rate × steady-seconds + burst approved issues (group targets, the
+   announce_open template) with 投稿日時 two hours ahead: by default one
+   `manage.py scan_backlog` rescues them all (`--register webhooks`: one status-change
+   webhook per issue instead), and waits for every reservation comment;
+2. moves due_at of those rows (one transaction, its start chosen inside it) to the
+   measured window: the steady rows at start + i / rate, the burst rows all at one
+   instant 10 s after the steady window. 投稿日時 has whole seconds only; this gives an
+   even rate and keeps the registration time out of the measurement;
+3. steady: lateness = FakeLine's received_at of each push − its row's due_at;
+4. burst: the same, plus the time until the last push and deliveries/s;
+5. django-q2 comparison: once the write-backs are done and the queues are empty, the same
+   steady load as django-q2 `Schedule(schedule_type=ONCE, next_run=due)` rows whose task
+   (`push_line` below) pushes one message to the fake LINE, fired by the default qcluster's
+   own scheduler; lateness measured the same way.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import tempfile
+import time
+import uuid
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from automedia_site.sandbox.line import RecordedLineRequest  # noqa: E402
+from automedia_site.sandbox.stack import Stack  # noqa: E402
+
+PROJECT = "BENCH"
+SLUG = "bench"
+PUSH = "/v2/bot/message/push"
+POSTGRES_URL = "postgres://postgres@127.0.0.1:5432/automedia_bench_delivery"
+JST = timezone(timedelta(hours=9), "JST")
+PUBLISH_LEAD = timedelta(hours=2)  # 投稿日時 at registration; due_at is moved afterwards
+WINDOW_LEAD_S = 4.0  # from the transaction that sets the due times to the first of them
+BURST_GAP_S = 10.0  # from the last steady due time to the burst
+REGISTER_TIMEOUT_S = 300.0
+SETTLE_TIMEOUT_S = 120.0  # write-backs done and both queues empty before the comparison
+DJANGO_Q_SCHEDULER_S = 30.0  # django-q2 calls its scheduler every ~30 s (cluster guard loop)
+P50_TARGET_S = 0.3
+P99_TARGET_S = 1.0
+BURST_TARGET_S = 10.0
+RESERVED = "[automedia] 配信を予約しました"
+# The production defaults (.env.example), not the e2e tests' short lease and fast poll.
+ENV = {
+    "DELIVERY_LEASE_SECONDS": "120",
+    "SCHEDULER_POLL_SECONDS": "0.5",
+    "Q_WORKERS": "2",
+    "LOG_LEVEL": "INFO",
+    "DJANGO_Q_LOG_LEVEL": "WARNING",
+}
+
+
+# -- the comparison's task (runs in the default qcluster) -----------------------------
+
+
+_client: httpx.Client | None = None
+
+
+def push_line(base_url: str, token: str, to: str, text: str) -> int:
+    """One push to the (fake) LINE: what each django-q2 Schedule of the comparison fires.
+    One keep-alive client per worker process, as automedia's own LINE transport has."""
+    global _client
+    if _client is None:
+        _client = httpx.Client(timeout=10.0)
+    answer = _client.post(
+        f"{base_url}{PUSH}",
+        headers={"Authorization": f"Bearer {token}"},
+        json={"to": to, "messages": [{"type": "text", "text": text}]},
+    )
+    return answer.status_code
+
+
+# -- results --------------------------------------------------------------------------
+
+
+@dataclass
+class Result:
+    mode: str
+    database: str
+    n: int
+    received: int
+    duplicates: int
+    p50_s: float
+    p99_s: float
+    max_s: float
+    last_push_s: float | None  # burst: last push − the burst's due_at
+    per_s: float
+    targets_met: bool
+
+
+@dataclass
+class Sample:
+    """Wall clock, load average and CPU seconds used so far by each process (and this one's
+    fakes), at one point of a run."""
+
+    at: float
+    load: tuple[float, float, float]
+    cpu_s: dict[str, float]
+
+
+@dataclass
+class DatabaseRun:
+    database: str
+    delivery_workers: int
+    registration: str
+    registered: int
+    samples: dict[str, Sample]  # in the order taken: "begin", "started", "registered", … "end"
+    results: list[Result]
+
+
+PROCESSES = ("web", "worker", "deliverer", "scheduler")
+
+
+def sample(stack: Stack | None = None) -> Sample:
+    cpu = {name: stack.cpu_seconds(name) for name in PROCESSES} if stack else {}
+    own = os.times()
+    return Sample(time.time(), os.getloadavg(), cpu | {"bench (fakes)": own.user + own.system})
+
+
+def percentile(sorted_values: list[float], p: float) -> float:
+    return sorted_values[min(len(sorted_values) - 1, int(len(sorted_values) * p))]
+
+
+def lateness(pushes: Iterable[RecordedLineRequest], due: dict[str, float]) -> tuple[list[float], int]:
+    """(sorted lateness of the first push to each expected group, pushes beyond the first)."""
+    first: dict[str, float] = {}
+    seen: Counter[str] = Counter()
+    for push in pushes:
+        to = (push.body or {}).get("to")
+        if to in due:
+            seen[to] += 1
+            first[to] = min(first.get(to, push.received_at), push.received_at)
+    late = sorted(first[to] - due[to] for to in first)
+    return late, sum(n - 1 for n in seen.values())
+
+
+def steady_result(mode: str, database: str, pushes: list, due: dict[str, float]) -> Result:
+    late, duplicates = lateness(pushes, due)
+    if not late:
+        return Result(mode, database, len(due), 0, duplicates, *(float("nan"),) * 3, None, 0.0, False)
+    span = max(due.values()) + late[-1] - min(due.values())  # first due → last push (approx.)
+    p50, p99 = percentile(late, 0.5), percentile(late, 0.99)
+    met = len(late) == len(due) and not duplicates and p50 <= P50_TARGET_S and p99 <= P99_TARGET_S
+    return Result(
+        mode, database, len(due), len(late), duplicates, p50, p99, late[-1], None, len(late) / span, met
+    )
+
+
+def burst_result(database: str, pushes: list, due: dict[str, float]) -> Result:
+    late, duplicates = lateness(pushes, due)
+    if not late:
+        return Result(
+            "automedia burst", database, len(due), 0, duplicates, *(float("nan"),) * 3, None, 0.0, False
+        )
+    last = late[-1]
+    met = len(late) == len(due) and not duplicates and last <= BURST_TARGET_S
+    p50, p99 = percentile(late, 0.5), percentile(late, 0.99)
+    return Result(
+        "automedia burst",
+        database,
+        len(due),
+        len(late),
+        duplicates,
+        p50,
+        p99,
+        last,
+        last,
+        len(late) / last,
+        met,
+    )
+
+
+# -- the stack --------------------------------------------------------------------------
+
+
+def start_processes(stack: Stack, delivery_workers: int) -> None:
+    """The Procfile's worker, deliverer and scheduler: one of each."""
+    deliverer = {"Q_CLUSTER_NAME": "deliveries", "DELIVERY_WORKERS": str(delivery_workers)}
+    stack.spawn("deliverer", "qcluster", env=deliverer)
+    stack.spawn("worker", "qcluster")
+    stack.spawn("scheduler", "run_scheduler")
+    stack.wait_for_log("scheduler", "started")
+
+
+def tenant_capacity(stack: Stack, limit: int) -> None:
+    """Tenant.max_concurrent_deliveries: high enough that the whole burst may be in flight."""
+    stack.shell(
+        f"from deliveries.models import Tenant; Tenant.objects.update(max_concurrent_deliveries={limit})"
+    )
+
+
+def issue_body(*, publish_at: datetime, group: str, template: str) -> str:
+    return (
+        "## 配信メタ\n"
+        "- チャネル: LINE\n"
+        f"- 投稿日時: {publish_at:%Y-%m-%d %H:%M:%S} (JST)\n"
+        f"- 対象タグ: group:{group}\n"
+        f"- テンプレ: {template}\n"
+        "\n## 文面 / 変数\n"
+        "- date: 2026-12-10\n"
+        "- hours: 10:00-18:00\n"
+    )
+
+
+def new_group() -> str:
+    return f"C{uuid.uuid4().hex}"
+
+
+def register(stack: Stack, count: int, how: str) -> dict[str, str]:
+    """`count` approved issues, registered by automedia itself: {issue key: group}.
+
+    "scan": the issues are written already approved with the webhook off, and one
+    `manage.py scan_backlog` rescues them all (the daily safety net's path, ~20 ms each here).
+    "webhooks": written with the webhook off, then each moved to automedia承認 (one
+    status-change webhook each, processed by the default qcluster), as a manager would."""
+    publish_at = (datetime.now(JST) + PUBLISH_LEAD).replace(microsecond=0)
+    template = f"announce_open@{stack.templates['announce_open']}"
+    status = "automedia承認" if how == "scan" else "処理中"
+    stack.backlog.set_webhook(PROJECT, None)
+    groups: dict[str, str] = {}
+    for i in range(count):
+        group = new_group()
+        body = issue_body(publish_at=publish_at, group=group, template=template)
+        issue = stack.backlog.create_issue(PROJECT, summary=f"bench {i}", description=body, status=status)
+        groups[issue["issueKey"]] = group
+    stack.backlog.set_webhook(PROJECT, stack.tenants[SLUG]["backlog_webhook_url"])
+    if how == "scan":
+        stack.manage("scan_backlog", "--json", check=False)  # exit 3: leaks found (and rescued)
+    else:
+        for key in groups:
+            stack.backlog.update_issue(key, status="automedia承認")
+    stack.wait_for(lambda: reserved(stack) >= count, REGISTER_TIMEOUT_S, 0.5, f"{count} reservations")
+    return groups
+
+
+def reserved(stack: Stack) -> int:
+    return sum(
+        1
+        for r in list(stack.backlog.requests)
+        if r.method == "POST"
+        and r.path.endswith("/comments")
+        and r.status < 300
+        and r.form.get("content", [""])[0].startswith(RESERVED)
+    )
+
+
+def written_back(stack: Stack) -> int:
+    return sum(
+        1
+        for r in list(stack.backlog.requests)
+        if r.method == "PATCH" and r.path.startswith("/api/v2/issues/") and r.status == 200
+    )
+
+
+def move_due(stack: Stack, steady: list[str], burst: list[str], args: argparse.Namespace) -> float:
+    """Move every row's due_at into the measured window, in one transaction; returns the
+    window's start (epoch s), chosen in that transaction WINDOW_LEAD_S ahead. Steady row i is
+    due at start + i / rate, every burst row at start + steady seconds + BURST_GAP_S."""
+    code = (
+        "import time\n"
+        "from datetime import datetime, timezone\n"
+        "from django.db import transaction\n"
+        "from deliveries.models import DeliverySchedule as S\n"
+        f"steady, burst = {steady!r}, {burst!r}\n"
+        "def at(ts): return datetime.fromtimestamp(ts, timezone.utc)\n"
+        "with transaction.atomic():\n"
+        "    rows = {s.task.issue_key: s for s in S.objects.select_related('task')}\n"
+        "    assert len(rows) == len(steady) + len(burst)\n"
+        "    assert all(s.lease_until is None for s in rows.values())\n"
+        f"    start = time.time() + {WINDOW_LEAD_S!r}\n"
+        "    for i, key in enumerate(steady):\n"
+        f"        rows[key].due_at = at(start + i / {args.steady_rate!r})\n"
+        "    for key in burst:\n"
+        f"        rows[key].due_at = at(start + {args.steady_seconds!r} + {BURST_GAP_S!r})\n"
+        "    S.objects.bulk_update(list(rows.values()), ['due_at'], batch_size=500)\n"
+        "print(repr(start), time.time() < start - 1.0)\n"
+    )
+    return _window_start(stack.shell(code), "moving due_at")
+
+
+def _window_start(printed: str, what: str) -> float:
+    start, in_time = printed.split()
+    if in_time != "True":
+        print(f"warning: {what} was committed less than 1 s before the first due time", file=sys.stderr)
+    return float(start)
+
+
+def queued_tasks(stack: Stack) -> int:
+    return int(stack.shell("from django_q.models import OrmQ; print(OrmQ.objects.count())"))
+
+
+def settle(stack: Stack, count: int) -> None:
+    """Wait until every delivery was written back and both queues are empty (the write-backs'
+    own webhooks processed), so the comparison runs on an idle stack."""
+    stack.wait_for(lambda: written_back(stack) >= count, SETTLE_TIMEOUT_S, 0.5, f"{count} write-backs")
+    stack.wait_for(lambda: queued_tasks(stack) == 0, SETTLE_TIMEOUT_S, 1.0, "empty django-q2 queues")
+
+
+def pushes_to(stack: Stack, groups: Iterable[str]) -> int:
+    wanted = set(groups)
+    return len({(r.body or {}).get("to") for r in stack.line.sent("push")} & wanted)
+
+
+def wait_pushes(stack: Stack, due: dict[str, float], slack_s: float) -> None:
+    """Until every group in `due` got its push, or `slack_s` after the last due time."""
+    deadline = max(due.values()) + slack_s
+
+    def done() -> bool:
+        return pushes_to(stack, due) >= len(due) or time.time() >= deadline
+
+    stack.wait_for(done, deadline - time.time() + 5, 0.25)  # raises at once if a process dies
+
+
+def schedule_django_q(stack: Stack, groups: list[str], rate: float) -> float:
+    """The comparison: one django-q2 Schedule (ONCE) per push, run by the default qcluster's
+    scheduler; group i is due at start + i / rate. Returns start (epoch s)."""
+    line = (stack.line.base_url, stack.line_token)
+    code = (
+        "import time\n"
+        "from datetime import datetime, timezone\n"
+        "from django_q.models import Schedule\n"
+        f"groups = {groups!r}\n"
+        f"start = time.time() + {WINDOW_LEAD_S!r}\n"
+        "Schedule.objects.bulk_create([Schedule(name=f'bench-{i}', func='bench.delivery.push_line', "
+        f"args=repr({line!r} + (group, f'bench django-q2 #{{i}}')), schedule_type=Schedule.ONCE, "
+        f"repeats=-1, next_run=datetime.fromtimestamp(start + i / {rate!r}, timezone.utc)) "
+        "for i, group in enumerate(groups)])\n"
+        "print(repr(start), time.time() < start - 1.0)\n"
+    )
+    return _window_start(stack.shell(code), "creating the django-q2 schedules")
+
+
+# -- one database -------------------------------------------------------------------------
+
+
+def steady_due(start: float, rate: float, count: int) -> list[float]:
+    return [start + i / rate for i in range(count)]
+
+
+def run_database(args: argparse.Namespace, database: str, tmp: Path) -> DatabaseRun:
+    url = POSTGRES_URL if database == "postgresql" else None
+    steady_n = round(args.steady_rate * args.steady_seconds)
+    samples = {"begin": sample()}
+    with Stack(tmp_dir=tmp / database, database_url=url, env=ENV) as stack:
+        stack.add_tenant(SLUG, PROJECT)
+        tenant_capacity(stack, max(args.burst, 4))
+        start_processes(stack, args.delivery_workers)
+        samples["started"] = sample(stack)
+        groups = register(stack, steady_n + args.burst, args.register)
+        samples["registered"] = sample(stack)
+        keys = list(groups)
+        start = move_due(stack, keys[:steady_n], keys[steady_n:], args)
+        steady_groups = {
+            groups[k]: t
+            for k, t in zip(keys[:steady_n], steady_due(start, args.steady_rate, steady_n), strict=True)
+        }
+        burst_at = start + args.steady_seconds + BURST_GAP_S
+        burst_groups = {groups[k]: burst_at for k in keys[steady_n:]}
+        samples["window"] = sample(stack)
+        wait_pushes(stack, steady_groups, BURST_GAP_S - 1)
+        samples["steady done"] = sample(stack)
+        time.sleep(max(0.0, burst_at - time.time()))
+        samples["burst due"] = sample(stack)
+        wait_pushes(stack, burst_groups, args.burst / 10 + 60)
+        samples["burst done"] = sample(stack)
+        settle(stack, len(keys))
+        samples["settled"] = sample(stack)
+
+        compare_groups = [new_group() for _ in range(steady_n)]
+        start = schedule_django_q(stack, compare_groups, args.steady_rate)
+        compare = dict(zip(compare_groups, steady_due(start, args.steady_rate, steady_n), strict=True))
+        wait_pushes(stack, compare, DJANGO_Q_SCHEDULER_S + 15)
+        samples["end"] = sample(stack)
+        pushes = stack.line.sent("push")
+    results = [
+        steady_result("automedia steady", database, pushes, steady_groups),
+        burst_result(database, pushes, burst_groups),
+        steady_result("django-q2 ONCE steady", database, pushes, compare),
+    ]
+    return DatabaseRun(database, args.delivery_workers, args.register, len(keys), samples, results)
+
+
+# -- report ---------------------------------------------------------------------------------
+
+ROW = "{:<22} {:<10} {:>5} {:>5} {:>7} {:>7} {:>7} {:>8} {:>8} {:>7}"
+
+
+def fmt(value: float | None, digits: int = 3) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def print_table(runs: list[DatabaseRun]) -> None:
+    print(
+        ROW.format("mode", "database", "n", "got", "p50 s", "p99 s", "max s", "burst s", "per s", "targets")
+    )
+    for run in runs:
+        for r in run.results:
+            verdict = "met" if r.targets_met else "MISSED"
+            if r.mode.startswith("django-q2"):
+                verdict = f"({verdict})"  # shown for comparison; the targets are automedia's
+            cells = (fmt(r.p50_s), fmt(r.p99_s), fmt(r.max_s), fmt(r.last_push_s, 2), fmt(r.per_s, 1))
+            print(ROW.format(r.mode, r.database, r.n, r.received, *cells, verdict))
+    print(
+        f"targets: steady p50 <= {P50_TARGET_S} s and p99 <= {P99_TARGET_S} s; "
+        f"burst last push <= {BURST_TARGET_S:.0f} s after due_at"
+    )
+    for run in runs:
+        dup = sum(r.duplicates for r in run.results)
+        print(
+            f"\n{run.database}: DELIVERY_WORKERS={run.delivery_workers}, {run.registered} approvals "
+            f"registered by {run.registration}, duplicate pushes {dup}"
+        )
+        print_phases(run.samples)
+        print_cost(
+            run.samples, "burst due", "burst done", next(r.n for r in run.results if "burst" in r.mode)
+        )
+    print(f"{os.cpu_count()} CPUs; load average = the 1-minute figure at the end of each phase")
+
+
+PHASE_ROW = "{:<34} {:>7} {:>6} " + " {:>9}" * (len(PROCESSES) + 1)
+
+
+def print_phases(samples: dict[str, Sample]) -> None:
+    """Wall time, load and CPU seconds of each process between consecutive samples."""
+    print(PHASE_ROW.format("phase (CPU s per process)", "wall s", "load", *PROCESSES, "bench"))
+    names = list(samples)
+    for before, after in zip(names, names[1:], strict=False):
+        a, b = samples[before], samples[after]
+        cpu = (f"{b.cpu_s[k] - a.cpu_s.get(k, 0.0):.1f}" for k in b.cpu_s)
+        print(PHASE_ROW.format(f"{before} -> {after}", f"{b.at - a.at:.1f}", f"{b.load[0]:.2f}", *cpu))
+
+
+def print_cost(samples: dict[str, Sample], before: str, after: str, deliveries: int) -> None:
+    """CPU per delivery of a phase and the share of the machine automedia's processes got."""
+    a, b = samples[before], samples[after]
+    used = {k: b.cpu_s[k] - a.cpu_s.get(k, 0.0) for k in b.cpu_s}
+    wall = b.at - a.at
+    total = sum(used.values())
+    parts = ", ".join(f"{k} {1000 * v / deliveries:.1f}" for k, v in used.items())
+    print(
+        f"{before} -> {after}: {1000 * total / deliveries:.1f} ms CPU per delivery ({parts}); "
+        f"these processes used {total / wall:.2f} of {os.cpu_count()} CPUs (PostgreSQL server not counted)"
+    )
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--database", choices=["sqlite", "postgres", "both"], default="both")
+    parser.add_argument("--steady-rate", type=float, default=10.0, help="deliveries due per second")
+    parser.add_argument("--steady-seconds", type=float, default=60.0)
+    parser.add_argument("--burst", type=int, default=1000, help="deliveries due at the same instant")
+    parser.add_argument("--delivery-workers", type=int, default=4, help="DELIVERY_WORKERS of the deliverer")
+    parser.add_argument(
+        "--register", choices=["scan", "webhooks"], default="scan", help="how the schedules are made"
+    )
+    parser.add_argument("--json", action="store_true", help="print the results as one JSON object")
+    return parser.parse_args()
+
+
+def main() -> int:
+    args = parse_args()
+    # SIGTERM/SIGINT unwind through the `with Stack` blocks: every process is stopped.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    databases = {"sqlite": ["sqlite"], "postgres": ["postgresql"], "both": ["sqlite", "postgresql"]}
+    began = time.monotonic()
+    runs = []
+    try:
+        with tempfile.TemporaryDirectory(prefix="automedia-bench-delivery-") as tmp:
+            for database in databases[args.database]:
+                runs.append(run_database(args, database, Path(tmp)))
+    finally:
+        if "postgresql" in databases[args.database]:
+            from bench.webhook import postgres
+
+            postgres(POSTGRES_URL, create=False)
+    if args.json:
+        print(json.dumps({"runs": [asdict(r) for r in runs], "cpus": os.cpu_count()}, indent=2))
+    else:
+        print_table(runs)
+    print(f"total {time.monotonic() - began:.0f} s", file=sys.stderr)
+    complete = all(r.received == r.n and not r.duplicates for run in runs for r in run.results)
+    if not complete:
+        print("FAILED: a push is missing or was sent twice", file=sys.stderr)
+    return 0 if complete else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
