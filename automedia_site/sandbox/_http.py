@@ -39,7 +39,7 @@ class FakeServer(ThreadingHTTPServer):
 
 
 class KeepAliveHandler(BaseHTTPRequestHandler):
-    """Routes every method to `_serve()`; subclasses implement it."""
+    """Routes every method to `_serve()`, which each fake's handler defines."""
 
     protocol_version = "HTTP/1.1"  # keep-alive, so clients reuse one connection
     disable_nagle_algorithm = True  # else headers and body, written apart, wait ~40 ms for an ACK
@@ -59,9 +59,6 @@ class KeepAliveHandler(BaseHTTPRequestHandler):
                 super().finish()
         finally:
             self.server.discard_connection(self.connection)
-
-    def _serve(self) -> None:
-        raise NotImplementedError
 
     def do_GET(self) -> None:  # noqa: N802 - http.server's naming
         self._serve()

@@ -27,6 +27,7 @@ import re
 import socket
 import threading
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http import HTTPStatus
@@ -109,7 +110,7 @@ class Request:
 Handler = Callable[..., Reply]
 
 
-class FakeServer:
+class FakeServer(ABC):
     """Base of a fake platform: lifecycle, recording, faults, routing."""
 
     name = "fake"
@@ -128,17 +129,20 @@ class FakeServer:
 
     # -- for subclasses ------------------------------------------------------------------
 
+    @abstractmethod
     def routes(self) -> list[tuple[str, str, Handler]]:
-        raise NotImplementedError
+        """(method, path regex, handler) for each endpoint of the platform."""
 
     def authenticate(self, request: Request) -> None:
-        """Raise ApiError when the request's credentials are not accepted."""
+        """Raise ApiError when the request's credentials are not accepted (default: any)."""
+        return None
 
     def error_body(self, status: int) -> Any:
         return {"message": HTTPStatus(status).phrase if status in HTTPStatus._value2member_map_ else "error"}
 
     def decorate(self, request: Request, reply: Reply) -> None:
-        """Add headers every answer carries (rate-limit headers, request ids)."""
+        """Add headers every answer carries (rate-limit headers, request ids); default none."""
+        return None
 
     # -- lifecycle -------------------------------------------------------------------------
 
