@@ -173,7 +173,29 @@ def _route(event: BacklogEvent, client: BacklogClient) -> str:
         from backlog_bridge.command_runner import comment_handle  # imports the delivery side
 
         return comment_handle(event=event, client=client)
+    if _own_echo(event, client):
+        return "own change, already applied"
     return issue_reconcile(tenant=tenant, issue_key=event.issue_key, client=client)
+
+
+def _own_echo(event: BacklogEvent, client: BacklogClient) -> bool:
+    """The webhook of a status change automedia made itself (a write-back, a revert)
+    whose result the mirror already holds: nothing to decide, so no Backlog read.
+
+    Anything else — another user, a body edit, a status the mirror does not hold —
+    goes through the full reconcile."""
+    changes = (event.payload.get("content") or {}).get("changes") or []
+    user = event.payload.get("createdUser") or {}
+    status = next((c.get("new_value") for c in changes if c.get("field") == "status"), None)
+    if status is None or any(c.get("field") in ("description", "summary") for c in changes):
+        return False
+    task = ContentTask.objects.filter(tenant=event.tenant, issue_key=event.issue_key).first()
+    if task is None or str(task.status_id) != str(status):
+        return False
+    try:
+        return user.get("id") is not None and user.get("id") == client.myself().get("id")
+    except BacklogError:
+        return False
 
 
 def issue_forget(*, tenant: Tenant, issue_key: str) -> str:

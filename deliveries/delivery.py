@@ -473,7 +473,7 @@ def _writeback(run: Run, backlog: BacklogClient) -> str:
     outcome, task, project = run.schedule.outcome, run.task, run.tenant.backlog_project_key
     try:
         if outcome.get("tried") and _already_written(backlog, task, outcome):
-            return _finish(run, outcome)
+            return _finish(run, outcome, backlog)
         DeliverySchedule.objects.filter(pk=run.schedule.pk).update(outcome={**outcome, "tried": True})
         if outcome["ok"]:
             field_id = backlog.custom_field_id(project, FIELD_DELIVERED_AT)
@@ -494,7 +494,7 @@ def _writeback(run: Run, backlog: BacklogClient) -> str:
         run.release(due_at=timezone.now() + delay, attempts=run.schedule.attempts + 1, last_error=str(exc))
         logger.warning("write-back of %s failed, retry in %s: %s", task.issue_key, delay, exc)
         return "write-back retry"
-    return _finish(run, outcome)
+    return _finish(run, outcome, backlog)
 
 
 def _already_written(backlog: BacklogClient, task: ContentTask, outcome: dict) -> bool:
@@ -513,10 +513,13 @@ def _status_id(backlog: BacklogClient, project: str, name: str) -> int:
     return status_id
 
 
-def _finish(run: Run, outcome: dict) -> str:
+def _finish(run: Run, outcome: dict, backlog: BacklogClient | None = None) -> str:
     status = STATUS_DELIVERED if outcome["ok"] else STATUS_ERROR
+    mirror = {"status_name": status}
+    if backlog is not None:  # so the webhook of this write-back finds nothing to do
+        mirror["status_id"] = backlog.status_id(run.tenant.backlog_project_key, status)
     with transaction.atomic():
-        ContentTask.objects.filter(pk=run.task.pk).update(status_name=status)
+        ContentTask.objects.filter(pk=run.task.pk).update(**mirror)
         DeliverySchedule.objects.filter(pk=run.schedule.pk).delete()
     return "delivered" if outcome["ok"] else "failed"
 

@@ -308,9 +308,39 @@ def test_it_retries_the_write_back_without_sending_again(approved, fake_backlog,
 def test_it_does_not_comment_twice_after_a_crash_between_patch_and_cleanup(approved, fake_backlog, line):
     key = approved()
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr("deliveries.delivery._finish", lambda run, outcome: "crashed")
+        patch.setattr("deliveries.delivery._finish", lambda run, outcome, backlog=None: "crashed")
         fire(key)
     DeliverySchedule.objects.filter(task__issue_key=key).update(lease_until=None, claimed_by="")
 
     assert fire(key) == "delivered"
     assert sum(t.startswith("[automedia] dispatched") for t in texts(fake_backlog, key)) == 1
+
+
+def test_the_webhook_of_its_own_write_back_needs_no_backlog_read(approved, fake_backlog, line, tenant, pump):
+    key = approved()
+    fake_backlog.outbox.clear()
+    assert fire(key) == "delivered"
+    fake_backlog.reset_requests()
+
+    pump(tenant)  # Backlog's webhook for automedia's own PATCH (and its comment)
+
+    from backlog_bridge.models import BacklogEvent
+
+    echo = BacklogEvent.objects.filter(issue_key=key, type=2).latest("activity_id")
+    assert echo.detail == "own change, already applied"
+    assert not [r for r in fake_backlog.requests if r.path == f"/api/v2/issues/{key}"]
+    assert fake_backlog.issue(key)["status"]["name"] == "automedia実行済み"
+
+
+def test_a_status_change_by_a_person_is_still_reconciled(approved, fake_backlog, line, tenant, pump):
+    key = approved()
+    fake_backlog.outbox.clear()
+    fire(key)
+    pump(tenant)
+
+    fake_backlog.update_issue(key, status="処理中")  # a manager moves it on afterwards
+    pump(tenant)
+
+    from deliveries.models import ContentTask
+
+    assert ContentTask.objects.get(issue_key=key).status_name == "処理中"
