@@ -77,3 +77,24 @@ class KeepAliveHandler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
         pass
+
+
+def serve_in_thread(
+    address: tuple[str, int], fake: Any, handler: type[BaseHTTPRequestHandler], name: str
+) -> tuple[FakeServer, threading.Thread]:
+    """Start a fake's server on a daemon thread; stop it with `stop_serving`."""
+    server = FakeServer(address, fake, handler)
+    # A short poll interval: stop() waits up to one interval.
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.01}, name=name, daemon=True
+    )
+    thread.start()
+    return server, thread
+
+
+def stop_serving(server: FakeServer, thread: threading.Thread | None) -> None:
+    server.shutdown()
+    server.close_connections()
+    server.server_close()
+    if thread is not None:
+        thread.join(timeout=5)

@@ -42,7 +42,7 @@ from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 import httpx
 
-from automedia_site.sandbox._http import FakeServer, KeepAliveHandler
+from automedia_site.sandbox._http import FakeServer, KeepAliveHandler, serve_in_thread, stop_serving
 
 __all__ = [
     "BOT",
@@ -509,14 +509,7 @@ class FakeBacklog:
     def start(self) -> FakeBacklog:
         if self._server is not None:
             return self
-        self._server = FakeServer(self._address, self, _RequestHandler)
-        self._thread = threading.Thread(
-            target=self._server.serve_forever,
-            kwargs={"poll_interval": 0.01},  # stop() waits up to one interval
-            name="fake-backlog",
-            daemon=True,
-        )
-        self._thread.start()
+        self._server, self._thread = serve_in_thread(self._address, self, _RequestHandler, "fake-backlog")
         if self._poster is not None:
             self._poster.start()
         return self
@@ -525,11 +518,7 @@ class FakeBacklog:
         server, self._server = self._server, None
         if server is None:
             return
-        server.shutdown()
-        server.close_connections()
-        server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
+        stop_serving(server, self._thread)
         if self._poster is not None:
             self._poster.stop()
 

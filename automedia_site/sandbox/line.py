@@ -69,7 +69,7 @@ from http import HTTPStatus
 from typing import Any
 from urllib.parse import parse_qs, unquote
 
-from automedia_site.sandbox._http import FakeServer, KeepAliveHandler
+from automedia_site.sandbox._http import FakeServer, KeepAliveHandler, serve_in_thread, stop_serving
 
 __all__ = [
     "AUTH_FAILED",
@@ -460,25 +460,14 @@ class FakeLine:
     def start(self) -> FakeLine:
         if self._server is not None:
             return self
-        self._server = FakeServer(self._address, self, _RequestHandler)
-        self._thread = threading.Thread(
-            target=self._server.serve_forever,
-            kwargs={"poll_interval": 0.01},  # stop() waits up to one interval
-            name="fake-line",
-            daemon=True,
-        )
-        self._thread.start()
+        self._server, self._thread = serve_in_thread(self._address, self, _RequestHandler, "fake-line")
         return self
 
     def stop(self) -> None:
         server, self._server = self._server, None
         if server is None:
             return
-        server.shutdown()
-        server.close_connections()
-        server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
+        stop_serving(server, self._thread)
 
     def __enter__(self) -> FakeLine:
         return self.start()
