@@ -193,6 +193,9 @@ INVALIDATE_REVERT_STATUS_NAME = env.str("INVALIDATE_REVERT_STATUS_NAME", default
 INVALIDATE_REVERT_STATUS_ID = env.int("INVALIDATE_REVERT_STATUS_ID", default=None)
 
 BACKLOG_WEBHOOK_MAX_BYTES = 1024 * 1024
+# A web process enqueues at most one drain task (which takes every pending webhook
+# event) per this many seconds: a burst of webhooks writes event rows, not task rows.
+BACKLOG_EVENT_BATCH_SECONDS = env.float("BACKLOG_EVENT_BATCH_SECONDS", default=0.2)
 PUBLIC_BASE_URL = env.str("PUBLIC_BASE_URL", default="http://127.0.0.1:8000")
 
 ADMINS = [tuple(a.split(":", 1)) for a in env.list("ADMINS", default=[]) if ":" in a]
@@ -224,6 +227,9 @@ SANDBOX_HUBSPOT_URL = env.str("SANDBOX_HUBSPOT_URL", default="http://127.0.0.1:8
 # the scheduler's longest sleep, and health thresholds.
 DELIVERY_LEASE_SECONDS = env.int("DELIVERY_LEASE_SECONDS", default=120)
 SCHEDULER_POLL_SECONDS = env.float("SCHEDULER_POLL_SECONDS", default=0.5)
+# Claimed rows per `deliver_batch` task: django-q2's per-task cost is paid once per batch,
+# and a burst still spreads over the workers (50 claimed per pass = 5 tasks).
+DELIVERY_TASK_SIZE = env.int("DELIVERY_TASK_SIZE", default=10)
 HEALTH_HEARTBEAT_MAX_AGE = env.int("HEALTH_HEARTBEAT_MAX_AGE", default=30)
 HEALTH_OVERDUE_MAX_SECONDS = env.int("HEALTH_OVERDUE_MAX_SECONDS", default=60)
 

@@ -19,7 +19,7 @@ from django.conf import settings
 from django.core.cache import cache
 
 from automedia_site import metrics
-from automedia_site.http import ssl_context
+from automedia_site.http import ClientCache, ssl_context
 
 logger = logging.getLogger(__name__)
 
@@ -250,3 +250,12 @@ def _pairs(mapping: dict | None) -> list[tuple[str, Any]]:
         values = value if isinstance(value, list | tuple) else [value]
         pairs.extend((name, str(v)) for v in values)
     return pairs
+
+
+_shared = ClientCache(lambda base_url, api_key: BacklogClient(base_url=base_url, api_key=api_key))
+
+
+def shared_client(tenant) -> BacklogClient:
+    """The worker process's kept-alive client for this tenant's space (never close it):
+    for loops that call Backlog once or twice per row (deliveries, webhook drains)."""
+    return _shared.get(tenant.backlog_base_url, tenant.backlog_api_key)

@@ -9,16 +9,17 @@ never acts twice.
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import F
+from django.db.models import F, Q
 from django.utils import timezone
 
 from automedia_site.timeutil import fmt_jst
-from backlog_bridge.client import BacklogClient, BacklogError
+from backlog_bridge.client import BacklogClient, BacklogError, shared_client
 from backlog_bridge.models import (
     HANDLED_TYPES,
     TYPE_BULK_UPDATED,
@@ -42,6 +43,10 @@ logger = logging.getLogger(__name__)
 
 MIN_LEAD = timedelta(seconds=5)  # seed 000: at(max(投稿日時, now+5s))
 MAX_EVENT_ATTEMPTS = 5
+EVENT_LEASE = timedelta(minutes=2)  # how long a drain holds an event it is processing
+EVENT_BATCH = 50  # events read per round of a drain
+DRAIN_BUDGET_SECONDS = 60.0  # a drain hands what is left to a new drain after this long
+STRANDED_AFTER = timedelta(seconds=2)  # run_scheduler drains events pending this long
 CLAIM_ROUNDS = 3
 
 
@@ -109,22 +114,112 @@ def activity_store(*, tenant: Tenant, activity: dict, source: str) -> tuple[Back
 
 
 def webhook_accept(*, tenant: Tenant, payload: object) -> str:
-    """Validate, store and enqueue; returns "accepted", "duplicate" or "ignored"."""
-    from django_q.tasks import async_task
+    """Validate, store and hand to a drain; returns "accepted", "duplicate" or "ignored".
 
+    The stored event row is the queue: one INSERT (autocommit) is all a webhook
+    writes. Processing is a django-q2 drain task that takes every pending event.
+    """
     activity = webhook_validate(tenant=tenant, payload=payload)
     event, created = activity_store(tenant=tenant, activity=activity, source="webhook")
     if not created:
         return "duplicate"
     if event.outcome == BacklogEvent.Outcome.IGNORED:
         return "ignored"
-    enqueue = lambda: async_task("backlog_bridge.tasks.process_event", event.pk)  # noqa: E731
-    if settings.REDIS_URL:
-        transaction.on_commit(enqueue)  # Redis is outside the transaction
-    else:
-        enqueue()  # the ORM broker's row commits (or not) with the event
-    # If the broker loses it anyway, the catch-up job finds the pending event and runs it.
+    events_drain_soon()
     return "accepted"
+
+
+_drain_requested_at = float("-inf")  # time.monotonic() of this process's last drain enqueue
+
+
+def events_drain_soon() -> bool:
+    """Enqueue a drain task, at most one per BACKLOG_EVENT_BATCH_SECONDS per process.
+
+    A drain takes every pending event, so during a burst one task per window is
+    enough. An event stored just after a drain's last look, with no webhook after it
+    to enqueue the next drain, is taken by `events_stranded_drain` (run_scheduler,
+    after STRANDED_AFTER) and, failing that, by the catch-up job's retry.
+    """
+    from django_q.tasks import async_task
+
+    global _drain_requested_at
+    now = time.monotonic()
+    if now - _drain_requested_at < settings.BACKLOG_EVENT_BATCH_SECONDS:
+        return False
+    _drain_requested_at = now
+    enqueue = lambda: async_task("backlog_bridge.tasks.process_events")  # noqa: E731
+    if settings.REDIS_URL:
+        transaction.on_commit(enqueue)  # Redis is outside any transaction the caller holds
+    else:
+        enqueue()  # the ORM broker's row commits (or not) with the caller's transaction
+    return True
+
+
+def _claimable(now: datetime):
+    return BacklogEvent.objects.filter(
+        Q(claimed_until__isnull=True) | Q(claimed_until__lte=now),
+        outcome=BacklogEvent.Outcome.PENDING,
+        attempts__lt=MAX_EVENT_ATTEMPTS,
+    )
+
+
+def events_drain(*, budget: float = DRAIN_BUDGET_SECONDS) -> int:
+    """Process pending events in arrival order until none is left; returns how many.
+
+    Several drains may run at once: each event is claimed by `event_process`, so
+    they share the work. The worker's kept-alive Backlog client per tenant serves them. After `budget` seconds the rest goes to a new drain,
+    so a long burst never holds one worker past the task timeout.
+    """
+    from django_q.tasks import async_task
+
+    deadline = time.monotonic() + budget
+    processed = 0
+    while batch := list(
+        _claimable(timezone.now()).order_by("pk").values_list("pk", "tenant_id")[:EVENT_BATCH]
+    ):
+        tenants = Tenant.objects.in_bulk({tenant_id for _, tenant_id in batch})
+        for event_id, tenant_id in batch:
+            if _drain_one(event_id, tenants[tenant_id]):
+                processed += 1
+        if time.monotonic() > deadline:
+            async_task("backlog_bridge.tasks.process_events")
+            break
+    return processed
+
+
+def _drain_one(event_id: int, tenant: Tenant) -> bool:
+    """One event of a drain; an unexpected error fails that event, not the drain."""
+    try:
+        result = event_process(event_id=event_id, client=shared_client(tenant), tenant=tenant)
+        return result != CLAIMED_ELSEWHERE
+    except Exception as exc:
+        logger.exception("backlog event %s failed", event_id)
+        BacklogEvent.objects.filter(pk=event_id).update(
+            outcome=BacklogEvent.Outcome.FAILED,
+            detail=f"{type(exc).__name__}: {exc}"[:2000],
+            processed_at=timezone.now(),
+            claimed_until=None,
+        )
+        return True
+
+
+_stranded_checked_at = float("-inf")
+
+
+def events_stranded_drain(*, now: datetime) -> bool:
+    """run_scheduler's look (at most every STRANDED_AFTER) for events no drain took:
+    enqueue one when an event has been pending longer than STRANDED_AFTER."""
+    from django_q.tasks import async_task
+
+    global _stranded_checked_at
+    tick = time.monotonic()
+    if tick - _stranded_checked_at < STRANDED_AFTER.total_seconds():
+        return False
+    _stranded_checked_at = tick
+    if not _claimable(now).filter(received_at__lte=now - STRANDED_AFTER).exists():
+        return False
+    async_task("backlog_bridge.tasks.process_events")
+    return True
 
 
 def _issue_key(tenant: Tenant, content: dict) -> str:
@@ -135,18 +230,37 @@ def _issue_key(tenant: Tenant, content: dict) -> str:
 # -- processing ------------------------------------------------------------------
 
 
-def event_process(*, event_id: int, client: BacklogClient | None = None) -> str:
-    event = BacklogEvent.objects.select_related("tenant").get(pk=event_id)
-    if event.outcome in (BacklogEvent.Outcome.DONE, BacklogEvent.Outcome.IGNORED):
-        return event.outcome
+CLAIMED_ELSEWHERE = "claimed elsewhere"
+
+
+def event_process(*, event_id: int, client: BacklogClient | None = None, tenant: Tenant | None = None) -> str:
+    """Process one stored event (pending, or failed and retried) under a claim: the
+    conditional UPDATE must hit the row, so two workers never process it at once.
+    `tenant`: the event's tenant when the caller has it loaded (a drain)."""
+    now = timezone.now()
+    claimed = (
+        BacklogEvent.objects.filter(
+            Q(claimed_until__isnull=True) | Q(claimed_until__lte=now),
+            pk=event_id,
+            outcome__in=[BacklogEvent.Outcome.PENDING, BacklogEvent.Outcome.FAILED],
+        ).update(attempts=F("attempts") + 1, claimed_until=now + EVENT_LEASE)
+        == 1
+    )
+    if tenant is None:
+        event = BacklogEvent.objects.select_related("tenant").get(pk=event_id)
+    else:
+        event = BacklogEvent.objects.get(pk=event_id, tenant=tenant)
+        event.tenant = tenant  # no join, no second decryption of its secrets
+    if not claimed:
+        done = (BacklogEvent.Outcome.DONE, BacklogEvent.Outcome.IGNORED)
+        return event.outcome if event.outcome in done else CLAIMED_ELSEWHERE
     own_client = client is None
     client = client or BacklogClient.for_tenant(event.tenant)
-    BacklogEvent.objects.filter(pk=event.pk).update(attempts=F("attempts") + 1)
     try:
         detail = _route(event, client)
     except (BacklogError, BacklogConfigError, ConcurrentChange) as exc:
         _event_finish(event, BacklogEvent.Outcome.FAILED, str(exc))
-        level = logging.ERROR if event.attempts + 1 >= MAX_EVENT_ATTEMPTS else logging.WARNING
+        level = logging.ERROR if event.attempts >= MAX_EVENT_ATTEMPTS else logging.WARNING
         logger.log(level, "backlog event %s failed: %s", event, exc)
         return BacklogEvent.Outcome.FAILED
     finally:
@@ -158,7 +272,7 @@ def event_process(*, event_id: int, client: BacklogClient | None = None) -> str:
 
 def _event_finish(event: BacklogEvent, outcome: str, detail: str) -> None:
     BacklogEvent.objects.filter(pk=event.pk).update(
-        outcome=outcome, detail=detail[:2000], processed_at=timezone.now()
+        outcome=outcome, detail=detail[:2000], processed_at=timezone.now(), claimed_until=None
     )
 
 

@@ -6,14 +6,20 @@ import logging
 
 from backlog_bridge.client import BacklogClient, BacklogError
 from backlog_bridge.scan import scan_alert, scan_all, scan_totals
-from backlog_bridge.services import catchup_run, event_process, pending_events_retry
+from backlog_bridge.services import catchup_run, event_process, events_drain, pending_events_retry
 from console.records import scan_record
 from deliveries.models import Tenant
 
 logger = logging.getLogger(__name__)
 
 
+def process_events() -> int:
+    """Every pending webhook event, in arrival order (the webhook view enqueues this)."""
+    return events_drain()
+
+
 def process_event(event_id: int) -> str:
+    """One event (the task of earlier versions; rows already queued may still name it)."""
     return event_process(event_id=event_id)
 
 

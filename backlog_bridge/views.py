@@ -7,7 +7,6 @@ import json
 import time
 
 from django.conf import settings
-from django.db import transaction
 from django.db.models.signals import post_delete, post_save
 from django.dispatch import receiver
 from django.http import Http404
@@ -64,8 +63,7 @@ class BacklogWebhookView(APIView):
         except (ValueError, UnicodeDecodeError):
             return Response({"error": "body is not valid JSON"}, status=400)
         try:
-            with transaction.atomic():
-                result = webhook_accept(tenant=tenant, payload=payload)
+            result = webhook_accept(tenant=tenant, payload=payload)  # one INSERT, autocommit
         except PayloadError as exc:
             return Response({"error": str(exc)}, status=400)
         return Response({"result": result})

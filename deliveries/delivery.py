@@ -16,20 +16,20 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.core.mail import mail_admins
-from django.db import IntegrityError, transaction
+from django.db import connection, transaction
 from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
 from automedia_site import metrics
 from automedia_site.timeutil import fmt_jst, iso_jst
-from backlog_bridge.client import BacklogClient, BacklogError
+from backlog_bridge.client import BacklogClient, BacklogError, shared_client
 from backlog_bridge.parser import ParsedTask, TemplateRef
 from backlog_bridge.services import IssueState, issue_read, issue_reconcile
 from deliveries import publishers
 from deliveries.audience import AudienceError, parse_audience
 from deliveries.channel_templates import describe
 from deliveries.channels.base import TransportError
-from deliveries.channels.line import MULTICAST_MAX, LineTransport, aggregation_unit
+from deliveries.channels.line import MULTICAST_MAX, aggregation_unit, line_transport
 from deliveries.effects import effect_reports_plan
 from deliveries.models import (
     CHANNEL_LABELS,
@@ -52,6 +52,7 @@ from linepush.models import LineContact
 
 logger = logging.getLogger(__name__)
 
+WRITEBACK_QUEUED = "sent; write-back queued"
 RETRY_KEY_NAMESPACE = uuid.UUID("6f1c9a52-3b7e-4d2a-9c41-7a0e5d8b2f10")
 
 
@@ -80,14 +81,8 @@ def lock_take(*, tenant: Tenant, issue_key: str, owner: str, now: datetime) -> b
     live claim on a schedule; otherwise the next taker may take it over.
     """
     expires = now + timedelta(seconds=DeliveryLock.TTL_SECONDS)
-    try:
-        with transaction.atomic():
-            DeliveryLock.objects.create(
-                tenant=tenant, issue_key=issue_key, owner=owner, taken_at=now, expires_at=expires
-            )
+    if _lock_insert(tenant=tenant, issue_key=issue_key, owner=owner, now=now, expires=expires):
         return True
-    except IntegrityError:
-        pass
     live_claim = DeliverySchedule.objects.filter(claimed_by=OuterRef("owner"), lease_until__gt=now)
     stale = Q(expires_at__lte=now) | ~Q(Exists(live_claim)) | Q(owner=owner)
     return (
@@ -96,6 +91,22 @@ def lock_take(*, tenant: Tenant, issue_key: str, owner: str, now: datetime) -> b
         .update(owner=owner, taken_at=now, expires_at=expires)
         == 1
     )
+
+
+_INSERT_LOCK = (
+    "INSERT INTO {table} (tenant_id, issue_key, owner, taken_at, expires_at)"
+    " VALUES (%s, %s, %s, %s, %s) ON CONFLICT (tenant_id, issue_key) DO NOTHING"
+)
+
+
+def _lock_insert(*, tenant: Tenant, issue_key: str, owner: str, now: datetime, expires: datetime) -> bool:
+    """One `INSERT … ON CONFLICT DO NOTHING` (SQLite ≥ 3.35, PostgreSQL): no savepoint
+    and no IntegrityError round trip when the lock is held."""
+    stamp = DeliveryLock._meta.get_field("taken_at").get_db_prep_save
+    params = [tenant.pk, issue_key, owner, stamp(now, connection), stamp(expires, connection)]
+    with connection.cursor() as cursor:
+        cursor.execute(_INSERT_LOCK.format(table=DeliveryLock._meta.db_table), params)
+        return cursor.rowcount == 1
 
 
 def lock_release(*, tenant: Tenant, issue_key: str, owner: str) -> None:
@@ -145,10 +156,10 @@ def delivery_run(*, schedule_id: int, token: str) -> str:
         run.release(due_at=run.now + timedelta(seconds=5))
         return "locked"
     try:
-        with BacklogClient.for_tenant(run.tenant) as backlog:
-            if schedule.stage == DeliverySchedule.Stage.WRITEBACK:
-                return _writeback(run, backlog)
-            return _deliver(run, backlog)
+        backlog = shared_client(run.tenant)
+        if schedule.stage == DeliverySchedule.Stage.WRITEBACK:
+            return _writeback(run, backlog)
+        return _deliver(run, backlog)
     finally:
         lock_release(tenant=run.tenant, issue_key=issue_key, owner=token)
 
@@ -260,28 +271,23 @@ def audience_plan(*, tenant: Tenant, expression: str) -> list[tuple[str, object]
 def _send(run: Run, plan: list[tuple[str, object]], messages: list[dict], backlog: BacklogClient) -> str:
     task, tenant = run.task, run.tenant
     done = _chunks_done(task)
-    transport = LineTransport(token=tenant.line_channel_token)
+    transport = line_transport(tenant.line_channel_token)
     unit = aggregation_unit(task.issue_key)
-    try:
-        for chunk, (kind, to) in enumerate(plan):
-            if chunk in done:
-                continue
-            if not run.still_mine():
-                return "claim lost"
-            key = retry_key(
-                tenant=tenant, issue_key=task.issue_key, approval_seq=task.approval_seq, chunk=chunk
-            )
-            try:
-                if kind == "push":
-                    result = transport.push(to=to, messages=messages, retry_key=key, unit=unit)
-                else:
-                    result = transport.multicast(to=to, messages=messages, retry_key=key, unit=unit)
-            except TransportError as exc:
-                _record(run, chunk, kind, to, key, error=exc)
-                return _retry_or_fail(run, exc, backlog)
-            done[chunk] = _record(run, chunk, kind, to, key, result=result)
-    finally:
-        transport.close()
+    for chunk, (kind, to) in enumerate(plan):
+        if chunk in done:
+            continue
+        if not run.still_mine():
+            return "claim lost"
+        key = retry_key(tenant=tenant, issue_key=task.issue_key, approval_seq=task.approval_seq, chunk=chunk)
+        try:
+            if kind == "push":
+                result = transport.push(to=to, messages=messages, retry_key=key, unit=unit)
+            else:
+                result = transport.multicast(to=to, messages=messages, retry_key=key, unit=unit)
+        except TransportError as exc:
+            _record(run, chunk, kind, to, key, error=exc)
+            return _retry_or_fail(run, exc, backlog)
+        done[chunk] = _record(run, chunk, kind, to, key, result=result)
     return _succeed(run, plan, done, backlog)
 
 
@@ -391,8 +397,9 @@ def _published(run: Run, step: publishers.Done, backlog: BacklogClient) -> str:
     with transaction.atomic():
         ContentTask.objects.filter(pk=run.task.pk).update(delivered_at=now)
         _to_writeback(run, outcome)
+        effect_reports_plan(task=run.task, delivered_at=now)
     metrics.delivery_ended("sent", run.channel)
-    return _writeback(run, backlog)
+    return _writeback_after_send(run, backlog)
 
 
 # -- outcomes ------------------------------------------------------------------------
@@ -429,7 +436,7 @@ def _succeed(run: Run, plan, done: dict[int, DeliveryAttempt], backlog: BacklogC
         _to_writeback(run, outcome)
         effect_reports_plan(task=run.task, delivered_at=now)
     metrics.delivery_ended("sent", run.task.channel)
-    return _writeback(run, backlog)
+    return _writeback_after_send(run, backlog)
 
 
 def _fail(run: Run, exc: DeliveryFailed, backlog: BacklogClient | None) -> str:
@@ -445,10 +452,12 @@ def _fail(run: Run, exc: DeliveryFailed, backlog: BacklogClient | None) -> str:
 
 
 def _to_writeback(run: Run, outcome: dict) -> None:
-    DeliverySchedule.objects.filter(pk=run.schedule.pk, claimed_by=run.token).update(
-        stage=DeliverySchedule.Stage.WRITEBACK, outcome=outcome, attempts=0, last_error=""
-    )
-    run.schedule.refresh_from_db()
+    changes = {"stage": DeliverySchedule.Stage.WRITEBACK, "outcome": outcome, "attempts": 0, "last_error": ""}
+    if DeliverySchedule.objects.filter(pk=run.schedule.pk, claimed_by=run.token).update(**changes):
+        for name, value in changes.items():  # what the row now holds; its task and tenant stay loaded
+            setattr(run.schedule, name, value)
+    else:
+        run.schedule.refresh_from_db()
 
 
 def _token_expired(run: Run, reason: str) -> None:
@@ -495,6 +504,19 @@ def _writeback(run: Run, backlog: BacklogClient) -> str:
         logger.warning("write-back of %s failed, retry in %s: %s", task.issue_key, delay, exc)
         return "write-back retry"
     return _finish(run, outcome, backlog)
+
+
+def _writeback_after_send(run: Run, backlog: BacklogClient) -> str:
+    """Write back at once, unless other deliveries are due: then the sends of a burst go
+    first, and this row (already in the write-back stage, due now, so behind every row
+    due earlier) is claimed again for its PATCH right after them."""
+    others_due = DeliverySchedule.objects.filter(
+        stage=DeliverySchedule.Stage.DELIVER, due_at__lte=run.now
+    ).exclude(pk=run.schedule.pk)
+    if others_due.exists():
+        run.release(due_at=timezone.now())
+        return WRITEBACK_QUEUED
+    return _writeback(run, backlog)
 
 
 def _already_written(backlog: BacklogClient, task: ContentTask, outcome: dict) -> bool:

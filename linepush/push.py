@@ -21,7 +21,7 @@ the only writer while it runs.
 from __future__ import annotations
 
 import uuid
-from collections import Counter, OrderedDict, defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -32,7 +32,7 @@ from django.db.models.functions import Coalesce, Greatest
 from django.utils import timezone
 
 from deliveries.channels.base import SendResult, TransportError
-from deliveries.channels.line import LineTransport
+from deliveries.channels.line import LineTransport, line_transport
 from deliveries.models import Tenant
 from linepush.models import LineMonthlyUsage, LinePushAttempt, LinePushItem, LinePushSettings, LineSource
 from linepush.services import month_of, quota_limit, quota_warn_once
@@ -286,24 +286,7 @@ def push_send(*, item_ids: list[int], token: str) -> dict[str, int]:
 
 def push_items(items: list[LinePushItem]) -> list[Outcome]:
     """The HTTP part: no transaction, no lock."""
-    return [_push_one(_transport(item.tenant.line_channel_token), item) for item in items]
-
-
-_transports: OrderedDict[tuple[str, str], LineTransport] = OrderedDict()
-TRANSPORT_CACHE = 32
-
-
-def _transport(token: str) -> LineTransport:
-    """One kept-alive client per channel token and worker process: building an httpx
-    client costs ~25 ms (its SSL context), more than the pushes of a whole batch."""
-    key = (settings.LINE_API_BASE_URL, token)
-    transport = _transports.get(key)
-    if transport is None:
-        transport = _transports[key] = LineTransport(token=token)
-        if len(_transports) > TRANSPORT_CACHE:
-            _transports.popitem(last=False)[1].close()
-    _transports.move_to_end(key)
-    return transport
+    return [_push_one(line_transport(item.tenant.line_channel_token), item) for item in items]
 
 
 def _push_one(transport: LineTransport, item: LinePushItem) -> Outcome:

@@ -15,6 +15,7 @@ from typing import Any
 import httpx
 from django.conf import settings
 
+from automedia_site.http import ClientCache
 from deliveries.channels.base import HttpTransport, SendResult, TransportError
 
 MULTICAST_MAX = 500
@@ -129,3 +130,11 @@ class LineTransport(HttpTransport):
 
 
 __all__ = ["LineTransport", "TransportError", "SendResult", "aggregation_unit", "push_body", "multicast_body"]
+
+
+_shared = ClientCache(lambda base_url, token: LineTransport(token=token, base_url=base_url))
+
+
+def line_transport(token: str) -> LineTransport:
+    """The worker process's kept-alive transport for this channel token (never close it)."""
+    return _shared.get(settings.LINE_API_BASE_URL, token)

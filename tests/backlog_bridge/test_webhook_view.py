@@ -123,11 +123,12 @@ def enqueued(monkeypatch):
     return calls
 
 
-def test_it_enqueues_one_processing_task_per_accepted_event(client, tenant, enqueued):
+def test_it_stores_the_event_pending_and_enqueues_a_drain(client, tenant, enqueued):
     response = post(client, webhook_url(tenant), load_fixture("backlog/issue_updated.json"))
 
     assert response.json() == {"result": "accepted"}
-    assert enqueued == [("backlog_bridge.tasks.process_event", BacklogEvent.objects.get().pk)]
+    assert enqueued == [("backlog_bridge.tasks.process_events",)]
+    assert BacklogEvent.objects.get().outcome == "pending"
 
 
 def test_it_answers_200_and_does_nothing_for_a_duplicate(client, tenant, enqueued):

@@ -104,12 +104,16 @@ def test_the_loop_step_enqueues_each_claimed_row_and_beats(monkeypatch):
     make_schedule()
     make_schedule(TenantFactory(slug="other"))
     command = Command()
-    command.name, command.batch = "test-scheduler", 50
+    command.name, command.batch, command.task_size = "test-scheduler", 50, 10
 
     with mock.patch("deliveries.management.commands.run_scheduler.async_task") as enqueue:
         assert command.handle_one() is True
         assert command.handle_one() is False
 
-    assert enqueue.call_count == 2
-    assert all(call.args[0] == "deliveries.tasks.deliver" for call in enqueue.call_args_list)
+    [call] = enqueue.call_args_list  # both claims in one task
+    assert call.args[0] == "deliveries.tasks.deliver_batch"
+    assert sorted(schedule_id for schedule_id, _ in call.args[1]) == sorted(
+        DeliverySchedule.objects.values_list("pk", flat=True)
+    )
+    assert call.kwargs == {"cluster": "deliveries"}
     assert SchedulerHeartbeat.objects.get(name="test-scheduler").last_beat is not None

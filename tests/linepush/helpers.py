@@ -56,7 +56,7 @@ def enqueue(
 def step() -> bool:
     """One pass of `run_scheduler` (django-q2 runs the worker task inline in tests)."""
     command = Command()
-    command.name, command.batch = "test-scheduler", 50
+    command.name, command.batch, command.task_size = "test-scheduler", 50, 10
     return command.handle_one()
 
 

@@ -2,8 +2,8 @@
 
 django-q2's own Schedule runner looks only every ~30 s; deliveries must fire within
 a second, so this loop sleeps until the earliest due row (never longer than a short
-poll, so new rows are seen quickly), claims due rows under a lease and hands each
-to a django-q2 `deliver` task. Several of these processes may run at once.
+poll, so new rows are seen quickly), claims due rows under a lease and hands them,
+a few per task, to django-q2 `deliver_batch` tasks. Several of these processes may run at once.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from django.db import close_old_connections
 from django.utils import timezone
 from django_q.tasks import async_task
 
+from backlog_bridge.services import events_stranded_drain
 from deliveries.scheduler import heartbeat, next_wakeup, schedules_claim
 from linepush.push import push_step
 
@@ -36,11 +37,18 @@ class Command(BaseCommand):
             "--poll", type=float, default=settings.SCHEDULER_POLL_SECONDS, help="longest sleep (s)"
         )
         parser.add_argument("--batch", type=int, default=50, help="rows claimed per pass")
+        parser.add_argument(
+            "--task-size",
+            type=int,
+            default=settings.DELIVERY_TASK_SIZE,
+            help="claimed rows handed to one deliver_batch task",
+        )
 
-    def handle(self, *args, poll: float, batch: int, **opts):
+    def handle(self, *args, poll: float, batch: int, task_size: int, **opts):
         self.stopping = False
         self.name = f"{socket.gethostname()}:{os.getpid()}"
         self.batch = batch
+        self.task_size = max(1, task_size)
         signal.signal(signal.SIGTERM, self._stop)
         signal.signal(signal.SIGINT, self._stop)
         logger.info("scheduler %s started (poll %.2fs)", self.name, poll)
@@ -59,9 +67,11 @@ class Command(BaseCommand):
         """One pass: claim due rows and enqueue them; True when something was claimed."""
         now = timezone.now()
         claimed = schedules_claim(now=now, limit=self.batch)
-        for schedule_id, token in claimed:
-            async_task("deliveries.tasks.deliver", schedule_id, token, cluster=DELIVERY_QUEUE)
+        for start in range(0, len(claimed), self.task_size):
+            chunk = claimed[start : start + self.task_size]
+            async_task("deliveries.tasks.deliver_batch", chunk, cluster=DELIVERY_QUEUE)
         pushed = push_step(now=now, limit=self.batch)  # LINE group posts (linepush), same loop
+        events_stranded_drain(now=now)  # webhook events no drain took (backlog_bridge)
         heartbeat(name=self.name, now=now)
         return bool(claimed) or pushed
 

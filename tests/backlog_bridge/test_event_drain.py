@@ -1,0 +1,156 @@
+"""Webhook events as a queue: the view stores, drain tasks process every pending event
+under a per-event claim, and run_scheduler drains events no drain took."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from unittest import mock
+
+import pytest
+import time_machine
+from django.utils import timezone
+
+from backlog_bridge import services
+from backlog_bridge.models import BacklogEvent
+from backlog_bridge.services import CLAIMED_ELSEWHERE, event_process, events_drain, events_stranded_drain
+from deliveries.models import DeliverySchedule
+from tests.backlog_bridge.test_lifecycle import body
+from tests.conftest import webhook_url
+
+
+@pytest.fixture
+def enqueued(monkeypatch):
+    calls = []
+    monkeypatch.setattr("django_q.tasks.async_task", lambda *args, **kw: calls.append(args))
+    return calls
+
+
+@pytest.fixture
+def approvals(fake_backlog, tenant):
+    """Three approved issues whose approval webhooks wait in the fake's outbox."""
+    keys = []
+    for n in range(3):
+        key = fake_backlog.create_issue("ACME", summary=f"告知{n}", description=body(), status="処理中")[
+            "issueKey"
+        ]
+        fake_backlog.update_issue(key, status="automedia承認")
+        keys.append(key)
+    return keys
+
+
+def post_all(client, tenant, fake_backlog) -> list[int]:
+    codes = []
+    while fake_backlog.outbox:
+        payload = fake_backlog.outbox.pop(0)
+        codes.append(
+            client.post(webhook_url(tenant), data=payload, content_type="application/json").status_code
+        )
+    return codes
+
+
+def test_a_burst_of_webhooks_enqueues_one_drain_per_window(
+    client, tenant, fake_backlog, approvals, enqueued, settings, monkeypatch
+):
+    settings.BACKLOG_EVENT_BATCH_SECONDS = 60.0
+    monkeypatch.setattr(services, "_drain_requested_at", float("-inf"))
+
+    codes = post_all(client, tenant, fake_backlog)
+
+    assert set(codes) == {200} and len(codes) == 6  # created + status change per issue
+    assert enqueued == [("backlog_bridge.tasks.process_events",)]
+    assert set(BacklogEvent.objects.values_list("outcome", flat=True)) == {"pending"}
+
+
+def test_one_drain_processes_every_pending_event_in_arrival_order(
+    client, tenant, fake_backlog, approvals, enqueued
+):
+    post_all(client, tenant, fake_backlog)
+
+    with mock.patch.object(services, "event_process", wraps=services.event_process) as process:
+        assert events_drain() == 6
+
+    ids = [call.kwargs["event_id"] for call in process.call_args_list]
+    assert ids == sorted(ids)
+    assert set(BacklogEvent.objects.values_list("outcome", "claimed_until")) == {("done", None)}
+    assert DeliverySchedule.objects.filter(task__issue_key__in=approvals).count() == 3
+    assert events_drain() == 0
+
+
+def test_an_event_held_by_another_drain_is_left_to_it_until_its_claim_expires(
+    client, tenant, fake_backlog, approvals, enqueued
+):
+    post_all(client, tenant, fake_backlog)
+    held = BacklogEvent.objects.order_by("pk").first()
+    BacklogEvent.objects.filter(pk=held.pk).update(claimed_until=timezone.now() + timedelta(minutes=1))
+
+    assert event_process(event_id=held.pk) == CLAIMED_ELSEWHERE
+    assert events_drain() == 5
+    assert BacklogEvent.objects.get(pk=held.pk).outcome == "pending"
+
+    with time_machine.travel(timezone.now() + timedelta(minutes=2)):  # its worker died
+        assert events_drain() == 1
+    assert BacklogEvent.objects.get(pk=held.pk).outcome == "done"
+
+
+def test_an_unexpected_error_fails_that_event_and_the_drain_goes_on(
+    client, tenant, fake_backlog, approvals, enqueued, monkeypatch
+):
+    post_all(client, tenant, fake_backlog)
+    first = BacklogEvent.objects.order_by("pk").first()
+    real_route = services._route
+
+    def route(event, client):
+        if event.pk == first.pk:
+            raise RuntimeError("bug")
+        return real_route(event, client)
+
+    monkeypatch.setattr(services, "_route", route)
+
+    assert events_drain() == 6
+    failed = BacklogEvent.objects.get(pk=first.pk)
+    assert (failed.outcome, failed.detail, failed.attempts) == ("failed", "RuntimeError: bug", 1)
+    assert BacklogEvent.objects.filter(outcome="done").count() == 5
+
+
+def test_a_drain_over_its_budget_hands_the_rest_to_a_new_drain(
+    client, tenant, fake_backlog, approvals, enqueued, monkeypatch
+):
+    post_all(client, tenant, fake_backlog)
+    enqueued.clear()
+    monkeypatch.setattr(services, "EVENT_BATCH", 2)
+
+    assert events_drain(budget=-1.0) == 2  # one round, then over budget
+
+    assert enqueued == [("backlog_bridge.tasks.process_events",)]
+    assert BacklogEvent.objects.filter(outcome="pending").count() == 4
+
+
+def test_run_scheduler_drains_an_event_that_no_drain_took(
+    client, tenant, fake_backlog, approvals, enqueued, monkeypatch
+):
+    monkeypatch.setattr(services, "_stranded_checked_at", float("-inf"))
+    post_all(client, tenant, fake_backlog)
+    enqueued.clear()  # the broker lost those drains
+
+    assert events_stranded_drain(now=timezone.now()) is False  # younger than 2 s: a drain may be on its way
+    monkeypatch.setattr(services, "_stranded_checked_at", float("-inf"))
+    later = timezone.now() + timedelta(seconds=3)
+    assert events_stranded_drain(now=later) is True
+    assert enqueued == [("backlog_bridge.tasks.process_events",)]
+    assert events_stranded_drain(now=later) is False  # looks again only after 2 s
+
+
+def test_the_view_writes_no_task_row_per_event_with_the_orm_broker(
+    client, tenant, fake_backlog, approvals, settings, monkeypatch
+):
+    from django_q.conf import Conf
+    from django_q.models import OrmQ
+
+    monkeypatch.setattr(Conf, "SYNC", False)  # a real enqueue into the ORM broker
+    settings.BACKLOG_EVENT_BATCH_SECONDS = 60.0
+    monkeypatch.setattr(services, "_drain_requested_at", float("-inf"))
+
+    post_all(client, tenant, fake_backlog)
+
+    assert BacklogEvent.objects.count() == 6
+    assert [row.func() for row in OrmQ.objects.all()] == ["backlog_bridge.tasks.process_events"]

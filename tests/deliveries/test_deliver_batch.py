@@ -1,0 +1,68 @@
+"""`deliver_batch`: the schedules one scheduler pass claimed, delivered in one task."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from unittest import mock
+
+import time_machine
+from django.utils import timezone
+
+from deliveries import tasks
+from deliveries.delivery import WRITEBACK_QUEUED
+from deliveries.models import DeliverySchedule
+from deliveries.scheduler import schedules_claim
+from tests.backlog_bridge.test_lifecycle import body
+
+PUSHES = "/v2/bot/message/multicast"
+
+
+def claim_all() -> list[tuple[int, str]]:
+    due = DeliverySchedule.objects.order_by("due_at").first().due_at
+    with time_machine.travel(due + timedelta(seconds=0.5), tick=False):
+        return schedules_claim(now=timezone.now())
+
+
+def test_it_sends_a_burst_first_and_writes_each_back_once_after(approved, line, fake_backlog, tenant):
+    tenant.max_concurrent_deliveries = 10
+    tenant.save()
+    keys = [approved(body()) for _ in range(3)]
+    claims = claim_all()
+
+    due = DeliverySchedule.objects.order_by("due_at").first().due_at
+    with time_machine.travel(due + timedelta(seconds=0.5), tick=True):
+        # While others are due, a sent delivery leaves its write-back for the next claim.
+        assert tasks.deliver_batch(claims) == [WRITEBACK_QUEUED, WRITEBACK_QUEUED, "delivered"]
+        assert len([r for r in line.requests if r.path == PUSHES]) == 3
+        assert len([r for r in fake_backlog.requests if r.method == "PATCH"]) == 1
+
+        assert tasks.deliver_batch(schedules_claim(now=timezone.now())) == ["delivered"] * 2
+
+    assert len([r for r in line.requests if r.path == PUSHES]) == 3
+    assert not DeliverySchedule.objects.filter(task__issue_key__in=keys).exists()
+    patches = [r for r in fake_backlog.requests if r.method == "PATCH"]
+    assert sorted(r.path.rsplit("/", 1)[-1] for r in patches) == sorted(keys)
+
+
+def test_one_delivery_that_crashes_does_not_stop_the_others(approved, line, tenant):
+    tenant.max_concurrent_deliveries = 10
+    tenant.save()
+    [approved(body()) for _ in range(3)]
+    claims = claim_all()
+    real = tasks.delivery_run
+
+    def run(*, schedule_id, token):
+        if schedule_id == claims[0][0]:
+            raise RuntimeError("bug")
+        return real(schedule_id=schedule_id, token=token)
+
+    due = DeliverySchedule.objects.order_by("due_at").first().due_at
+    with (
+        time_machine.travel(due + timedelta(seconds=0.5), tick=True),
+        mock.patch.object(tasks, "delivery_run", run),
+    ):
+        assert tasks.deliver_batch(claims) == ["error", WRITEBACK_QUEUED, WRITEBACK_QUEUED]
+
+    crashed = DeliverySchedule.objects.get(pk=claims[0][0])
+    assert crashed.claimed_by == claims[0][1]  # claimed again once its lease expires
+    assert len([r for r in line.requests if r.path == PUSHES]) == 2
