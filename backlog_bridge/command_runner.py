@@ -13,19 +13,27 @@ from automedia_site.timeutil import fmt_jst
 from backlog_bridge.client import BacklogClient, BacklogError
 from backlog_bridge.commands import USAGE, Command, commands_parse
 from backlog_bridge.models import BacklogEvent, CommandRun
-from backlog_bridge.parser import TemplateRef
+from backlog_bridge.parser import ParsedTask
 from backlog_bridge.services import IssueState, issue_read, revert_status_id
+from deliveries import publishers
 from deliveries.audience import AudienceError, parse_audience
 from deliveries.delivery import DeliveryFailed, delivery_render
-from deliveries.models import STATUS_APPROVED, ContentTask, DeliveryAttempt, DeliverySchedule, Tenant
+from deliveries.models import (
+    CHANNEL_LABELS,
+    STATUS_APPROVED,
+    ContentTask,
+    DeliveryAttempt,
+    DeliverySchedule,
+    Tenant,
+)
 from deliveries.preview import preview_build, preview_comment
-from deliveries.rendering import RenderError, template_resolve
 from deliveries.services import schedule_delete, schedule_upsert
 
 logger = logging.getLogger(__name__)
 
 OWN_PREFIX = "[automedia]"
 SEND_LEAD = timedelta(seconds=5)  # seed 000: send now = at(now+5s), through the same scheduler
+FOLLOWER_CHANNELS = ("instagram", "tiktok")  # a post on the account: there is no audience to pick
 
 
 def comment_handle(*, event: BacklogEvent, client: BacklogClient) -> str:
@@ -120,7 +128,8 @@ def _status(*, tenant, issue_key, command, user, client) -> str:
     lines.append(f"- 自動配信実行日時: {fmt_jst(delivered) if delivered else 'なし'}")
     if task:
         attempts = DeliveryAttempt.objects.filter(task=task).count()
-        lines.append(f"- LINE への送信試行: {attempts} 回")
+        label = CHANNEL_LABELS.get(task.channel or "line", task.channel)
+        lines.append(f"- {label} への送信試行: {attempts} 回")
     return "\n".join(lines)
 
 
@@ -166,8 +175,24 @@ def _send(*, tenant, issue_key, command, user, client) -> str:
         status_id = client.status_id(tenant.backlog_project_key, STATUS_APPROVED)
         client.update_issue(issue_key, status_id=status_id)
     by = user.get("name") or user.get("userId") or ""
-    audience = command.kwargs.get("audience") or state.parsed.audience
-    return f"{OWN_PREFIX} /automedia send を受け付けました（{by}）。{fmt_jst(due)} に配信します（テンプレ: {command.kwargs['template']}、対象: {audience}）。"
+    channel = _channel(state.parsed)
+    return (
+        f"{OWN_PREFIX} /automedia send を受け付けました（{by}）。{fmt_jst(due)} に配信します"
+        f"（チャネル: {CHANNEL_LABELS[channel]}、テンプレ: {command.kwargs['template']}、"
+        f"対象: {_target(channel, command.kwargs.get('audience') or state.parsed.audience)}）。"
+    )
+
+
+def _channel(parsed: ParsedTask) -> str:
+    return parsed.channel or "line"  # a send names a template, so an issue without チャネル is LINE's
+
+
+def _target(channel: str, audience: str) -> str:
+    if channel == "instagram":
+        return "Instagram アカウントへの投稿（フォロワーなどに公開）"
+    if channel == "tiktok":
+        return "TikTok アカウントへの投稿（公開範囲はテンプレの privacy_level）"
+    return audience
 
 
 def _send_problems(tenant: Tenant, issue_key: str, args: dict, state: IssueState | None) -> list[str]:
@@ -178,23 +203,64 @@ def _send_problems(tenant: Tenant, issue_key: str, args: dict, state: IssueState
         problems.append(
             f"{fmt_jst(state.delivered_at)} に配信済みです（再配信するには自動配信実行日時を空にしてください）"
         )
-    schedule = DeliverySchedule.objects.filter(tenant=tenant, task__issue_key=issue_key).first()
-    if schedule and (
-        schedule.stage == DeliverySchedule.Stage.WRITEBACK
-        or (schedule.lease_until and schedule.lease_until > timezone.now())
+    schedule = DeliverySchedule.objects.select_related("task").filter(
+        tenant=tenant, task__issue_key=issue_key
+    )
+    problems += _in_flight(schedule.first())
+    return problems + _content_problems(tenant, state.parsed, args) + _audience_problems(state.parsed, args)
+
+
+def _in_flight(schedule: DeliverySchedule | None) -> list[str]:
+    if schedule is None:
+        return []
+    if schedule.stage == DeliverySchedule.Stage.WRITEBACK or (
+        schedule.lease_until and schedule.lease_until > timezone.now()
     ):
-        problems.append("配信処理中です")
+        return ["配信処理中です"]
+    # Between re-checks of a container / upload the row is not leased, but a new approval
+    # would publish a second time while this one's post may already be on the platform.
+    post = publishers.committed_post(schedule.task)
+    if post is None:
+        return []
+    handle = post.publish_id or post.container_id or post.note_id or post.send_key
+    return [
+        f"{CHANNEL_LABELS.get(post.channel, post.channel)} への投稿を処理中です（{handle}）。"
+        "結果が出るまで待ってから、もう一度送ってください"
+    ]
+
+
+def _content_problems(tenant: Tenant, parsed: ParsedTask, args: dict) -> list[str]:
+    """The template rendered and validated as the delivery would, with the channel's account."""
+    channel = _channel(parsed)
+    if channel in publishers.CHANNELS:
+        _, problems = publishers.post_check(
+            tenant=tenant, channel=channel, parsed=parsed, override=args, now=timezone.now()
+        )
+        return problems
     try:
-        template_resolve(tenant=tenant, ref=TemplateRef.parse(args["template"]))
-        delivery_render(tenant=tenant, parsed=state.parsed, override=args)
-    except (RenderError, ValueError, DeliveryFailed) as exc:
-        problems.append(getattr(exc, "reason", str(exc)))
-    if args.get("audience"):
-        try:
-            parse_audience(args["audience"])
-        except AudienceError as exc:
-            problems.append(f"audience を解釈できません: {exc}")
-    return problems
+        delivery_render(tenant=tenant, parsed=parsed, override=args)
+    except DeliveryFailed as exc:
+        return [exc.reason]
+    return []
+
+
+def _audience_problems(parsed: ParsedTask, args: dict) -> list[str]:
+    channel, given = _channel(parsed), args.get("audience")
+    label = CHANNEL_LABELS[channel]
+    if channel in FOLLOWER_CHANNELS:
+        if given:
+            return [f"{label} では audience を指定できません（投稿はアカウントに公開され、宛先は選べません）"]
+        return []
+    expression = given or parsed.audience
+    if not expression:
+        return ["対象タグがありません（audience=<対象タグ> を付けるか、課題の 対象タグ に書いてください）"]
+    try:
+        audience = parse_audience(expression)
+    except AudienceError as exc:
+        return [f"{'audience' if given else '対象タグ'} を解釈できません: {exc}"]
+    if audience.groups and channel != "line":
+        return [f"{label} では group: を対象にできません（LINE のグループ専用です）"]
+    return []
 
 
 def _send_schedule(tenant: Tenant, issue_key: str, args: dict, state: IssueState):

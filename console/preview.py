@@ -2,7 +2,8 @@
 
 Each message object of the Messaging API (text, image, video, audio, sticker,
 location, imagemap, template, flex) becomes one bubble; the raw JSON stays one
-click away on the page.
+click away on the page. An Instagram / TikTok / HubSpot task is one post instead,
+drawn as a post card: its media, its text, and its other fields.
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ import json
 from django.utils.translation import gettext as _
 
 from console.services import ACTION_ERRORS, IssueMissing, task_preview
-from deliveries.models import ContentTask
+from deliveries.models import CHANNEL_LABELS, ContentTask
+from deliveries.preview import post_fields, post_kind
 
 MAX_FLEX_TEXTS = 12
 
@@ -25,12 +27,52 @@ def preview_page(*, task: ContentTask) -> dict:
         return {"task": task, "error": _("Backlog にこの課題がありません（削除された可能性があります）。")}
     except ACTION_ERRORS as exc:
         return {"task": task, "error": _("Backlog から課題を読めませんでした: %(error)s") % {"error": exc}}
+    if preview.channel != "line":
+        return {
+            "task": task,
+            "preview": preview,
+            "channel_label": CHANNEL_LABELS.get(preview.channel, preview.channel),
+            "card": post_card(preview.channel, preview.post) if preview.post is not None else None,
+            "raw_json": json.dumps(preview.post, ensure_ascii=False, indent=2),
+        }
     return {
         "task": task,
         "preview": preview,
         "bubbles": [bubble(m) for m in preview.messages],
         "raw_json": json.dumps(preview.messages, ensure_ascii=False, indent=2),
     }
+
+
+TEXT_FIELDS = ("caption", "title", "body")  # the post's main text, drawn under its media
+MEDIA_FIELDS = ("image_url", "video_url", "items", "photo_urls")
+
+
+def post_card(channel: str, content: dict) -> dict:
+    """An Instagram / TikTok post or a HubSpot note / email as a card: media, text, other fields."""
+    media = [m for key in MEDIA_FIELDS for m in _media(key, content.get(key))]
+    if content.get("cover_url") and media:
+        media[0]["poster"] = _safe_url(content["cover_url"])
+    return {
+        "kind": post_kind(channel, content),
+        "text": next((str(content[k]) for k in TEXT_FIELDS if content.get(k)), ""),
+        "media": media,
+        "fields": post_fields(content, leave_out=(*TEXT_FIELDS, *MEDIA_FIELDS)),
+    }
+
+
+def _media(key: str, value: object) -> list[dict]:
+    """Carousel items ({"image_url"} / {"video_url"}) and TikTok photos (URLs) are lists."""
+    if isinstance(value, list):
+        return [m for item in value for m in _media_item(item)]
+    if not isinstance(value, str):
+        return []
+    return [{"kind": "video" if key == "video_url" else "image", "src": _safe_url(value), "url": value}]
+
+
+def _media_item(item: object) -> list[dict]:
+    if isinstance(item, dict) and item:
+        return _media(*next(iter(item.items())))
+    return _media("image_url", item)
 
 
 def bubble(message: dict) -> dict:

@@ -6,6 +6,9 @@ Every push/multicast of a delivery carries `customAggregationUnits = [aggregatio
 them on the issue. Facts from ../shared/reference/line.md §5: a figure is null when it is below 20
 (privacy), so the comment says so instead of printing 0; the per-unit overview has no `delivered`,
 so the count comes from automedia's own DeliveryAttempt rows.
+
+Instagram / TikTok / HubSpot publications get their reports from the same planning and
+running below; which ones, and how they are measured: deliveries/channel_effects.py.
 """
 
 from __future__ import annotations
@@ -17,9 +20,10 @@ from django.utils import timezone
 
 from automedia_site.timeutil import JST
 from backlog_bridge.client import BacklogClient, BacklogError
+from deliveries.channel_effects import channel_measure, planned_labels, planned_recipients
 from deliveries.channels.base import TransportError
 from deliveries.channels.line import MAX_AGGREGATION_DAYS, LineTransport, aggregation_unit
-from deliveries.models import ContentTask, DeliveryAttempt, EffectReport
+from deliveries.models import ChannelPost, ContentTask, DeliveryAttempt, EffectReport
 
 logger = logging.getLogger(__name__)
 
@@ -40,12 +44,23 @@ MAX_CLICK_LINES = 10
 
 
 def effect_reports_plan(*, task: ContentTask, delivered_at: datetime) -> list[EffectReport]:
-    """The 24 h and 72 h reports of one LINE delivery; calling it again changes nothing."""
+    """The reports of one delivery (LINE: 24 h and 72 h); calling it again changes nothing."""
+    post = ChannelPost.objects.filter(
+        task=task, approval_seq=task.approval_seq, phase=ChannelPost.Phase.DONE
+    ).first()
+    rows = _channel_rows(task, post, delivered_at) if post is not None else _line_rows(task, delivered_at)
+    if not rows:
+        return []
+    EffectReport.objects.bulk_create(rows, ignore_conflicts=True)
+    return list(EffectReport.objects.filter(task=task, delivered_at=delivered_at))
+
+
+def _line_rows(task: ContentTask, delivered_at: datetime) -> list[EffectReport]:
     sent = _line_attempts_sent(task)
     if not sent:
         return []
     recipients = sum(int(a.request_summary.get("recipients") or 0) for a in sent)
-    rows = [
+    return [
         EffectReport(
             tenant_id=task.tenant_id,
             task=task,
@@ -57,8 +72,22 @@ def effect_reports_plan(*, task: ContentTask, delivered_at: datetime) -> list[Ef
         )
         for label, offset in OFFSETS.items()
     ]
-    EffectReport.objects.bulk_create(rows, ignore_conflicts=True)
-    return list(EffectReport.objects.filter(task=task, delivered_at=delivered_at))
+
+
+def _channel_rows(task: ContentTask, post: ChannelPost, delivered_at: datetime) -> list[EffectReport]:
+    return [
+        EffectReport(
+            tenant_id=task.tenant_id,
+            task=task,
+            channel=post.channel,
+            post=post,
+            label=label,
+            due_at=delivered_at + OFFSETS[label],
+            delivered_at=delivered_at,
+            recipients=planned_recipients(post),
+        )
+        for label in planned_labels(post)
+    ]
 
 
 def _line_attempts_sent(task: ContentTask) -> list[DeliveryAttempt]:
@@ -105,21 +134,12 @@ def _claim(report_id: int, due_at: datetime, now: datetime) -> EffectReport | No
     )
     if won != 1:
         return None
-    return EffectReport.objects.select_related("task", "tenant").get(pk=report_id)
+    return EffectReport.objects.select_related("task", "tenant", "post").get(pk=report_id)
 
 
 def _report_one(report: EffectReport, now: datetime) -> bool:
-    since, until = report_period(report)
     try:
-        stats = _statistics(report, since, until)
-        comment = format_effect_comment(
-            report.label,
-            stats.get("overview") or {},
-            recipients=report.recipients,
-            clicks=stats.get("clicks") or [],
-            unit=report.unit,
-            period=(since, until),
-        )
+        stats, comment = _measure(report, now)
         with BacklogClient.for_tenant(report.tenant) as backlog:
             backlog.add_comment(report.task.issue_key, comment)
     except (TransportError, BacklogError, ValueError) as exc:
@@ -127,6 +147,24 @@ def _report_one(report: EffectReport, now: datetime) -> bool:
         return False
     EffectReport.objects.filter(pk=report.pk).update(done_at=now, result=stats, last_error="")
     return True
+
+
+def _measure(report: EffectReport, now: datetime) -> tuple[dict, str]:
+    """The statistics to store and the comment to post."""
+    if report.channel != "line":
+        measured = channel_measure(report=report, now=now)
+        return measured.result, "\n".join([f"{PREFIX} ({report.label})", *measured.lines])
+    since, until = report_period(report)
+    stats = _statistics(report, since, until)
+    comment = format_effect_comment(
+        report.label,
+        stats.get("overview") or {},
+        recipients=report.recipients,
+        clicks=stats.get("clicks") or [],
+        unit=report.unit,
+        period=(since, until),
+    )
+    return stats, comment
 
 
 def report_period(report: EffectReport) -> tuple[date, date]:

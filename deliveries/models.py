@@ -7,6 +7,8 @@ from datetime import datetime
 
 from django.core.exceptions import ValidationError
 from django.db import models
+from django.utils.translation import gettext, pgettext_lazy
+from django.utils.translation import gettext_lazy as _
 
 from automedia_site.crypto import EncryptedTextField
 from deliveries.quiet_hours import QuietHours
@@ -35,47 +37,49 @@ def validate_quiet_hours(value: dict) -> None:
 
 def validate_operators(value: list) -> None:
     if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-        raise ValidationError("操作を許可するユーザーは文字列のリストで指定してください。")
+        raise ValidationError(_("操作を許可するユーザーは文字列のリストで指定してください。"))
 
 
 class Tenant(models.Model):
     class PublishTimePolicy(models.TextChoices):
-        INVALIDATE = "invalidate", "承認を取り消す（invalidate）"
-        RESCHEDULE = "reschedule", "新しい時刻で予約し直す（reschedule）"
+        INVALIDATE = "invalidate", _("承認を取り消す（invalidate）")
+        RESCHEDULE = "reschedule", _("新しい時刻で予約し直す（reschedule）")
 
-    slug = models.SlugField("スラッグ", unique=True)
-    name = models.CharField("名前", max_length=200)
-    backlog_base_url = models.URLField("Backlog URL", help_text="例: https://acme.backlog.jp")
-    backlog_api_key = EncryptedTextField("Backlog APIキー")
-    backlog_project_key = models.CharField("Backlog プロジェクトキー", max_length=64)
-    webhook_token = EncryptedTextField("Webhook トークン", default=new_webhook_token)
-    line_channel_token = EncryptedTextField("LINE チャネルアクセストークン", blank=True, default="")
-    line_channel_secret = EncryptedTextField("LINE チャネルシークレット", blank=True, default="")
+    slug = models.SlugField(_("スラッグ"), unique=True)
+    name = models.CharField(_("名前"), max_length=200)
+    backlog_base_url = models.URLField("Backlog URL", help_text=_("例: https://acme.backlog.jp"))
+    backlog_api_key = EncryptedTextField(_("Backlog APIキー"))
+    backlog_project_key = models.CharField(_("Backlog プロジェクトキー"), max_length=64)
+    webhook_token = EncryptedTextField(_("Webhook トークン"), default=new_webhook_token)
+    line_channel_token = EncryptedTextField(_("LINE チャネルアクセストークン"), blank=True, default="")
+    line_channel_secret = EncryptedTextField(_("LINE チャネルシークレット"), blank=True, default="")
     operators = models.JSONField(
-        "コメントコマンドを許可するユーザー",
+        _("コメントコマンドを許可するユーザー"),
         default=list,
         blank=True,
         validators=[validate_operators],
-        help_text="Backlog のユーザーID（数値）、userId、または表示名",
+        help_text=_("Backlog のユーザーID（数値）、userId、または表示名"),
     )
-    quiet_hours = models.JSONField("静粛時間帯", default=dict, blank=True, validators=[validate_quiet_hours])
+    quiet_hours = models.JSONField(
+        _("静粛時間帯"), default=dict, blank=True, validators=[validate_quiet_hours]
+    )
     publish_time_policy = models.CharField(
-        "投稿日時変更時の動作",
+        _("投稿日時変更時の動作"),
         max_length=16,
         choices=PublishTimePolicy.choices,
         default=PublishTimePolicy.INVALIDATE,
     )
-    max_concurrent_deliveries = models.PositiveSmallIntegerField("同時配信数の上限", default=4)
+    max_concurrent_deliveries = models.PositiveSmallIntegerField(_("同時配信数の上限"), default=4)
     # Set when LINE answers 401/403: the token needs renewing (shown in the admin).
-    line_token_invalid_at = models.DateTimeField("LINE トークン無効検知", null=True, blank=True)
-    last_activity_id = models.BigIntegerField("取り込み済みの最新アクティビティID", null=True, blank=True)
-    is_active = models.BooleanField("有効", default=True)
-    created_at = models.DateTimeField("作成日時", auto_now_add=True)
-    updated_at = models.DateTimeField("更新日時", auto_now=True)
+    line_token_invalid_at = models.DateTimeField(_("LINE トークン無効検知"), null=True, blank=True)
+    last_activity_id = models.BigIntegerField(_("取り込み済みの最新アクティビティID"), null=True, blank=True)
+    is_active = models.BooleanField(_("有効"), default=True)
+    created_at = models.DateTimeField(_("作成日時"), auto_now_add=True)
+    updated_at = models.DateTimeField(_("更新日時"), auto_now=True)
 
     class Meta:
-        verbose_name = "テナント"
-        verbose_name_plural = "テナント"
+        verbose_name = pgettext_lazy("model", "テナント")
+        verbose_name_plural = pgettext_lazy("models", "テナント")
         ordering = ["slug"]
 
     def __str__(self) -> str:
@@ -97,36 +101,36 @@ class ContentTask(models.Model):
     """A Backlog issue as automedia last saw it, plus what automedia decided about it."""
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="tasks")
-    issue_key = models.CharField("課題キー", max_length=64)
-    issue_id = models.BigIntegerField("課題ID", null=True, blank=True)
-    summary = models.CharField("件名", max_length=500, blank=True)
-    description = models.TextField("本文", blank=True)
-    status_id = models.IntegerField("状態ID", null=True, blank=True)
-    status_name = models.CharField("状態", max_length=100, blank=True)
-    channel = models.CharField("チャネル", max_length=20, blank=True)
-    publish_at = models.DateTimeField("投稿日時", null=True, blank=True)
-    template_ref = models.CharField("テンプレ", max_length=200, blank=True)
-    parsed = models.JSONField("解析結果", default=dict, blank=True)
-    parse_errors = models.JSONField("解析エラー", default=list, blank=True)
+    issue_key = models.CharField(_("課題キー"), max_length=64)
+    issue_id = models.BigIntegerField(_("課題ID"), null=True, blank=True)
+    summary = models.CharField(_("件名"), max_length=500, blank=True)
+    description = models.TextField(_("本文"), blank=True)
+    status_id = models.IntegerField(_("状態ID"), null=True, blank=True)
+    status_name = models.CharField(_("状態"), max_length=100, blank=True)
+    channel = models.CharField(_("チャネル"), max_length=20, blank=True)
+    publish_at = models.DateTimeField(_("投稿日時"), null=True, blank=True)
+    template_ref = models.CharField(_("テンプレ"), max_length=200, blank=True)
+    parsed = models.JSONField(_("解析結果"), default=dict, blank=True)
+    parse_errors = models.JSONField(_("解析エラー"), default=list, blank=True)
     content_fingerprint = models.CharField(max_length=64, blank=True)
-    delivered_at = models.DateTimeField("自動配信実行日時", null=True, blank=True)
-    approved_at = models.DateTimeField("承認受付日時", null=True, blank=True)
+    delivered_at = models.DateTimeField(_("自動配信実行日時"), null=True, blank=True)
+    approved_at = models.DateTimeField(_("承認受付日時"), null=True, blank=True)
     # `/automedia send template=… audience=…`: overrides of the body for that send.
-    command_override = models.JSONField("コマンドによる上書き", default=dict, blank=True)
+    command_override = models.JSONField(_("コマンドによる上書き"), default=dict, blank=True)
     # What was approved: later edits are compared with these (seed 001 invalidate rules).
     approval_fingerprint = models.CharField(max_length=64, blank=True)
     approved_publish_at = models.DateTimeField(null=True, blank=True)
     approved_template_ref = models.CharField(max_length=200, blank=True)
-    approval_seq = models.PositiveIntegerField("承認回数", default=0)
-    deleted_at = models.DateTimeField("削除日時", null=True, blank=True)
-    last_synced_at = models.DateTimeField("最終同期", null=True, blank=True)
+    approval_seq = models.PositiveIntegerField(_("承認回数"), default=0)
+    deleted_at = models.DateTimeField(_("削除日時"), null=True, blank=True)
+    last_synced_at = models.DateTimeField(_("最終同期"), null=True, blank=True)
     # Optimistic concurrency: a decision is acted on only by the process that moved
     # the version on, so two events for one issue never act twice.
     version = models.PositiveIntegerField(default=0)
 
     class Meta:
-        verbose_name = "コンテンツ課題"
-        verbose_name_plural = "コンテンツ課題"
+        verbose_name = pgettext_lazy("model", "コンテンツ課題")
+        verbose_name_plural = pgettext_lazy("models", "コンテンツ課題")
         constraints = [models.UniqueConstraint(fields=["tenant", "issue_key"], name="uniq_task_issue")]
 
     def __str__(self) -> str:
@@ -144,34 +148,34 @@ class DeliverySchedule(models.Model):
     """One pending delivery per task; the row is the source of truth for due work."""
 
     class Reason(models.TextChoices):
-        APPROVAL = "approval", "承認"
-        RESCHEDULE = "reschedule", "投稿日時変更"
-        COMMAND = "command", "コメントコマンド"
-        SCAN = "scan", "取りこぼし救済"
+        APPROVAL = "approval", _("承認")
+        RESCHEDULE = "reschedule", _("投稿日時変更")
+        COMMAND = "command", _("コメントコマンド")
+        SCAN = "scan", _("取りこぼし救済")
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="schedules")
     task = models.OneToOneField(ContentTask, on_delete=models.CASCADE, related_name="schedule")
-    name = models.CharField("スケジュール名", max_length=200, unique=True)
-    due_at = models.DateTimeField("配信予定", db_index=True)
-    reason = models.CharField("理由", max_length=16, choices=Reason.choices)
+    name = models.CharField(_("スケジュール名"), max_length=200, unique=True)
+    due_at = models.DateTimeField(_("配信予定"), db_index=True)
+    reason = models.CharField(_("理由"), max_length=16, choices=Reason.choices)
 
     class Stage(models.TextChoices):
-        DELIVER = "deliver", "配信待ち"
-        WRITEBACK = "writeback", "Backlog 書き戻し待ち"
+        DELIVER = "deliver", _("配信待ち")
+        WRITEBACK = "writeback", _("Backlog 書き戻し待ち")
 
-    stage = models.CharField("段階", max_length=16, choices=Stage.choices, default=Stage.DELIVER)
-    lease_until = models.DateTimeField("リース期限", null=True, blank=True)
-    claimed_by = models.CharField("取得者", max_length=200, blank=True)
-    attempts = models.PositiveIntegerField("再試行回数", default=0)
-    last_error = models.TextField("最後のエラー", blank=True)
+    stage = models.CharField(_("段階"), max_length=16, choices=Stage.choices, default=Stage.DELIVER)
+    lease_until = models.DateTimeField(_("リース期限"), null=True, blank=True)
+    claimed_by = models.CharField(_("取得者"), max_length=200, blank=True)
+    attempts = models.PositiveIntegerField(_("再試行回数"), default=0)
+    last_error = models.TextField(_("最後のエラー"), blank=True)
     # What to write back to Backlog once delivery has ended (kept until Backlog accepts it).
-    outcome = models.JSONField("配信結果", default=dict, blank=True)
-    created_at = models.DateTimeField("作成日時", auto_now_add=True)
-    updated_at = models.DateTimeField("更新日時", auto_now=True)
+    outcome = models.JSONField(_("配信結果"), default=dict, blank=True)
+    created_at = models.DateTimeField(_("作成日時"), auto_now_add=True)
+    updated_at = models.DateTimeField(_("更新日時"), auto_now=True)
 
     class Meta:
-        verbose_name = "配信スケジュール"
-        verbose_name_plural = "配信スケジュール"
+        verbose_name = pgettext_lazy("model", "配信スケジュール")
+        verbose_name_plural = pgettext_lazy("models", "配信スケジュール")
         ordering = ["due_at"]
 
     def __str__(self) -> str:
@@ -197,8 +201,8 @@ class DeliveryLock(models.Model):
     expires_at = models.DateTimeField()
 
     class Meta:
-        verbose_name = "配信ロック"
-        verbose_name_plural = "配信ロック"
+        verbose_name = pgettext_lazy("model", "配信ロック")
+        verbose_name_plural = pgettext_lazy("models", "配信ロック")
         constraints = [models.UniqueConstraint(fields=["tenant", "issue_key"], name="uniq_delivery_lock")]
 
     def __str__(self) -> str:
@@ -209,29 +213,29 @@ class DeliveryAttempt(models.Model):
     """One outbound request of a delivery: the audit log and the admin's history."""
 
     class Outcome(models.TextChoices):
-        SENT = "sent", "送信済み"
-        DUPLICATE = "duplicate", "送信済み（再送検知 409）"
-        RETRY = "retry", "再試行"
-        FAILED = "failed", "失敗"
+        SENT = "sent", _("送信済み")
+        DUPLICATE = "duplicate", _("送信済み（再送検知 409）")
+        RETRY = "retry", _("再試行")
+        FAILED = "failed", _("失敗")
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
     task = models.ForeignKey(ContentTask, on_delete=models.CASCADE, related_name="attempts")
     approval_seq = models.PositiveIntegerField()
-    chunk = models.PositiveIntegerField("チャンク", default=0)
+    chunk = models.PositiveIntegerField(_("チャンク"), default=0)
     channel = models.CharField(max_length=20)
     endpoint = models.CharField(max_length=200)
     retry_key = models.CharField(max_length=64, blank=True)
-    request_summary = models.JSONField("リクエスト概要", default=dict)
-    status_code = models.PositiveIntegerField("HTTP ステータス", null=True, blank=True)
-    request_id = models.CharField("LINE リクエストID", max_length=100, blank=True)
-    outcome = models.CharField("結果", max_length=16, choices=Outcome.choices)
-    error = models.TextField("エラー", blank=True)
-    duration_ms = models.PositiveIntegerField("所要時間 (ms)", default=0)
-    created_at = models.DateTimeField("日時", auto_now_add=True)
+    request_summary = models.JSONField(_("リクエスト概要"), default=dict)
+    status_code = models.PositiveIntegerField(_("HTTP ステータス"), null=True, blank=True)
+    request_id = models.CharField(_("LINE リクエストID"), max_length=100, blank=True)
+    outcome = models.CharField(_("結果"), max_length=16, choices=Outcome.choices)
+    error = models.TextField(_("エラー"), blank=True)
+    duration_ms = models.PositiveIntegerField(_("所要時間 (ms)"), default=0)
+    created_at = models.DateTimeField(_("日時"), auto_now_add=True)
 
     class Meta:
-        verbose_name = "配信試行"
-        verbose_name_plural = "配信試行"
+        verbose_name = pgettext_lazy("model", "配信試行")
+        verbose_name_plural = pgettext_lazy("models", "配信試行")
         ordering = ["-created_at"]
         indexes = [models.Index(fields=["task", "approval_seq", "chunk"])]
 
@@ -251,18 +255,18 @@ class MessageTemplate(models.Model):
         null=True,
         blank=True,
         related_name="templates",
-        help_text="空欄 = 全テナント共通",
+        help_text=_("空欄 = 全テナント共通"),
     )
-    name = models.CharField("名前", max_length=100)
-    rev = models.CharField("リビジョン", max_length=40)
-    channel = models.CharField("チャネル", max_length=20, default="line")
-    messages = models.JSONField("メッセージ")
-    source = models.CharField("取り込み元", max_length=500, blank=True)
-    created_at = models.DateTimeField("作成日時", auto_now_add=True)
+    name = models.CharField(_("名前"), max_length=100)
+    rev = models.CharField(_("リビジョン"), max_length=40)
+    channel = models.CharField(_("チャネル"), max_length=20, default="line")
+    messages = models.JSONField(_("メッセージ"))
+    source = models.CharField(_("取り込み元"), max_length=500, blank=True)
+    created_at = models.DateTimeField(_("作成日時"), auto_now_add=True)
 
     class Meta:
-        verbose_name = "メッセージテンプレート"
-        verbose_name_plural = "メッセージテンプレート"
+        verbose_name = pgettext_lazy("model", "メッセージテンプレート")
+        verbose_name_plural = pgettext_lazy("models", "メッセージテンプレート")
         ordering = ["name", "-created_at", "-id"]
         constraints = [
             models.UniqueConstraint(fields=["tenant", "name", "rev"], name="uniq_template_rev"),
@@ -286,38 +290,51 @@ class SchedulerHeartbeat(models.Model):
     last_beat = models.DateTimeField()
 
     class Meta:
-        verbose_name = "スケジューラ稼働状況"
-        verbose_name_plural = "スケジューラ稼働状況"
+        verbose_name = pgettext_lazy("model", "スケジューラ稼働状況")
+        verbose_name_plural = pgettext_lazy("models", "スケジューラ稼働状況")
 
     def __str__(self) -> str:
         return self.name
 
 
 class EffectReport(models.Model):
-    """A due effect-measurement comment (LINE per-unit statistics) for one delivery."""
+    """A due effect-measurement comment for one delivery.
+
+    LINE: the per-unit statistics of `unit`. Instagram / TikTok / HubSpot: the statistics
+    of the publication `post` (deliveries/channel_effects.py).
+    """
 
     class Label(models.TextChoices):
-        H24 = "24h", "24時間後"
-        H72 = "72h", "72時間後"
+        H24 = "24h", _("24時間後")
+        H72 = "72h", _("72時間後")
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="effect_reports")
     task = models.ForeignKey(ContentTask, on_delete=models.CASCADE, related_name="effect_reports")
-    unit = models.CharField("集計単位（customAggregationUnit）", max_length=30)
-    label = models.CharField("時点", max_length=8, choices=Label.choices)
+    channel = models.CharField(_("チャネル"), max_length=20, default="line")
+    unit = models.CharField(_("集計単位（customAggregationUnit）"), max_length=30, blank=True)
+    post = models.ForeignKey(
+        "ChannelPost",
+        verbose_name=_("チャネル投稿"),
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="effect_reports",
+    )
+    label = models.CharField(_("時点"), max_length=8, choices=Label.choices)
     # Also the claim lease: a worker moves it on before calling out, so a dead one's row comes back.
-    due_at = models.DateTimeField("予定日時", db_index=True)
-    delivered_at = models.DateTimeField("配信日時")
+    due_at = models.DateTimeField(_("予定日時"), db_index=True)
+    delivered_at = models.DateTimeField(_("配信日時"))
     # automedia's own count of destinations: the per-unit statistics API has no `delivered`.
-    recipients = models.PositiveIntegerField("配信先数", null=True, blank=True)
-    done_at = models.DateTimeField("完了日時", null=True, blank=True)
-    result = models.JSONField("集計結果", default=dict, blank=True)
-    attempts = models.PositiveIntegerField("失敗回数", default=0)
-    last_error = models.TextField("最後のエラー", blank=True)
-    created_at = models.DateTimeField("作成日時", auto_now_add=True)
+    recipients = models.PositiveIntegerField(_("配信先数"), null=True, blank=True)
+    done_at = models.DateTimeField(_("完了日時"), null=True, blank=True)
+    result = models.JSONField(_("集計結果"), default=dict, blank=True)
+    attempts = models.PositiveIntegerField(_("失敗回数"), default=0)
+    last_error = models.TextField(_("最後のエラー"), blank=True)
+    created_at = models.DateTimeField(_("作成日時"), auto_now_add=True)
 
     class Meta:
-        verbose_name = "効果測定"
-        verbose_name_plural = "効果測定"
+        verbose_name = pgettext_lazy("model", "効果測定")
+        verbose_name_plural = pgettext_lazy("models", "効果測定")
         ordering = ["due_at"]
         constraints = [
             # One report per point in time per delivery: planning twice is a no-op.
@@ -325,7 +342,10 @@ class EffectReport(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.unit} 効果測定 ({self.label})"
+        return gettext("%(unit)s 効果測定 (%(label)s)") % {
+            "unit": self.unit or self.channel,
+            "label": self.label,
+        }
 
 
 # -- Instagram / TikTok / HubSpot (issue 7) ---------------------------------------------
@@ -345,41 +365,41 @@ class ChannelAccount(models.Model):
         HUBSPOT = "hubspot", "HubSpot"
 
     class HubSpotMode(models.TextChoices):
-        NOTE = "note", "コンタクトへの CRM ノート"
-        EMAIL = "email", "マーケティングメール（single-send）"
+        NOTE = "note", _("コンタクトへの CRM ノート")
+        EMAIL = "email", _("マーケティングメール（single-send）")
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="channel_accounts")
-    channel = models.CharField("チャネル", max_length=20, choices=Channel.choices)
+    channel = models.CharField(_("チャネル"), max_length=20, choices=Channel.choices)
     access_token = EncryptedTextField(
-        "アクセストークン",
-        help_text="Instagram の長期トークン / TikTok のアクセストークン / HubSpot のトークン",
+        _("アクセストークン"),
+        help_text=_("Instagram の長期トークン / TikTok のアクセストークン / HubSpot のトークン"),
     )
-    refresh_token = EncryptedTextField("リフレッシュトークン（TikTok）", blank=True, default="")
-    expires_at = models.DateTimeField("トークン有効期限", null=True, blank=True)
-    refresh_expires_at = models.DateTimeField("リフレッシュトークン有効期限", null=True, blank=True)
-    refreshed_at = models.DateTimeField("最終更新", null=True, blank=True)
-    refresh_lease_until = models.DateTimeField("更新処理中（期限）", null=True, blank=True)
+    refresh_token = EncryptedTextField(_("リフレッシュトークン（TikTok）"), blank=True, default="")
+    expires_at = models.DateTimeField(_("トークン有効期限"), null=True, blank=True)
+    refresh_expires_at = models.DateTimeField(_("リフレッシュトークン有効期限"), null=True, blank=True)
+    refreshed_at = models.DateTimeField(_("最終更新"), null=True, blank=True)
+    refresh_lease_until = models.DateTimeField(_("更新処理中（期限）"), null=True, blank=True)
     # Set when the platform answers an auth error or a refresh fails; cleared when a token is saved.
-    token_invalid_at = models.DateTimeField("トークン無効検知", null=True, blank=True)
-    ig_user_id = models.CharField("Instagram ユーザーID", max_length=64, blank=True)
+    token_invalid_at = models.DateTimeField(_("トークン無効検知"), null=True, blank=True)
+    ig_user_id = models.CharField(_("Instagram ユーザーID"), max_length=64, blank=True)
     open_id = models.CharField("TikTok open_id", max_length=128, blank=True)
     hubspot_mode = models.CharField(
-        "HubSpot のモード", max_length=8, choices=HubSpotMode.choices, default=HubSpotMode.NOTE
+        _("HubSpot のモード"), max_length=8, choices=HubSpotMode.choices, default=HubSpotMode.NOTE
     )
     hubspot_tag_property = models.CharField(
-        "HubSpot のタグ用プロパティ",
+        _("HubSpot のタグ用プロパティ"),
         max_length=100,
         default="automedia_tags",
-        help_text="対象タグ（tag:…）と照合するコンタクトのプロパティ（複数選択は ; 区切り）",
+        help_text=_("対象タグ（tag:…）と照合するコンタクトのプロパティ（複数選択は ; 区切り）"),
     )
-    hubspot_email_from = models.CharField("送信元（HubSpot メール）", max_length=254, blank=True)
-    hubspot_reply_to = models.CharField("返信先（HubSpot メール）", max_length=254, blank=True)
-    created_at = models.DateTimeField("作成日時", auto_now_add=True)
-    updated_at = models.DateTimeField("更新日時", auto_now=True)
+    hubspot_email_from = models.CharField(_("送信元（HubSpot メール）"), max_length=254, blank=True)
+    hubspot_reply_to = models.CharField(_("返信先（HubSpot メール）"), max_length=254, blank=True)
+    created_at = models.DateTimeField(_("作成日時"), auto_now_add=True)
+    updated_at = models.DateTimeField(_("更新日時"), auto_now=True)
 
     class Meta:
-        verbose_name = "チャネルアカウント"
-        verbose_name_plural = "チャネルアカウント"
+        verbose_name = pgettext_lazy("model", "チャネルアカウント")
+        verbose_name_plural = pgettext_lazy("models", "チャネルアカウント")
         ordering = ["tenant", "channel"]
         constraints = [models.UniqueConstraint(fields=["tenant", "channel"], name="uniq_channel_account")]
 
@@ -389,7 +409,9 @@ class ChannelAccount(models.Model):
     def clean(self) -> None:
         required = {self.Channel.INSTAGRAM: "ig_user_id", self.Channel.TIKTOK: "open_id"}.get(self.channel)
         if required and not getattr(self, required):
-            raise ValidationError({required: f"{self.get_channel_display()} では必須です。"})
+            raise ValidationError(
+                {required: gettext("%(channel)s では必須です。") % {"channel": self.get_channel_display()}}
+            )
 
 
 class ChannelPost(models.Model):
@@ -400,36 +422,36 @@ class ChannelPost(models.Model):
     """
 
     class Phase(models.TextChoices):
-        NEW = "new", "未投稿"
-        PROCESSING = "processing", "プラットフォームで処理中"
-        PUBLISHING = "publishing", "公開を依頼済み（結果確認待ち）"
-        SENDING = "sending", "送信中"
-        DONE = "done", "完了"
+        NEW = "new", _("未投稿")
+        PROCESSING = "processing", _("プラットフォームで処理中")
+        PUBLISHING = "publishing", _("公開を依頼済み（結果確認待ち）")
+        SENDING = "sending", _("送信中")
+        DONE = "done", _("完了")
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
     task = models.ForeignKey(ContentTask, on_delete=models.CASCADE, related_name="channel_posts")
-    approval_seq = models.PositiveIntegerField("承認回数")
-    channel = models.CharField("チャネル", max_length=20)
-    phase = models.CharField("段階", max_length=16, choices=Phase.choices, default=Phase.NEW)
-    container_id = models.CharField("Instagram コンテナID", max_length=64, blank=True)
-    children = models.JSONField("カルーセルの子コンテナID", default=list, blank=True)
+    approval_seq = models.PositiveIntegerField(_("承認回数"))
+    channel = models.CharField(_("チャネル"), max_length=20)
+    phase = models.CharField(_("段階"), max_length=16, choices=Phase.choices, default=Phase.NEW)
+    container_id = models.CharField(_("Instagram コンテナID"), max_length=64, blank=True)
+    children = models.JSONField(_("カルーセルの子コンテナID"), default=list, blank=True)
     publish_id = models.CharField("TikTok publish_id", max_length=128, blank=True)
-    note_id = models.CharField("HubSpot ノートID", max_length=64, blank=True)
-    send_key = models.CharField("送信キー（sendId / ノート照合用）", max_length=64, blank=True)
-    post_id = models.CharField("投稿ID", max_length=128, blank=True)
-    permalink = models.URLField("パーマリンク", max_length=500, blank=True)
-    platform_status = models.CharField("プラットフォームの状態", max_length=64, blank=True)
-    checks = models.PositiveIntegerField("状態確認回数", default=0)
-    processing_since = models.DateTimeField("処理開始", null=True, blank=True)
-    waiting_until = models.DateTimeField("投稿枠の待ち（予定）", null=True, blank=True)
-    published_at = models.DateTimeField("公開日時", null=True, blank=True)
-    details = models.JSONField("詳細", default=dict, blank=True)
-    created_at = models.DateTimeField("作成日時", auto_now_add=True)
-    updated_at = models.DateTimeField("更新日時", auto_now=True)
+    note_id = models.CharField(_("HubSpot ノートID"), max_length=64, blank=True)
+    send_key = models.CharField(_("送信キー（sendId / ノート照合用）"), max_length=64, blank=True)
+    post_id = models.CharField(_("投稿ID"), max_length=128, blank=True)
+    permalink = models.URLField(_("パーマリンク"), max_length=500, blank=True)
+    platform_status = models.CharField(_("プラットフォームの状態"), max_length=64, blank=True)
+    checks = models.PositiveIntegerField(_("状態確認回数"), default=0)
+    processing_since = models.DateTimeField(_("処理開始"), null=True, blank=True)
+    waiting_until = models.DateTimeField(_("投稿枠の待ち（予定）"), null=True, blank=True)
+    published_at = models.DateTimeField(_("公開日時"), null=True, blank=True)
+    details = models.JSONField(_("詳細"), default=dict, blank=True)
+    created_at = models.DateTimeField(_("作成日時"), auto_now_add=True)
+    updated_at = models.DateTimeField(_("更新日時"), auto_now=True)
 
     class Meta:
-        verbose_name = "チャネル投稿"
-        verbose_name_plural = "チャネル投稿"
+        verbose_name = pgettext_lazy("model", "チャネル投稿")
+        verbose_name_plural = pgettext_lazy("models", "チャネル投稿")
         ordering = ["-created_at"]
         constraints = [models.UniqueConstraint(fields=["task", "approval_seq"], name="uniq_channel_post")]
 

@@ -12,7 +12,7 @@ from automedia_site.sandbox.backlog import FakeBacklog
 from backlog_bridge.views import _tenants
 from tests.factories import TenantFactory
 
-pytest_plugins = ["tests.delivery_fixtures"]
+pytest_plugins = ["tests.delivery_fixtures", "tests.channel_fixtures"]
 
 FIXTURES = Path(__file__).parent / "fixtures"
 API_KEY = "test-api-key"

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+
 import factory
 
-from deliveries.models import ContentTask, MessageTemplate, Tenant
+from deliveries.models import ChannelAccount, ChannelPost, ContentTask, EffectReport, MessageTemplate, Tenant
 from linepush.models import LineContact
 
 
@@ -50,3 +52,47 @@ class MessageTemplateFactory(factory.django.DjangoModelFactory):
     rev = factory.Sequence(lambda n: f"{n:012x}")
     channel = "line"
     messages = factory.LazyFunction(lambda: [{"type": "text", "text": "{{ date }} より営業開始"}])
+
+
+class ChannelAccountFactory(factory.django.DjangoModelFactory):
+    """An Instagram account by default; pass channel= and its own fields for the others."""
+
+    class Meta:
+        model = ChannelAccount
+
+    tenant = factory.SubFactory(TenantFactory)
+    channel = "instagram"
+    access_token = factory.LazyAttribute(lambda a: f"{a.channel}-token")
+    ig_user_id = factory.LazyAttribute(lambda a: "17841400000000001" if a.channel == "instagram" else "")
+    open_id = factory.LazyAttribute(lambda a: "open-id-1" if a.channel == "tiktok" else "")
+
+
+class ChannelPostFactory(factory.django.DjangoModelFactory):
+    """A finished Instagram image post; pass channel=, post_id= and details= for others."""
+
+    class Meta:
+        model = ChannelPost
+
+    task = factory.SubFactory(ContentTaskFactory)
+    tenant = factory.SelfAttribute("task.tenant")
+    approval_seq = factory.SelfAttribute("task.approval_seq")
+    channel = "instagram"
+    phase = ChannelPost.Phase.DONE
+    post_id = factory.Sequence(lambda n: f"{17_900_000_000_000_000 + n}")
+    permalink = factory.LazyAttribute(lambda p: f"https://www.instagram.com/p/demo{p.post_id[-4:]}/")
+    details = factory.LazyFunction(lambda: {"content": {"type": "image"}})
+
+
+class EffectReportFactory(factory.django.DjangoModelFactory):
+    """The 24 h report of a ChannelPost, due 24 h after its delivery."""
+
+    class Meta:
+        model = EffectReport
+
+    post = factory.SubFactory(ChannelPostFactory)
+    task = factory.SelfAttribute("post.task")
+    tenant = factory.SelfAttribute("post.tenant")
+    channel = factory.SelfAttribute("post.channel")
+    label = EffectReport.Label.H24
+    delivered_at = datetime(2026, 12, 10, 1, 0, tzinfo=UTC)  # 10:00 JST
+    due_at = factory.LazyAttribute(lambda r: r.delivered_at + timedelta(hours=24))

@@ -16,6 +16,11 @@ behaviour is UNCONFIRMED:
   2207008 (the fake's choice) and ``double_publishes`` counts it: tests assert it stays 0.
 - ``GET /{v}/{ig}/content_publishing_limit`` → ``quota_usage`` and ``config`` (50 / 86400).
 - ``GET /{v}/{id}`` reads a container (status_code, status) or a media (permalink).
+- ``GET /{v}/{media}/insights?metric=…`` (effect measurement; not in channels.md, see
+  deliveries/channel_effects.py): ``DEFAULT_INSIGHTS`` or what ``set_insights`` gave,
+  with each metric a figure for; a metric set to None is left out of ``data``, as Meta
+  does for figures it does not have. The deprecated metrics, and reel-only ones on other
+  media, answer code 100 (the exact message is the fake's choice).
 - Faults: ``fail_next`` (see fakeserver.py) and ``fail_graph`` for Graph-shaped errors.
 """
 
@@ -31,6 +36,24 @@ from automedia_site.sandbox.fakeserver import ApiError, FakeServer, Json, Reply,
 DEFAULT_IG_USER_ID = "17841400000000001"
 CONTAINER_TTL = 24 * 3600
 TOKEN_TTL = 60 * 24 * 3600
+DEFAULT_INSIGHTS: dict[str, int | None] = {
+    "views": 1_240,
+    "reach": 980,
+    "likes": 86,
+    "comments": 7,
+    "shares": 5,
+    "saved": 12,
+    "total_interactions": 110,
+    "ig_reels_avg_watch_time": 5_400,
+}
+REEL_ONLY_METRICS = {"ig_reels_avg_watch_time", "ig_reels_video_view_total_time"}
+DEPRECATED_METRICS = {
+    "impressions",
+    "plays",
+    "clips_replays_count",
+    "ig_reels_aggregated_all_plays_count",
+    "video_views",
+}
 
 
 def graph_error(
@@ -83,6 +106,7 @@ class FakeInstagram(FakeServer):
         self.processing_polls = 0
         self.unreachable_urls: set[str] = set()
         self.double_publishes = 0
+        self.insights: dict[str, dict[str, int | None]] = {}
         self._next_status: list[str] = []
         self._ids = itertools.count(17_900_000_000_000_000 + secrets.randbelow(10**12))
         super().__init__(host=host, port=port)
@@ -112,6 +136,11 @@ class FakeInstagram(FakeServer):
     ) -> None:
         self.fail_next(status, body=graph_error(code, message, subcode=subcode, transient=transient), **fault)
 
+    def set_insights(self, media_id: str, **figures: int | None) -> None:
+        """The media's insight figures (over DEFAULT_INSIGHTS); None = not available."""
+        with self._lock:
+            self.insights[media_id] = {**DEFAULT_INSIGHTS, **figures}
+
     # -- inspection ------------------------------------------------------------------
 
     def published(self) -> list[Json]:
@@ -132,6 +161,7 @@ class FakeInstagram(FakeServer):
             ("POST", v + r"/(?P<user>\d+)/media_publish", self._publish),
             ("GET", v + r"/(?P<user>\d+)/content_publishing_limit", self._limit),
             ("GET", v + r"/(?P<object_id>\d+)", self._read),
+            ("GET", v + r"/(?P<media_id>\d+)/insights", self._insights),
             ("GET", r"/refresh_access_token", self._refresh),
         ]
 
@@ -287,6 +317,48 @@ class FakeInstagram(FakeServer):
                 kind="GraphMethodException",
             ),
         )
+
+    def _insights(self, request: Request, version: str, media_id: str) -> Reply:
+        metrics = [m for m in request.param("metric").split(",") if m]
+        with self._lock:
+            media = self.media.get(media_id)
+            if media is None:
+                raise ApiError(
+                    400,
+                    graph_error(
+                        100,
+                        f"Unsupported get request. Object with ID '{media_id}' does not exist",
+                        kind="GraphMethodException",
+                    ),
+                )
+            self._check_metrics(metrics, media)
+            figures = self.insights.get(media_id) or DEFAULT_INSIGHTS
+        data = [
+            {
+                "name": metric,
+                "period": "lifetime",
+                "values": [{"value": figures[metric]}],
+                "id": f"{media_id}/insights/{metric}/lifetime",
+            }
+            for metric in metrics
+            if figures.get(metric) is not None
+        ]
+        return Reply(200, {"data": data})
+
+    def _check_metrics(self, metrics: list[str], media: Json) -> None:
+        reel = str(media["params"].get("media_type") or "").upper() == "REELS"
+        for n, metric in enumerate(metrics):
+            if not metric or metric in DEPRECATED_METRICS or (metric in REEL_ONLY_METRICS and not reel):
+                raise ApiError(
+                    400,
+                    graph_error(
+                        100,
+                        f"(#100) metric[{n}] must be one of the following values: "
+                        + ", ".join(m for m in DEFAULT_INSIGHTS if reel or m not in REEL_ONLY_METRICS),
+                    ),
+                )
+        if not metrics:
+            raise ApiError(400, graph_error(100, "(#100) The parameter metric is required"))
 
     def _refresh(self, request: Request) -> Reply:
         if request.param("grant_type") != "ig_refresh_token":

@@ -8,12 +8,14 @@ The end-to-end tests (and anyone who wants to poke at the whole system) use it:
         stack.spawn("sched-1", "run_scheduler")
         stack.backlog.create_issue(...)              # a person in Backlog; webhooks are POSTed
         stack.wait_for(lambda: stack.line.sent(), timeout=15)
+        stack.add_channel_accounts()                 # Instagram / TikTok / HubSpot accounts
 
 The web server, the qcluster workers and the schedulers are separate processes (each in
 its own session, so a qcluster can be killed with all its children). FakeBacklog (in
-``webhook_mode="post"``) and FakeLine run on loopback in the calling process, so tests
-inspect and steer them directly. Every process writes to ``tmp_dir/<name>.log``; when a
-``with`` block fails, or a process dies unexpectedly, the tail of each log is printed.
+``webhook_mode="post"``), FakeLine, FakeInstagram, FakeTikTok and FakeHubSpot run on
+loopback in the calling process, so tests inspect and steer them directly. Every process
+writes to ``tmp_dir/<name>.log``; when a ``with`` block fails, or a process dies
+unexpectedly, the tail of each log is printed.
 """
 
 from __future__ import annotations
@@ -37,13 +39,18 @@ import httpx
 from cryptography.fernet import Fernet
 
 from automedia_site.sandbox.backlog import FakeBacklog
+from automedia_site.sandbox.hubspot import FakeHubSpot
+from automedia_site.sandbox.instagram import FakeInstagram
 from automedia_site.sandbox.line import FakeLine
+from automedia_site.sandbox.tiktok import FakeTikTok
 
 __all__ = ["ROOT", "Stack", "StackError"]
 
 ROOT = Path(__file__).resolve().parents[2]
 HOST = "127.0.0.1"
 TEMPLATES_DIR = ROOT / "templates" / "line"
+PLATFORM_CHANNELS = ("instagram", "tiktok", "hubspot")  # their templates: ROOT/templates/<channel>/
+TIKTOK_OPEN_ID = "e2e-open-id"
 MANAGE_TIMEOUT = 180.0
 START_TIMEOUT = 30.0
 STOP_GRACE = 5.0
@@ -59,11 +66,15 @@ class StackError(AssertionError):
 
 class Stack:
     """automedia's real processes (gunicorn or runserver web, qcluster worker(s),
-    run_scheduler(s)) on a throwaway database, wired to a FakeBacklog (webhook_mode="post")
-    and a FakeLine running in THIS process on loopback."""
+    run_scheduler(s)) on a throwaway database, wired to a FakeBacklog (webhook_mode="post"),
+    a FakeLine, and a FakeInstagram, FakeTikTok and FakeHubSpot running in THIS process on
+    loopback."""
 
     backlog: FakeBacklog
     line: FakeLine
+    instagram: FakeInstagram
+    tiktok: FakeTikTok
+    hubspot: FakeHubSpot
     web_url: str
 
     def __init__(
@@ -81,10 +92,17 @@ class Stack:
         self.line_token = secrets.token_urlsafe(24)
         self.backlog = FakeBacklog(api_key=secrets.token_urlsafe(24), webhook_mode="post")
         self.line = FakeLine(channel_tokens={self.line_token})
+        # One account per platform (add_channel_accounts); the fakes accept only these tokens.
+        self.channel_tokens = {channel: secrets.token_urlsafe(24) for channel in PLATFORM_CHANNELS}
+        self.instagram = FakeInstagram(tokens={self.channel_tokens["instagram"]})
+        self.tiktok = FakeTikTok(client_key=secrets.token_hex(8), client_secret=secrets.token_urlsafe(24))
+        self.hubspot = FakeHubSpot(tokens={self.channel_tokens["hubspot"]})
         self.web_port = _free_port()
         self.web_url = f"http://{HOST}:{self.web_port}"
         self.templates: dict[str, str] = {}
         """Imported template name → revision (``announce_open@<rev>`` in issue bodies)."""
+        self.channel_templates: dict[str, dict[str, str]] = {}
+        """Channel → template name → revision, once add_channel_accounts imported them."""
         self.tenants: dict[str, dict] = {}
         """What add_tenant printed, by slug (backlog_webhook_url, …)."""
         self._overrides = dict(env or {})
@@ -105,8 +123,8 @@ class Stack:
         try:
             if _is_postgres(self.database_url):
                 _postgres_recreate(self.database_url)
-            self.backlog.start()
-            self.line.start()
+            for fake in self._fakes():
+                fake.start()
             self._env = self._process_env()
             self.manage("migrate", "--noinput")
             self._import_templates()
@@ -138,8 +156,8 @@ class Stack:
         for log in self._logs.values():
             log.close()
         self._logs.clear()
-        self.backlog.stop()
-        self.line.stop()
+        for fake in self._fakes():
+            fake.stop()
 
     def __enter__(self) -> Stack:
         return self.start()
@@ -174,6 +192,21 @@ class Stack:
     def shell(self, code: str) -> str:
         """Run Python in `manage.py shell -c` and return what it printed (stripped)."""
         return self.manage("shell", "--no-imports", "-v", "0", "-c", code).stdout.strip()
+
+    def call_commands(self, calls: list[list[str]]) -> list[str]:
+        """Run management commands (each a list of arguments) in one `manage.py shell`, which is
+        much cheaper than one `manage` each; returns what each printed."""
+        code = (
+            "import io, json\n"
+            "from django.core.management import call_command\n"
+            "out = []\n"
+            f"for args in json.loads({json.dumps(json.dumps(calls))}):\n"
+            "    buffer = io.StringIO()\n"
+            "    call_command(*args, stdout=buffer)\n"
+            "    out.append(buffer.getvalue())\n"
+            "print(json.dumps(out))"
+        )
+        return json.loads(self.shell(code).splitlines()[-1])
 
     def spawn(self, name: str, *manage_args: str, env: dict[str, str] | None = None) -> subprocess.Popen:
         """Start `manage.py MANAGE_ARGS` in its own session; output goes to tmp_dir/<name>.log."""
@@ -233,6 +266,40 @@ class Stack:
         self.tenants[slug] = tenant
         return tenant
 
+    def add_channel_accounts(
+        self,
+        slug: str = "e2e",
+        *,
+        hubspot_mode: str = "note",
+        tiktok_privacy: tuple[str, ...] = ("SELF_ONLY",),
+    ) -> dict[str, dict[str, str]]:
+        """Instagram, TikTok and HubSpot accounts for tenant `slug` (`manage.py add_channel`, with
+        the tokens the fakes accept), and the templates of templates/<channel>/ imported; returns
+        `channel_templates`. TikTok's creator allows `tiktok_privacy` (unaudited: SELF_ONLY)."""
+        tokens, refresh = self.channel_tokens, secrets.token_urlsafe(24)
+        self.tiktok.add_account(
+            TIKTOK_OPEN_ID,
+            access_token=tokens["tiktok"],
+            refresh_token=refresh,
+            privacy_level_options=list(tiktok_privacy),
+        )
+        options = {
+            "instagram": ["--ig-user-id", self.instagram.ig_user_id, "--expires-in", "5184000"],
+            "tiktok": ["--open-id", TIKTOK_OPEN_ID, f"--refresh-token={refresh}", "--expires-in", "86400"]
+            + ["--refresh-expires-in", "15552000"],
+            "hubspot": ["--mode", hubspot_mode],
+        }
+        calls = [
+            ["add_channel", slug, channel, f"--access-token={tokens[channel]}", *options[channel]]
+            for channel in PLATFORM_CHANNELS
+        ]
+        todo = [c for c in PLATFORM_CHANNELS if c not in self.channel_templates]
+        calls += [["import_templates", str(ROOT / "templates" / channel)] for channel in todo]
+        outputs = self.call_commands(calls)  # one process: each manage.py start costs seconds of CPU
+        for channel, output in zip(todo, outputs[len(PLATFORM_CHANNELS) :], strict=True):
+            self.channel_templates[channel] = _templates_of(output)
+        return self.channel_templates
+
     # -- waiting -------------------------------------------------------------------------
 
     def wait_for(
@@ -264,6 +331,12 @@ class Stack:
             FIELD_ENCRYPTION_KEY=Fernet.generate_key().decode(),
             DATABASE_URL=self.database_url,
             LINE_API_BASE_URL=self.line.base_url,
+            INSTAGRAM_GRAPH_BASE_URL=self.instagram.base_url,
+            INSTAGRAM_GRAPH_API_VERSION=self.instagram.version,
+            TIKTOK_API_BASE_URL=self.tiktok.base_url,
+            TIKTOK_CLIENT_KEY=self.tiktok.client_key,
+            TIKTOK_CLIENT_SECRET=self.tiktok.client_secret,
+            HUBSPOT_API_BASE_URL=self.hubspot.base_url,
             PUBLIC_BASE_URL=self.web_url,
             DELIVERY_LEASE_SECONDS="5",
             SCHEDULER_POLL_SECONDS="0.2",
@@ -278,11 +351,10 @@ class Stack:
         return env
 
     def _import_templates(self) -> None:
-        done = self.manage("import_templates", str(TEMPLATES_DIR))
-        for line in done.stdout.splitlines():
-            match = _TEMPLATE_LINE.match(line.strip())
-            if match:
-                self.templates[match["name"]] = match["rev"]
+        self.templates.update(_templates_of(self.manage("import_templates", str(TEMPLATES_DIR)).stdout))
+
+    def _fakes(self) -> tuple[FakeBacklog, FakeLine, FakeInstagram, FakeTikTok, FakeHubSpot]:
+        return (self.backlog, self.line, self.instagram, self.tiktok, self.hubspot)
 
     def _start_web(self) -> None:
         bind = f"{HOST}:{self.web_port}"
@@ -338,6 +410,12 @@ class Stack:
 
 
 # -- helpers ----------------------------------------------------------------------------
+
+
+def _templates_of(output: str) -> dict[str, str]:
+    """name → rev from import_templates' `NAME@REV (new|unchanged)` lines."""
+    found = (_TEMPLATE_LINE.match(line.strip()) for line in output.splitlines())
+    return {match["name"]: match["rev"] for match in found if match}
 
 
 def _free_port() -> int:

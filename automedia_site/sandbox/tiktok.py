@@ -15,7 +15,11 @@ success). What it models, and the fake's own choices where TikTok is UNCONFIRMED
 - ``status/fetch`` answers PROCESSING_DOWNLOAD ``processing_fetches`` times, then
   PUBLISH_COMPLETE (``publicaly_available_post_id`` only for non-SELF_ONLY posts) or
   FAILED with ``fail_next_publish``'s reason.
-- Per-token per-minute limits (creator_info 20, init 6, status 30) → 429
+- ``POST /v2/video/query/?fields=…`` (Display API, effect measurement; not in
+  channels.md, see deliveries/channel_effects.py): the token owner's published videos
+  among ``filters.video_ids`` (at most 20), with ``DEFAULT_VIDEO_STATS`` or what
+  ``set_video_stats`` gave, only the asked fields; other ids are left out.
+- Per-token per-minute limits (creator_info 20, init 6, status 30, video/query 600) → 429
   ``rate_limit_exceeded``; an unknown or expired token → 401 ``access_token_invalid``.
 """
 
@@ -34,7 +38,15 @@ VIDEO_INIT = "/v2/post/publish/video/init/"
 CONTENT_INIT = "/v2/post/publish/content/init/"
 STATUS_FETCH = "/v2/post/publish/status/fetch/"
 OAUTH_TOKEN = "/v2/oauth/token/"
-PER_MINUTE = {CREATOR_INFO: 20, VIDEO_INIT: 6, CONTENT_INIT: 6, STATUS_FETCH: 30}
+VIDEO_QUERY = "/v2/video/query/"
+PER_MINUTE = {CREATOR_INFO: 20, VIDEO_INIT: 6, CONTENT_INIT: 6, STATUS_FETCH: 30, VIDEO_QUERY: 600}
+MAX_QUERY_IDS = 20
+DEFAULT_VIDEO_STATS: dict[str, int | None] = {
+    "view_count": 2_310,
+    "like_count": 154,
+    "comment_count": 12,
+    "share_count": 9,
+}
 ACCESS_TTL = 86400
 REFRESH_TTL = 180 * 86400
 _CODES_BY_STATUS = {
@@ -95,6 +107,7 @@ class FakeTikTok(FakeServer):
         self.publishes: dict[str, Publish] = {}
         self.processing_fetches = 1
         self.refresh_calls = 0
+        self.video_stats: dict[str, dict[str, int | None]] = {}
         self._fail_reasons: list[str] = []
         self._windows: dict[tuple[str, str], list[float]] = defaultdict(list)
         self._post_ids = itertools.count(7_400_000_000_000_000_000 + secrets.randbelow(10**15))
@@ -130,6 +143,11 @@ class FakeTikTok(FakeServer):
     def fail_tiktok(self, status: int, code: str, message: str = "error", **fault: Any) -> None:
         self.fail_next(status, body=envelope(code=code, message=message), **fault)
 
+    def set_video_stats(self, post_id: str, **counts: int | None) -> None:
+        """The video's counts (over DEFAULT_VIDEO_STATS); None = the field is left out."""
+        with self._lock:
+            self.video_stats[post_id] = {**DEFAULT_VIDEO_STATS, **counts}
+
     # -- inspection ------------------------------------------------------------------
 
     def inits(self) -> list[Publish]:
@@ -145,6 +163,7 @@ class FakeTikTok(FakeServer):
             ("POST", CONTENT_INIT, self._content_init),
             ("POST", STATUS_FETCH, self._status),
             ("POST", OAUTH_TOKEN, self._token),
+            ("POST", VIDEO_QUERY, self._video_query),
         ]
 
     def authenticate(self, request: Request) -> None:
@@ -276,6 +295,33 @@ class FakeTikTok(FakeServer):
         if (publish.body.get("post_info") or {}).get("privacy_level") != "SELF_ONLY":
             publish.post_id = str(next(self._post_ids))
 
+    def _video_query(self, request: Request) -> Reply:
+        fields = [f for f in request.param("fields").split(",") if f]
+        ids = ((request.body or {}).get("filters") or {}).get("video_ids")
+        if not fields or not isinstance(ids, list) or not 1 <= len(ids) <= MAX_QUERY_IDS:
+            raise tiktok_error(
+                400, "invalid_params", f"fields and filters.video_ids (1..{MAX_QUERY_IDS}) are required"
+            )
+        wanted = {str(i) for i in ids}
+        with self._lock:
+            account = self._account(request)
+            videos = [
+                self._video(publish, account, fields)
+                for publish in self.publishes.values()
+                if publish.post_id in wanted and publish.open_id == account.open_id
+            ]
+        return Reply(200, envelope({"videos": videos, "cursor": 0, "has_more": False}))
+
+    def _video(self, publish: Publish, account: Account, fields: list[str]) -> Json:
+        stats = self.video_stats.get(publish.post_id) or DEFAULT_VIDEO_STATS
+        video = {
+            "id": publish.post_id,
+            "share_url": f"https://www.tiktok.com/@{account.username}/video/{publish.post_id}",
+            "title": str((publish.body.get("post_info") or {}).get("title") or ""),
+            **{k: v for k, v in stats.items() if v is not None},
+        }
+        return {k: v for k, v in video.items() if k in fields}
+
     def _token(self, request: Request) -> Reply:
         form = request.body if isinstance(request.body, dict) else {}
         if form.get("client_key") != self.client_key or form.get("client_secret") != self.client_secret:
@@ -317,7 +363,7 @@ class FakeTikTok(FakeServer):
                 "open_id": account.open_id,
                 "refresh_token": account.refresh_token,
                 "refresh_expires_in": REFRESH_TTL,
-                "scope": "user.info.basic,video.publish",
+                "scope": "user.info.basic,video.publish,video.list",
                 "token_type": "Bearer",
             }
         return Reply(200, answer, effect=True)

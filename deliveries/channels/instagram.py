@@ -7,6 +7,8 @@ all appear in Meta's texts). Errors are `{"error": {"message", "type", "code",
 "error_subcode", "fbtrace_id", "is_transient"}}`, usually HTTP 400: we branch on the code,
 not the HTTP status (§1.5). The host and the Graph API version are settings.
 The token goes in an `Authorization: Bearer` header, so it never appears in a URL.
+Media insights (effect measurement) are not in channels.md: what automedia relies on is
+listed, marked UNCONFIRMED, in deliveries/channel_effects.py.
 """
 
 from __future__ import annotations
@@ -75,6 +77,15 @@ def _int(value: object) -> int | None:
         return None
 
 
+def _metric_value(row: dict) -> float | None:
+    """`values[0].value` (period lifetime) or `total_value.value`, whichever the metric uses."""
+    values = row.get("values") or [{}]
+    value = (values[0] or {}).get("value")
+    if value is None:
+        value = (row.get("total_value") or {}).get("value")
+    return value if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
 def is_not_ready(exc: PlatformError) -> bool:
     return (exc.code, exc.subcode) == tuple(str(n) for n in NOT_READY)
 
@@ -116,6 +127,15 @@ class InstagramTransport(PlatformTransport):
 
     def permalink(self, media_id: str) -> str:
         return str(self._call("GET", f"/{media_id}", params={"fields": "permalink"}).get("permalink") or "")
+
+    def media_insights(self, media_id: str, metrics: list[str]) -> dict[str, float | None]:
+        """GET /{ig-media-id}/insights: {metric: value}; a metric Meta left out is None, never 0.
+
+        Meta answers an empty data set for figures that do not exist or are not ready yet.
+        """
+        data = self._call("GET", f"/{media_id}/insights", params={"metric": ",".join(metrics)})
+        found = {str(row.get("name")): _metric_value(row) for row in data.get("data") or []}
+        return {metric: found.get(metric) for metric in metrics}
 
     def publishing_limit(self, ig_user_id: str) -> tuple[int, int, int]:
         """(used, total, window seconds) in the rolling window; `fields` asked explicitly (§1.3)."""

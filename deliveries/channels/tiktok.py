@@ -7,6 +7,8 @@ Facts from ../shared/reference/channels.md §2: every v2 answer is
 PROCESSING_UPLOAD / PROCESSING_DOWNLOAD / SEND_TO_USER_INBOX / PUBLISH_COMPLETE / FAILED.
 Per-token limits: creator_info 20/min, init 6/min, status/fetch 30/min. Refresh tokens
 rotate: the old one stops working once a new one is issued (§2.1).
+`video/query` (Display API, effect measurement) is not in channels.md: what automedia
+relies on is listed, marked UNCONFIRMED, in deliveries/channel_effects.py.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ VIDEO_INIT = "/v2/post/publish/video/init/"
 CONTENT_INIT = "/v2/post/publish/content/init/"
 STATUS_FETCH = "/v2/post/publish/status/fetch/"
 OAUTH_TOKEN = "/v2/oauth/token/"
+VIDEO_QUERY = "/v2/video/query/"
+VIDEO_STATS_FIELDS = ("id", "share_url", "view_count", "like_count", "comment_count", "share_count")
 PER_MINUTE = {CREATOR_INFO: 20, VIDEO_INIT: 6, CONTENT_INIT: 6, STATUS_FETCH: 30}
 RATE_LIMIT_RETRY_AFTER = 60.0  # the limits are per token per minute
 
@@ -109,6 +113,16 @@ class TikTokTransport(PlatformTransport):
     def status(self, publish_id: str) -> dict:
         return self._call(STATUS_FETCH, {"publish_id": publish_id})
 
+    def video_query(self, video_ids: list[str], fields: tuple[str, ...] = VIDEO_STATS_FIELDS) -> list[dict]:
+        """POST /v2/video/query/?fields=…: the user's own videos among `video_ids` (at most 20).
+
+        A video TikTok does not return (deleted, private, not this user's) is simply absent.
+        """
+        data = self._call(
+            VIDEO_QUERY, {"filters": {"video_ids": video_ids}}, params={"fields": ",".join(fields)}
+        )
+        return [video for video in data.get("videos") or [] if isinstance(video, dict)]
+
     def refresh(self, *, client_key: str, client_secret: str, refresh_token: str) -> dict:
         """POST /v2/oauth/token/ (form-encoded): a new access token AND a new refresh token."""
         response, _ = self.request(
@@ -126,8 +140,8 @@ class TikTokTransport(PlatformTransport):
             raise tiktok_error(response)
         return body
 
-    def _call(self, path: str, body: dict) -> dict:
-        response, _ = self.request("POST", path, json=body)
+    def _call(self, path: str, body: dict, params: dict | None = None) -> dict:
+        response, _ = self.request("POST", path, json=body, params=params)
         if not response.is_success:
             raise tiktok_error(response)
         envelope = json_body(response)

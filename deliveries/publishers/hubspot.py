@@ -22,8 +22,10 @@ row is due again after the interval — no sleep in a worker. A 429 is a retry (
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from datetime import datetime, time, timedelta
 
+from django.conf import settings
 from django.utils import timezone
 
 from automedia_site.timeutil import JST, iso_jst
@@ -54,6 +56,8 @@ from deliveries.publishers.base import (
 )
 
 PACE_FLOOR = 5  # leave a few calls of the window to the tenant's other integrations
+PREVIEW_PAGES = 50  # a preview counts up to 5,000 contacts; the delivery itself reads them all
+PREVIEW_TIMEOUT = 5.0  # seconds per page: a preview must not hang on a slow HubSpot
 ACCEPTED = {"SENT", "QUEUED", "IDEMPOTENT_IGNORE", ""}  # "" = accepted, result not known yet
 RETRY_RESULTS = {"THROTTLED"}
 Phase = ChannelPost.Phase
@@ -62,11 +66,8 @@ Phase = ChannelPost.Phase
 def publish(ctx: Context) -> Done | Wait:
     account = account_for(ctx.tenant, ChannelAccount.Channel.HUBSPOT)
     kind = ctx.content["type"]
-    if kind != account.hubspot_mode:
-        raise PublishFailed(
-            f"テンプレの type「{kind}」と HubSpot アカウントのモード「{account.hubspot_mode}」が一致しません"
-            f"（manage.py add_channel {ctx.tenant.slug} hubspot --mode {kind} で切り替えるか、テンプレを直してください）。"
-        )
+    if problem := mode_problem(account, kind):
+        raise PublishFailed(problem)
     post = post_for(ctx, account)
     if post.phase == Phase.DONE:
         return Done(post.details.get("summary") or {})
@@ -76,6 +77,22 @@ def publish(ctx: Context) -> Done | Wait:
         return _note(ctx, hs, post, contacts) if kind == "note" else _emails(ctx, hs, account, post, contacts)
     finally:
         hs.close()
+
+
+def account_problems(account: ChannelAccount, content: dict | None, now: datetime) -> list[str]:
+    """What stops a post at this account, known without calling HubSpot (commands, preview)."""
+    problem = mode_problem(account, content["type"]) if content else ""
+    return [problem] if problem else []
+
+
+def mode_problem(account: ChannelAccount, kind: str) -> str:
+    """The template's type must be the account's mode (a note template cannot send email)."""
+    if kind == account.hubspot_mode:
+        return ""
+    return (
+        f"テンプレの type「{kind}」と HubSpot アカウントのモード「{account.hubspot_mode}」が一致しません"
+        f"（manage.py add_channel {account.tenant.slug} hubspot --mode {kind} で切り替えるか、テンプレを直してください）。"
+    )
 
 
 # -- audience ------------------------------------------------------------------------
@@ -104,6 +121,35 @@ def _audience(ctx: Context, hs: HubSpotTransport, account: ChannelAccount) -> li
     if not matched:
         raise PublishFailed(f"対象者がいません（HubSpot のコンタクト、対象タグ: {ctx.audience}）")
     return sorted(matched, key=lambda c: int(c["id"]) if c["id"].isdigit() else c["id"])
+
+
+@dataclass
+class AudienceCount:
+    matched: int
+    without_email: int
+    complete: bool  # False: counting stopped after PREVIEW_PAGES pages
+
+
+def audience_count(*, account: ChannelAccount, expression: str) -> AudienceCount:
+    """The contacts a delivery would reach, counted for a preview: read-only, unrecorded, bounded.
+
+    Raises AudienceError (the expression) or PlatformError (HubSpot)."""
+    audience, prop = parse_audience(expression), account.hubspot_tag_property
+    timeout = min(settings.PLATFORM_TIMEOUT_SECONDS, PREVIEW_TIMEOUT)
+    hs = HubSpotTransport(token=account.access_token, timeout=timeout)
+    matched = without_email = 0
+    after = None
+    try:
+        for _ in range(PREVIEW_PAGES):
+            page, after = hs.contacts_page(properties=["email", prop], after=after)
+            found = [_contact(c) for c in page if _matches(c, audience, prop)]
+            matched += len(found)
+            without_email += sum(1 for c in found if not c["email"])
+            if not after:
+                return AudienceCount(matched, without_email, complete=True)
+    finally:
+        hs.close()
+    return AudienceCount(matched, without_email, complete=False)
 
 
 def _matches(contact: dict, audience: Audience, prop: str) -> bool:

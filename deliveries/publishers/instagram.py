@@ -65,6 +65,15 @@ def _step(ctx: Context, ig: InstagramTransport, account: ChannelAccount, post: C
     return _await_container(ctx, ig, account, post)
 
 
+def account_problems(account: ChannelAccount, content: dict | None, now: datetime) -> list[str]:
+    """What stops a post at this account, known without calling Instagram (commands, preview)."""
+    try:
+        _check_token(account, now)
+    except PublishFailed as exc:
+        return [exc.reason]
+    return []
+
+
 def _check_token(account: ChannelAccount, now: datetime) -> None:
     if account.ig_user_id == "":
         raise PublishFailed("Instagram ユーザーID（ig_user_id）が設定されていません。")

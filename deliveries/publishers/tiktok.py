@@ -13,10 +13,11 @@ An expired access token is refreshed once (single-flight, rotating refresh token
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.db.models import Min
 
+from automedia_site.timeutil import fmt_jst
 from deliveries.channels.platform import PlatformError
 from deliveries.channels.tiktok import (
     CONTENT_INIT,
@@ -74,6 +75,25 @@ def publish(ctx: Context) -> Done | Wait:
         if exc.code != "access_token_invalid":
             raise
         return _with_token(ctx, account, post, force=True)  # refresh once, then it is an auth error
+
+
+def account_problems(account: ChannelAccount, content: dict | None, now: datetime) -> list[str]:
+    """What stops a post at this account, known without calling TikTok (commands, preview).
+
+    An expired access token is no problem while the refresh token can renew it; whether the
+    template's privacy level is allowed is known only from `creator_info`, at publishing."""
+    if not account.open_id:
+        return ["TikTok の open_id が設定されていません。"]
+    if account.expires_at is None or account.expires_at > now:
+        return []
+    if not account.refresh_token:
+        return ["TikTok のアクセストークンが期限切れで、リフレッシュトークンがありません。"]
+    if account.refresh_expires_at is not None and account.refresh_expires_at <= now:
+        return [
+            f"TikTok のリフレッシュトークンの有効期限（{fmt_jst(account.refresh_expires_at)}）が切れています。"
+            "TikTok アカウントを連携し直してください。"
+        ]
+    return []
 
 
 def _with_token(ctx: Context, account: ChannelAccount, post: ChannelPost, *, force: bool) -> Done | Wait:

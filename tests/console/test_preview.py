@@ -9,9 +9,10 @@ import pytest
 import time_machine
 
 from automedia_site.timeutil import JST
-from console.preview import bubble
+from console.preview import bubble, post_card
 from deliveries.models import Tenant
 from tests.backlog_bridge.test_lifecycle import body
+from tests.channel_fixtures import channel_body, channel_template
 from tests.console.helpers import mirrored_issue, task_url
 
 NOW = datetime(2026, 12, 1, 9, 0, tzinfo=JST)
@@ -145,3 +146,89 @@ def test_it_draws_quick_replies_and_never_an_unsafe_url():
     )
 
     assert drawn["src"] == "" and drawn["quick_replies"] == ["参加する"]
+
+
+# -- Instagram / TikTok / HubSpot: one post card, not LINE bubbles ---------------------------
+
+
+def channel_task(fake_backlog, pump, tenant, channel: str, content: dict | None = None):
+    channel_template(channel, content)
+    return mirrored_issue(fake_backlog, pump, tenant, description=channel_body(channel))
+
+
+def test_it_draws_an_instagram_post_as_a_post_card(as_manager, fake_backlog, pump, tenant, ig_account):
+    task = channel_task(fake_backlog, pump, tenant, "instagram")
+
+    page = as_manager.get(task_url("preview", task)).content.decode()
+
+    assert 'id="post-preview" data-channel="instagram"' in page and 'id="line-preview"' not in page
+    assert '<img src="https://cdn.example.jp/new.jpg"' in page
+    assert "2026-12-10 新作公開！" in page and "Instagram 画像の投稿" in page
+    assert "ig_user_id 17841400000000001" in page
+    audience = page[page.index('id="preview-audience">') :]
+    assert (
+        audience.startswith('id="preview-audience">アカウントのフォロワーなど')
+        and "人数は数えません" in audience
+    )
+    assert "人に配信" not in page
+
+
+def test_it_draws_a_tiktok_video_with_its_privacy_level(as_manager, fake_backlog, pump, tenant, tt_account):
+    task = channel_task(fake_backlog, pump, tenant, "tiktok")
+
+    page = as_manager.get(task_url("preview", task)).content.decode()
+
+    assert 'data-channel="tiktok"' in page and 'data-kind="video"' in page
+    assert "https://cdn.example.jp/new.mp4" in page and "2026-12-10 の新作" in page
+    assert "<dt>公開範囲</dt><dd>SELF_ONLY（自分のみ（非公開））</dd>" in page
+
+
+def test_it_counts_the_hubspot_contacts_of_a_note(as_manager, fake_backlog, pump, tenant, hs_account):
+    task = channel_task(fake_backlog, pump, tenant, "hubspot")
+
+    page = as_manager.get(task_url("preview", task)).content.decode()
+
+    assert 'data-channel="hubspot"' in page and "HubSpot CRM ノート" in page
+    assert '<div class="am-post-text">2026-12-10 新作を配信しました</div>' in page  # the note's HTML as text
+    assert "HubSpot のコンタクト 2 件" in page
+
+
+def test_it_names_a_missing_channel_account_and_still_draws_the_post(as_manager, fake_backlog, pump, tenant):
+    task = channel_task(fake_backlog, pump, tenant, "instagram")
+
+    page = as_manager.get(task_url("preview", task)).content.decode()
+
+    assert "Instagram のアカウントが設定されていません" in page and "2026-12-10 新作公開！" in page
+
+
+def test_it_draws_every_item_of_a_carousel_and_a_reels_cover():
+    carousel = post_card(
+        "instagram",
+        {
+            "type": "carousel",
+            "caption": "三枚",
+            "items": [
+                {"image_url": "https://a.jp/1.jpg"},
+                {"video_url": "https://a.jp/2.mp4"},
+                {"image_url": "javascript:x"},
+            ],
+        },
+    )
+    reel = post_card(
+        "instagram",
+        {
+            "type": "reel",
+            "video_url": "https://a.jp/r.mp4",
+            "cover_url": "https://a.jp/c.jpg",
+            "share_to_feed": True,
+        },
+    )
+
+    assert [(m["kind"], m["src"]) for m in carousel["media"]] == [
+        ("image", "https://a.jp/1.jpg"),
+        ("video", "https://a.jp/2.mp4"),
+        ("image", ""),  # never an unsafe URL
+    ]
+    assert carousel["text"] == "三枚" and carousel["fields"] == []
+    assert reel["media"][0]["poster"] == "https://a.jp/c.jpg"
+    assert ("フィードにも表示", "はい") in reel["fields"] and reel["kind"] == "Instagram リール"

@@ -331,4 +331,5 @@ def test_a_preview_shows_the_post_without_line_audience_problems(approve_channel
         message["type"] == "instagram:image"
         and message["content"]["image_url"] == "https://cdn.example.jp/new.jpg"
     )
-    assert "Instagram image: 2026-12-10 新作公開！" in preview_comment(preview)
+    comment = preview_comment(preview)
+    assert "投稿内容（Instagram 画像の投稿）" in comment and "キャプション: 2026-12-10 新作公開！" in comment

@@ -58,6 +58,48 @@ def test_instagram_answers_190_for_an_unknown_token(ig):
     assert answer.status_code == 400 and answer.json()["error"]["code"] == 190
 
 
+def test_instagram_serves_insights_leaving_out_figures_it_has_not(ig):
+    fake, client = ig
+    container = client.post("/media", json={"image_url": "https://x/y.jpg"}).json()["id"]
+    media_id = client.post("/media_publish", json={"creation_id": container}).json()["id"]
+    fake.set_insights(media_id, shares=None)
+    insights = f"{fake.base_url}/v25.0/{media_id}/insights"
+
+    answer = client.get(insights, params={"metric": "views,shares,saved"}).json()
+    deprecated = client.get(insights, params={"metric": "views,impressions"})
+    reel_only = client.get(insights, params={"metric": "ig_reels_avg_watch_time"})
+
+    assert [(row["name"], row["values"][0]["value"]) for row in answer["data"]] == [
+        ("views", 1240),
+        ("saved", 12),
+    ]
+    assert deprecated.status_code == 400 and deprecated.json()["error"]["code"] == 100
+    assert reel_only.status_code == 400 and reel_only.json()["error"]["code"] == 100
+
+
+def test_tiktok_answers_a_video_query_with_the_asked_fields_of_the_users_own_public_videos():
+    with FakeTikTok() as fake:
+        fake.add_account("o1", access_token="a", privacy_level_options=["PUBLIC_TO_EVERYONE"])
+        fake.processing_fetches = 0
+        client = httpx.Client(base_url=fake.base_url, headers={"Authorization": "Bearer a"})
+        body = {
+            "post_info": {"privacy_level": "PUBLIC_TO_EVERYONE"},
+            "source_info": {"source": "PULL_FROM_URL", "video_url": "https://x/v.mp4"},
+        }
+        publish_id = client.post("/v2/post/publish/video/init/", json=body).json()["data"]["publish_id"]
+        status = client.post("/v2/post/publish/status/fetch/", json={"publish_id": publish_id}).json()
+        [post_id] = [str(i) for i in status["data"]["publicaly_available_post_id"]]
+
+        answer = client.post(
+            "/v2/video/query/",
+            params={"fields": "id,view_count,like_count"},
+            json={"filters": {"video_ids": [post_id, "123"]}},
+        ).json()
+
+        assert answer["error"]["code"] == "ok"
+        assert answer["data"]["videos"] == [{"id": post_id, "view_count": 2310, "like_count": 154}]
+
+
 def test_tiktok_rotates_refresh_tokens_and_refuses_the_old_one():
     with FakeTikTok() as fake:
         fake.add_account("o1", access_token="a", refresh_token="r0")
