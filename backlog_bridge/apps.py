@@ -1,9 +1,10 @@
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class BacklogBridgeConfig(AppConfig):
     name = "backlog_bridge"
-    verbose_name = "Backlog 連携"
+    verbose_name = _("Backlog 連携")
 
     def ready(self) -> None:
         from django.db.models.signals import post_migrate

@@ -8,6 +8,7 @@ JavaScript library and works offline.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 
@@ -18,7 +19,8 @@ from django.utils.translation import gettext as _
 
 from automedia_site.timeutil import JST
 from console.access import scope, visible_tenant_ids
-from console.models import DeliveryOutcome, PushApproval, ScanRun
+from console.models import PushApproval, ScanRun
+from console.outcomes import delivery_endings
 from deliveries.models import ContentTask, DeliveryAttempt, DeliverySchedule, SchedulerHeartbeat, Tenant
 from linepush.models import LineMonthlyUsage, LinePushItem, LinePushSettings
 from linepush.services import month_of, quota_limit
@@ -216,8 +218,10 @@ def _outcome_chart(counts: dict[tuple[date, str], int], days: list[date]) -> Cha
 
 
 def _delivery_chart(user, days: list[date]) -> Chart:
-    outcomes = scope(DeliveryOutcome.objects.all(), user)
-    return _outcome_chart(_per_day(outcomes, "created_at", days, "kind"), days)
+    """Recorded outcomes, and the endings of deliveries older than the records (console.outcomes)."""
+    start = datetime.combine(days[0], datetime.min.time(), tzinfo=JST)
+    endings = delivery_endings(user=user, since=start)
+    return _outcome_chart(Counter((e.at.astimezone(JST).date(), e.kind) for e in endings), days)
 
 
 def _push_chart(user, days: list[date]) -> Chart:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext_lazy
 
 from deliveries.models import ContentTask, Tenant
 from linepush.models import LinePushItem
@@ -34,8 +35,8 @@ class TenantMembership(models.Model):
     created_at = models.DateTimeField(_("作成日時"), auto_now_add=True)
 
     class Meta:
-        verbose_name = _("テナントメンバー")
-        verbose_name_plural = _("テナントメンバー")
+        verbose_name = pgettext_lazy("model", "テナントメンバー")
+        verbose_name_plural = pgettext_lazy("models", "テナントメンバー")
         ordering = ["tenant__slug", "user__username"]
         constraints = [models.UniqueConstraint(fields=["user", "tenant"], name="uniq_tenant_membership")]
 
@@ -60,8 +61,8 @@ class DeliveryOutcome(models.Model):
     created_at = models.DateTimeField(_("日時"), auto_now_add=True, db_index=True)
 
     class Meta:
-        verbose_name = _("配信結果")
-        verbose_name_plural = _("配信結果")
+        verbose_name = pgettext_lazy("model", "配信結果")
+        verbose_name_plural = pgettext_lazy("models", "配信結果")
         ordering = ["-created_at"]
 
     def __str__(self) -> str:
@@ -78,8 +79,8 @@ class ScanRun(models.Model):
     created_at = models.DateTimeField(_("実行日時"), auto_now_add=True, db_index=True)
 
     class Meta:
-        verbose_name = _("取りこぼしスキャン")
-        verbose_name_plural = _("取りこぼしスキャン")
+        verbose_name = pgettext_lazy("model", "取りこぼしスキャン")
+        verbose_name_plural = pgettext_lazy("models", "取りこぼしスキャン")
         ordering = ["-created_at"]
 
     def __str__(self) -> str:
@@ -91,5 +92,5 @@ class PushApproval(LinePushItem):
 
     class Meta:
         proxy = True
-        verbose_name = _("承認待ちの LINE 投稿")
-        verbose_name_plural = _("承認待ちの LINE 投稿")
+        verbose_name = pgettext_lazy("model", "承認待ちの LINE 投稿")
+        verbose_name_plural = pgettext_lazy("models", "承認待ちの LINE 投稿")

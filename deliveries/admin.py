@@ -56,7 +56,9 @@ class TenantForm(forms.ModelForm):
             current = getattr(self.instance, name, "")
             self.fields[name].required = name == "backlog_api_key" and not current
             if current:
-                self.fields[name].help_text = f"現在: {mask(current)}（変更する場合のみ入力）"
+                self.fields[name].help_text = _("現在: %(masked)s（変更する場合のみ入力）") % {
+                    "masked": mask(current)
+                }
 
     def clean(self):
         cleaned = super().clean()
@@ -396,7 +398,9 @@ class ChannelAccountForm(forms.ModelForm):
             current = getattr(self.instance, name, "")
             self.fields[name].required = name == "access_token" and not current
             if current:
-                self.fields[name].help_text = f"現在: {mask(current)}（変更する場合のみ入力）"
+                self.fields[name].help_text = _("現在: %(masked)s（変更する場合のみ入力）") % {
+                    "masked": mask(current)
+                }
 
     def clean(self):
         cleaned = super().clean()

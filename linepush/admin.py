@@ -161,23 +161,25 @@ class LinePushItemAdmin(TenantScopedAdmin):
         context = {"can_retry": failed, **(extra_context or {})}
         return super().change_view(request, object_id, form_url, context)
 
-    @admin.action(description="選択した投稿を承認する")
+    @admin.action(description=_("選択した投稿を承認する"))
     def approve(self, request, queryset: QuerySet[LinePushItem]) -> None:
         bulk_action(self, request, queryset, _approve, done_text=_("%(count)d 件を承認しました。"))
 
-    @admin.action(description="選択した投稿を却下する")
+    @admin.action(description=_("選択した投稿を却下する"))
     def reject(self, request, queryset: QuerySet[LinePushItem]) -> None:
         bulk_action(self, request, queryset, _reject, done_text=_("%(count)d 件を却下しました。"))
 
-    @admin.action(description="選択した失敗投稿を再実行する")
+    @admin.action(description=_("選択した失敗投稿を再実行する"))
     def retry(self, request, queryset: QuerySet[LinePushItem]) -> None:
         bulk_action(self, request, queryset, _retry, done_text=_("%(count)d 件を送信待ちに戻しました。"))
 
-    @admin.action(description="保留中の投稿を再開する（テナント単位）")
+    @admin.action(description=_("保留中の投稿を再開する（テナント単位）"))
     def resume_held(self, request, queryset: QuerySet[LinePushItem]) -> None:
         tenants = {item.tenant for item in queryset.filter(status=LinePushItem.Status.HELD)}
         done = sum(held_release(tenant=tenant) for tenant in tenants)
-        self.message_user(request, f"{done} 件を送信待ちに戻しました。", messages.SUCCESS)
+        self.message_user(
+            request, _("%(count)d 件を送信待ちに戻しました。") % {"count": done}, messages.SUCCESS
+        )
 
 
 @admin.register(LinePushSettings)

@@ -1,9 +1,10 @@
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class LinepushConfig(AppConfig):
     name = "linepush"
-    verbose_name = "LINE グループ投稿"
+    verbose_name = _("LINE グループ投稿")
 
     def ready(self) -> None:
         from linepush import checks  # noqa: F401 - registers the system checks

@@ -18,18 +18,21 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
+from django.utils.translation import gettext, pgettext_lazy
+from django.utils.translation import gettext_lazy as _
 
+from automedia_site.i18n import japanese
 from deliveries.models import Tenant
 
 API_TOKEN_PREFIX = "lp_"
 
 
 class Trigger(models.TextChoices):
-    TASK_APPROVED = "task_approved", "タスク承認"
-    REMINDER = "reminder", "リマインダー"
-    ESCALATION = "escalation", "エスカレーション"
-    SIGNAL_APPROVED = "signal_approved", "外部シグナル承認"
-    MORNING_DIGEST = "morning_digest", "朝のダイジェスト"
+    TASK_APPROVED = "task_approved", _("タスク承認")
+    REMINDER = "reminder", _("リマインダー")
+    ESCALATION = "escalation", _("エスカレーション")
+    SIGNAL_APPROVED = "signal_approved", _("外部シグナル承認")
+    MORNING_DIGEST = "morning_digest", _("朝のダイジェスト")
 
 
 # Seed 003 §5: triggers that post without a person reading them first are the routine
@@ -39,14 +42,19 @@ APPROVAL_REQUIRED_BY_DEFAULT = frozenset({Trigger.ESCALATION, Trigger.SIGNAL_APP
 
 def validate_triggers(value: object) -> None:
     if not isinstance(value, list) or not all(v in Trigger.values for v in value):
-        raise ValidationError(f"トリガーは {', '.join(Trigger.values)} から選んでリストで指定してください。")
+        raise ValidationError(
+            gettext("トリガーは %(choices)s から選んでリストで指定してください。")
+            % {"choices": ", ".join(Trigger.values)}
+        )
 
 
 def validate_timezone(value: str) -> None:
     try:
         ZoneInfo(value)
     except (ZoneInfoNotFoundError, ValueError) as exc:
-        raise ValidationError(f"タイムゾーン「{value}」は不明です（例: Asia/Tokyo）。") from exc
+        raise ValidationError(
+            gettext("タイムゾーン「%(value)s」は不明です（例: Asia/Tokyo）。") % {"value": value}
+        ) from exc
 
 
 def validate_messages(value: object) -> None:
@@ -61,19 +69,19 @@ def validate_messages(value: object) -> None:
 
 class LineContact(models.Model):
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="line_contacts")
-    user_id = models.CharField("LINE ユーザーID", max_length=64)
-    display_name = models.CharField("表示名", max_length=200, blank=True)
-    tags = models.JSONField("タグ", default=list, blank=True)
-    blocked = models.BooleanField("ブロック中", default=False)
+    user_id = models.CharField(_("LINE ユーザーID"), max_length=64)
+    display_name = models.CharField(_("表示名"), max_length=200, blank=True)
+    tags = models.JSONField(_("タグ"), default=list, blank=True)
+    blocked = models.BooleanField(_("ブロック中"), default=False)
     # A survey answer asked to be included in the next delivery (LineSurveyRule.next_delivery).
-    wants_next_delivery = models.BooleanField("次回配信を希望", default=False)
-    followed_at = models.DateTimeField("友だち追加日時", null=True, blank=True)
-    created_at = models.DateTimeField("作成日時", auto_now_add=True)
-    updated_at = models.DateTimeField("更新日時", auto_now=True)
+    wants_next_delivery = models.BooleanField(_("次回配信を希望"), default=False)
+    followed_at = models.DateTimeField(_("友だち追加日時"), null=True, blank=True)
+    created_at = models.DateTimeField(_("作成日時"), auto_now_add=True)
+    updated_at = models.DateTimeField(_("更新日時"), auto_now=True)
 
     class Meta:
-        verbose_name = "LINE 連絡先"
-        verbose_name_plural = "LINE 連絡先"
+        verbose_name = pgettext_lazy("model", "LINE 連絡先")
+        verbose_name_plural = pgettext_lazy("models", "LINE 連絡先")
         constraints = [models.UniqueConstraint(fields=["tenant", "user_id"], name="uniq_line_contact")]
 
     def __str__(self) -> str:
@@ -86,18 +94,21 @@ class LinePlan(models.Model):
     Kept as data: prices and allowances change, and a plan change is an admin edit.
     """
 
-    code = models.SlugField("コード", unique=True)
-    name = models.CharField("プラン名", max_length=100)
-    monthly_messages = models.PositiveIntegerField("月間メッセージ数")
-    additional_messages = models.BooleanField("追加メッセージ可", default=False)
+    code = models.SlugField(_("コード"), unique=True)
+    name = models.CharField(_("プラン名"), max_length=100)
+    monthly_messages = models.PositiveIntegerField(_("月間メッセージ数"))
+    additional_messages = models.BooleanField(_("追加メッセージ可"), default=False)
 
     class Meta:
-        verbose_name = "LINE プラン"
-        verbose_name_plural = "LINE プラン"
+        verbose_name = pgettext_lazy("model", "LINE プラン")
+        verbose_name_plural = pgettext_lazy("models", "LINE プラン")
         ordering = ["monthly_messages"]
 
     def __str__(self) -> str:
-        return f"{self.name}（月 {self.monthly_messages:,} 通）"
+        return gettext("%(name)s（月 %(count)s 通）") % {
+            "name": self.name,
+            "count": f"{self.monthly_messages:,}",
+        }
 
 
 class LinePushSettings(models.Model):
@@ -109,31 +120,31 @@ class LinePushSettings(models.Model):
         on_delete=models.PROTECT,
         null=True,
         blank=True,
-        verbose_name="プラン",
-        help_text="空欄 = LINE の上限（毎日の確認結果）だけで判定",
+        verbose_name=_("プラン"),
+        help_text=_("空欄 = LINE の上限（毎日の確認結果）だけで判定"),
     )
     tenant_rate_limit = models.PositiveIntegerField(
-        "テナント全体の上限（件）", null=True, blank=True, help_text="空欄 = 制限なし"
+        _("テナント全体の上限（件）"), null=True, blank=True, help_text=_("空欄 = 制限なし")
     )
-    tenant_rate_window_seconds = models.PositiveIntegerField("テナント全体の上限の期間（秒）", default=300)
+    tenant_rate_window_seconds = models.PositiveIntegerField(_("テナント全体の上限の期間（秒）"), default=300)
     timezone = models.CharField(
-        "タイムゾーン", max_length=64, default="Asia/Tokyo", validators=[validate_timezone]
+        _("タイムゾーン"), max_length=64, default="Asia/Tokyo", validators=[validate_timezone]
     )
-    digest_hour = models.PositiveSmallIntegerField("朝のダイジェストの時刻（時）", default=8)
+    digest_hour = models.PositiveSmallIntegerField(_("朝のダイジェストの時刻（時）"), default=8)
     registration_messages = models.JSONField(
-        "友だち追加時の返信（登録クーポン）",
+        _("友だち追加時の返信（登録クーポン）"),
         default=list,
         blank=True,
         validators=[validate_messages],
-        help_text="LINE メッセージオブジェクトの配列（1〜5 件）。空 = 返信しない",
+        help_text=_("LINE メッセージオブジェクトの配列（1〜5 件）。空 = 返信しない"),
     )
 
     class Meta:
-        verbose_name = "LINE 投稿設定"
-        verbose_name_plural = "LINE 投稿設定"
+        verbose_name = pgettext_lazy("model", "LINE 投稿設定")
+        verbose_name_plural = pgettext_lazy("models", "LINE 投稿設定")
 
     def __str__(self) -> str:
-        return f"{self.tenant.slug} の LINE 投稿設定"
+        return gettext("%(tenant)s の LINE 投稿設定") % {"tenant": self.tenant.slug}
 
     @property
     def zone(self) -> ZoneInfo:
@@ -148,16 +159,16 @@ class LineMonthlyUsage(models.Model):
     """
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="line_usage")
-    month = models.CharField("月", max_length=7, help_text="YYYY-MM（テナントのタイムゾーン）")
-    messages = models.PositiveIntegerField("使用数", default=0)
-    line_limit = models.PositiveIntegerField("LINE の上限", null=True, blank=True)
-    line_total_usage = models.PositiveIntegerField("LINE の使用数", null=True, blank=True)
-    checked_at = models.DateTimeField("LINE で確認した日時", null=True, blank=True)
-    warned_at = models.DateTimeField("80% 警告日時", null=True, blank=True)
+    month = models.CharField(_("月"), max_length=7, help_text=_("YYYY-MM（テナントのタイムゾーン）"))
+    messages = models.PositiveIntegerField(_("使用数"), default=0)
+    line_limit = models.PositiveIntegerField(_("LINE の上限"), null=True, blank=True)
+    line_total_usage = models.PositiveIntegerField(_("LINE の使用数"), null=True, blank=True)
+    checked_at = models.DateTimeField(_("LINE で確認した日時"), null=True, blank=True)
+    warned_at = models.DateTimeField(_("80% 警告日時"), null=True, blank=True)
 
     class Meta:
-        verbose_name = "LINE 月間使用数"
-        verbose_name_plural = "LINE 月間使用数"
+        verbose_name = pgettext_lazy("model", "LINE 月間使用数")
+        verbose_name_plural = pgettext_lazy("models", "LINE 月間使用数")
         constraints = [models.UniqueConstraint(fields=["tenant", "month"], name="uniq_line_usage_month")]
 
     def __str__(self) -> str:
@@ -168,12 +179,12 @@ class LineTriggerPolicy(models.Model):
     """Per tenant and trigger: must a manager approve before a post goes out?"""
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="line_trigger_policies")
-    trigger_type = models.CharField("トリガー", max_length=32, choices=Trigger.choices)
-    requires_approval = models.BooleanField("承認が必要", default=True)
+    trigger_type = models.CharField(_("トリガー"), max_length=32, choices=Trigger.choices)
+    requires_approval = models.BooleanField(_("承認が必要"), default=True)
 
     class Meta:
-        verbose_name = "LINE トリガー承認設定"
-        verbose_name_plural = "LINE トリガー承認設定"
+        verbose_name = pgettext_lazy("model", "LINE トリガー承認設定")
+        verbose_name_plural = pgettext_lazy("models", "LINE トリガー承認設定")
         constraints = [
             models.UniqueConstraint(fields=["tenant", "trigger_type"], name="uniq_line_trigger_policy")
         ]
@@ -193,29 +204,29 @@ class LineSource(models.Model):
     """A LINE group or room the bot is in (kept current by the LINE webhook)."""
 
     class Kind(models.TextChoices):
-        GROUP = "group", "グループ"
-        ROOM = "room", "複数人トーク"
+        GROUP = "group", _("グループ")
+        ROOM = "room", _("複数人トーク")
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="line_sources")
-    group_id = models.CharField("グループID", max_length=64)
-    kind = models.CharField("種類", max_length=8, choices=Kind.choices, default=Kind.GROUP)
-    name = models.CharField("名前", max_length=200, blank=True)
-    allow_outbound_push = models.BooleanField("自動投稿を許可", default=False)
+    group_id = models.CharField(_("グループID"), max_length=64)
+    kind = models.CharField(_("種類"), max_length=8, choices=Kind.choices, default=Kind.GROUP)
+    name = models.CharField(_("名前"), max_length=200, blank=True)
+    allow_outbound_push = models.BooleanField(_("自動投稿を許可"), default=False)
     push_opt_in_triggers = models.JSONField(
-        "許可するトリガー", default=list, blank=True, validators=[validate_triggers]
+        _("許可するトリガー"), default=list, blank=True, validators=[validate_triggers]
     )
     # LINE's count excludes the bot; a push to a group costs one message per member (line.md §3).
-    member_count = models.PositiveIntegerField("メンバー数", null=True, blank=True)
-    rate_limit_count = models.PositiveIntegerField("グループの上限（件）", default=3)
-    rate_limit_window_seconds = models.PositiveIntegerField("グループの上限の期間（秒）", default=300)
-    joined_at = models.DateTimeField("参加日時", null=True, blank=True)
-    left_at = models.DateTimeField("退出日時", null=True, blank=True)
-    created_at = models.DateTimeField("作成日時", auto_now_add=True)
-    updated_at = models.DateTimeField("更新日時", auto_now=True)
+    member_count = models.PositiveIntegerField(_("メンバー数"), null=True, blank=True)
+    rate_limit_count = models.PositiveIntegerField(_("グループの上限（件）"), default=3)
+    rate_limit_window_seconds = models.PositiveIntegerField(_("グループの上限の期間（秒）"), default=300)
+    joined_at = models.DateTimeField(_("参加日時"), null=True, blank=True)
+    left_at = models.DateTimeField(_("退出日時"), null=True, blank=True)
+    created_at = models.DateTimeField(_("作成日時"), auto_now_add=True)
+    updated_at = models.DateTimeField(_("更新日時"), auto_now=True)
 
     class Meta:
-        verbose_name = "LINE グループ"
-        verbose_name_plural = "LINE グループ"
+        verbose_name = pgettext_lazy("model", "LINE グループ")
+        verbose_name_plural = pgettext_lazy("models", "LINE グループ")
         constraints = [models.UniqueConstraint(fields=["tenant", "group_id"], name="uniq_line_source")]
 
     def __str__(self) -> str:
@@ -228,7 +239,7 @@ class LineSource(models.Model):
         if not self.allow_outbound_push:
             return "このグループへの自動投稿は許可されていません（allow_outbound_push が無効）"
         if trigger_type not in (self.push_opt_in_triggers or []):
-            label = Trigger(trigger_type).label if trigger_type in Trigger.values else trigger_type
+            label = japanese(Trigger(trigger_type).label) if trigger_type in Trigger.values else trigger_type
             return f"このグループは「{label}」（{trigger_type}）の自動投稿を許可していません"
         return ""
 
@@ -242,59 +253,59 @@ class LinePushItem(models.Model):
     """One post into one group: seed 003's `line_push_queue` row."""
 
     class Status(models.TextChoices):
-        WAITING_APPROVAL = "waiting_approval", "承認待ち"
-        PENDING = "pending", "送信待ち"
-        HELD = "held", "保留（月間上限）"
-        SENT = "sent", "送信済み"
-        FAILED = "failed", "失敗"
-        SKIPPED = "skipped", "スキップ"
+        WAITING_APPROVAL = "waiting_approval", _("承認待ち")
+        PENDING = "pending", _("送信待ち")
+        HELD = "held", _("保留（月間上限）")
+        SENT = "sent", _("送信済み")
+        FAILED = "failed", _("失敗")
+        SKIPPED = "skipped", _("スキップ")
 
     OPEN = (Status.WAITING_APPROVAL, Status.PENDING, Status.HELD)
     MAX_ATTEMPTS = 3
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="line_push_items")
-    ext_group_id = models.CharField("投稿先グループID", max_length=64)
-    trigger_type = models.CharField("トリガー", max_length=32, choices=Trigger.choices)
-    payload = models.JSONField("メッセージ", help_text="LINE メッセージオブジェクトの配列（1〜5 件）")
-    source_table = models.CharField("発生元テーブル", max_length=64, blank=True)
-    source_id = models.CharField("発生元ID", max_length=128, blank=True)
-    dedupe_key = models.CharField("重複排除キー", max_length=255, unique=True)
-    scheduled_at = models.DateTimeField("送信予定")
-    status = models.CharField("状態", max_length=20, choices=Status.choices, default=Status.PENDING)
-    attempt_count = models.PositiveSmallIntegerField("試行回数", default=0)
-    last_error = models.TextField("最後のエラー", blank=True)
+    ext_group_id = models.CharField(_("投稿先グループID"), max_length=64)
+    trigger_type = models.CharField(_("トリガー"), max_length=32, choices=Trigger.choices)
+    payload = models.JSONField(_("メッセージ"), help_text=_("LINE メッセージオブジェクトの配列（1〜5 件）"))
+    source_table = models.CharField(_("発生元テーブル"), max_length=64, blank=True)
+    source_id = models.CharField(_("発生元ID"), max_length=128, blank=True)
+    dedupe_key = models.CharField(_("重複排除キー"), max_length=255, unique=True)
+    scheduled_at = models.DateTimeField(_("送信予定"))
+    status = models.CharField(_("状態"), max_length=20, choices=Status.choices, default=Status.PENDING)
+    attempt_count = models.PositiveSmallIntegerField(_("試行回数"), default=0)
+    last_error = models.TextField(_("最後のエラー"), blank=True)
     approved_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         on_delete=models.SET_NULL,
         null=True,
         blank=True,
         related_name="+",
-        verbose_name="承認者",
+        verbose_name=_("承認者"),
     )
-    approved_at = models.DateTimeField("承認日時", null=True, blank=True)
+    approved_at = models.DateTimeField(_("承認日時"), null=True, blank=True)
     rejected_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         on_delete=models.SET_NULL,
         null=True,
         blank=True,
         related_name="+",
-        verbose_name="却下者",
+        verbose_name=_("却下者"),
     )
-    sent_at = models.DateTimeField("送信日時", null=True, blank=True)
-    request_id = models.CharField("LINE リクエストID", max_length=100, blank=True)
+    sent_at = models.DateTimeField(_("送信日時"), null=True, blank=True)
+    request_id = models.CharField(_("LINE リクエストID"), max_length=100, blank=True)
     # The claim (as DeliverySchedule): a dead worker's row is claimed again after the lease.
-    lease_until = models.DateTimeField("リース期限", null=True, blank=True)
-    claimed_by = models.CharField("取得者", max_length=64, blank=True)
+    lease_until = models.DateTimeField(_("リース期限"), null=True, blank=True)
+    claimed_by = models.CharField(_("取得者"), max_length=64, blank=True)
     # When the current attempt took its place in the rate-limit window.
-    reserved_at = models.DateTimeField("送信枠の確保日時", null=True, blank=True)
-    reserved_cost = models.PositiveIntegerField("確保したメッセージ数", default=0)
-    first_attempt_at = models.DateTimeField("初回送信日時", null=True, blank=True)
-    created_at = models.DateTimeField("作成日時", auto_now_add=True)
-    updated_at = models.DateTimeField("更新日時", auto_now=True)
+    reserved_at = models.DateTimeField(_("送信枠の確保日時"), null=True, blank=True)
+    reserved_cost = models.PositiveIntegerField(_("確保したメッセージ数"), default=0)
+    first_attempt_at = models.DateTimeField(_("初回送信日時"), null=True, blank=True)
+    created_at = models.DateTimeField(_("作成日時"), auto_now_add=True)
+    updated_at = models.DateTimeField(_("更新日時"), auto_now=True)
 
     class Meta:
-        verbose_name = "LINE 投稿"
-        verbose_name_plural = "LINE 投稿"
+        verbose_name = pgettext_lazy("model", "LINE 投稿")
+        verbose_name_plural = pgettext_lazy("models", "LINE 投稿")
         ordering = ["-created_at"]
         indexes = [
             models.Index(fields=["status", "scheduled_at"], name="line_push_status_sched_idx"),
@@ -307,7 +318,7 @@ class LinePushItem(models.Model):
     def may_send(self, source: LineSource | None) -> str:
         """Why this item may not be posted to `source`; empty when it may."""
         if self.status != self.Status.PENDING:
-            return f"状態が「{self.get_status_display()}」のため送信できません"
+            return f"状態が「{japanese(self.Status(self.status).label)}」のため送信できません"
         if source is None:
             return f"グループ {self.ext_group_id} はボットの参加グループとして登録されていません"
         return source.refusal(self.trigger_type)
@@ -321,23 +332,23 @@ class LinePushAttempt(models.Model):
     """One push request of an item: the audit log."""
 
     class Outcome(models.TextChoices):
-        SENT = "sent", "送信済み"
-        DUPLICATE = "duplicate", "送信済み（再送検知 409）"
-        RETRY = "retry", "再試行"
-        FAILED = "failed", "失敗"
+        SENT = "sent", _("送信済み")
+        DUPLICATE = "duplicate", _("送信済み（再送検知 409）")
+        RETRY = "retry", _("再試行")
+        FAILED = "failed", _("失敗")
 
     item = models.ForeignKey(LinePushItem, on_delete=models.CASCADE, related_name="attempts")
-    retry_key = models.CharField("再送キー", max_length=64)
-    status_code = models.PositiveIntegerField("HTTP ステータス", null=True, blank=True)
-    request_id = models.CharField("LINE リクエストID", max_length=100, blank=True)
-    outcome = models.CharField("結果", max_length=16, choices=Outcome.choices)
-    error = models.TextField("エラー", blank=True)
-    duration_ms = models.PositiveIntegerField("所要時間 (ms)", default=0)
-    created_at = models.DateTimeField("日時", auto_now_add=True)
+    retry_key = models.CharField(_("再送キー"), max_length=64)
+    status_code = models.PositiveIntegerField(_("HTTP ステータス"), null=True, blank=True)
+    request_id = models.CharField(_("LINE リクエストID"), max_length=100, blank=True)
+    outcome = models.CharField(_("結果"), max_length=16, choices=Outcome.choices)
+    error = models.TextField(_("エラー"), blank=True)
+    duration_ms = models.PositiveIntegerField(_("所要時間 (ms)"), default=0)
+    created_at = models.DateTimeField(_("日時"), auto_now_add=True)
 
     class Meta:
-        verbose_name = "LINE 投稿の試行"
-        verbose_name_plural = "LINE 投稿の試行"
+        verbose_name = pgettext_lazy("model", "LINE 投稿の試行")
+        verbose_name_plural = pgettext_lazy("models", "LINE 投稿の試行")
         ordering = ["-created_at"]
 
     def __str__(self) -> str:
@@ -353,16 +364,16 @@ class LineApiToken(models.Model):
     """A tenant's token for `POST /api/linepush/items/`; only its hash is stored."""
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="line_api_tokens")
-    name = models.CharField("名前", max_length=100)
-    prefix = models.CharField("先頭", max_length=16, help_text="識別用（トークンの先頭）")
+    name = models.CharField(_("名前"), max_length=100)
+    prefix = models.CharField(_("先頭"), max_length=16, help_text=_("識別用（トークンの先頭）"))
     token_hash = models.CharField(max_length=64, unique=True)
-    last_used_at = models.DateTimeField("最終使用日時", null=True, blank=True)
-    revoked_at = models.DateTimeField("無効化日時", null=True, blank=True)
-    created_at = models.DateTimeField("作成日時", auto_now_add=True)
+    last_used_at = models.DateTimeField(_("最終使用日時"), null=True, blank=True)
+    revoked_at = models.DateTimeField(_("無効化日時"), null=True, blank=True)
+    created_at = models.DateTimeField(_("作成日時"), auto_now_add=True)
 
     class Meta:
-        verbose_name = "LINE 投稿 API トークン"
-        verbose_name_plural = "LINE 投稿 API トークン"
+        verbose_name = pgettext_lazy("model", "LINE 投稿 API トークン")
+        verbose_name_plural = pgettext_lazy("models", "LINE 投稿 API トークン")
 
     def __str__(self) -> str:
         return f"{self.name} ({self.prefix}…)"
@@ -381,24 +392,24 @@ class LineWebhookEvent(models.Model):
     """A LINE webhook event, stored raw and deduplicated on webhookEventId before it is acted on."""
 
     class Outcome(models.TextChoices):
-        PENDING = "pending", "処理待ち"
-        DONE = "done", "処理済み"
-        IGNORED = "ignored", "対象外"
-        FAILED = "failed", "失敗"
+        PENDING = "pending", _("処理待ち")
+        DONE = "done", _("処理済み")
+        IGNORED = "ignored", _("対象外")
+        FAILED = "failed", _("失敗")
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="line_webhook_events")
     webhook_event_id = models.CharField("webhookEventId", max_length=64)
-    type = models.CharField("種別", max_length=32)
-    payload = models.JSONField("受信内容")
-    outcome = models.CharField("結果", max_length=16, choices=Outcome.choices, default=Outcome.PENDING)
-    detail = models.TextField("詳細", blank=True)
-    attempts = models.PositiveSmallIntegerField("処理回数", default=0)
-    received_at = models.DateTimeField("受信日時", auto_now_add=True)
-    processed_at = models.DateTimeField("処理日時", null=True, blank=True)
+    type = models.CharField(_("種別"), max_length=32)
+    payload = models.JSONField(_("受信内容"))
+    outcome = models.CharField(_("結果"), max_length=16, choices=Outcome.choices, default=Outcome.PENDING)
+    detail = models.TextField(_("詳細"), blank=True)
+    attempts = models.PositiveSmallIntegerField(_("処理回数"), default=0)
+    received_at = models.DateTimeField(_("受信日時"), auto_now_add=True)
+    processed_at = models.DateTimeField(_("処理日時"), null=True, blank=True)
 
     class Meta:
-        verbose_name = "LINE Webhook イベント"
-        verbose_name_plural = "LINE Webhook イベント"
+        verbose_name = pgettext_lazy("model", "LINE Webhook イベント")
+        verbose_name_plural = pgettext_lazy("models", "LINE Webhook イベント")
         constraints = [
             models.UniqueConstraint(fields=["tenant", "webhook_event_id"], name="uniq_line_webhook_event")
         ]
@@ -412,23 +423,23 @@ class LineSurveyRule(models.Model):
     """A text message that matches → tags added / removed, optionally "wants the next delivery"."""
 
     class Match(models.TextChoices):
-        KEYWORD = "keyword", "キーワード（含む）"
-        EXACT = "exact", "完全一致"
-        REGEX = "regex", "正規表現"
+        KEYWORD = "keyword", _("キーワード（含む）")
+        EXACT = "exact", _("完全一致")
+        REGEX = "regex", _("正規表現")
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="line_survey_rules")
-    name = models.CharField("名前", max_length=100)
-    match = models.CharField("一致方法", max_length=8, choices=Match.choices, default=Match.KEYWORD)
-    pattern = models.CharField("パターン", max_length=500)
-    add_tags = models.JSONField("追加するタグ", default=list, blank=True)
-    remove_tags = models.JSONField("外すタグ", default=list, blank=True)
-    next_delivery = models.BooleanField("次回配信の対象にする", default=False)
-    priority = models.PositiveSmallIntegerField("優先順", default=100)
-    is_active = models.BooleanField("有効", default=True)
+    name = models.CharField(_("名前"), max_length=100)
+    match = models.CharField(_("一致方法"), max_length=8, choices=Match.choices, default=Match.KEYWORD)
+    pattern = models.CharField(_("パターン"), max_length=500)
+    add_tags = models.JSONField(_("追加するタグ"), default=list, blank=True)
+    remove_tags = models.JSONField(_("外すタグ"), default=list, blank=True)
+    next_delivery = models.BooleanField(_("次回配信の対象にする"), default=False)
+    priority = models.PositiveSmallIntegerField(_("優先順"), default=100)
+    is_active = models.BooleanField(_("有効"), default=True)
 
     class Meta:
-        verbose_name = "LINE アンケート回答ルール"
-        verbose_name_plural = "LINE アンケート回答ルール"
+        verbose_name = pgettext_lazy("model", "LINE アンケート回答ルール")
+        verbose_name_plural = pgettext_lazy("models", "LINE アンケート回答ルール")
         ordering = ["priority", "id"]
 
     def __str__(self) -> str:
@@ -439,11 +450,13 @@ class LineSurveyRule(models.Model):
             try:
                 re.compile(self.pattern)
             except re.error as exc:
-                raise ValidationError({"pattern": f"正規表現として読めません: {exc}"}) from exc
+                raise ValidationError(
+                    {"pattern": gettext("正規表現として読めません: %(error)s") % {"error": exc}}
+                ) from exc
         for name in ("add_tags", "remove_tags"):
             value = getattr(self, name)
             if not isinstance(value, list) or not all(isinstance(t, str) and t for t in value):
-                raise ValidationError({name: "タグは文字列のリストで指定してください。"})
+                raise ValidationError({name: _("タグは文字列のリストで指定してください。")})
 
     def matches(self, text: str) -> bool:
         text = text.strip()

@@ -4,10 +4,18 @@ from __future__ import annotations
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.utils import translation
 
 from console.models import TenantMembership
 from tests.console.helpers import API_KEY, member
 from tests.factories import TenantFactory
+
+
+@pytest.fixture(autouse=True)
+def _default_language():
+    """A request in English leaves English active in the thread (LocaleMiddleware): not for the next test."""
+    yield
+    translation.deactivate()
 
 
 @pytest.fixture

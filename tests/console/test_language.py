@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
-import re
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
+import time_machine
+from django.core.exceptions import ValidationError
 from django.urls import reverse
-from django.utils import translation
+from django.utils import timezone, translation
 
+from automedia_site.timeutil import JST
+from deliveries.models import DeliveryAttempt
+from linepush.models import LinePushItem, LineSource, validate_triggers
+from tests.backlog_bridge.test_lifecycle import texts
+from tests.console.helpers import messages_of, mirrored_issue, task_url
 from tests.factories import ContentTaskFactory
 
 pytestmark = pytest.mark.django_db
@@ -44,11 +49,131 @@ def test_it_shows_times_in_tokyo(as_manager, tenant):
     assert "2026年12月10日10:00" in page.replace(" ", "")
 
 
-def test_it_has_compiled_every_english_translation():
-    """locale/en/…/django.mo is committed: it must match the .po (run compilemessages after editing)."""
-    po = (Path(__file__).resolve().parents[2] / "locale/en/LC_MESSAGES/django.po").read_text(encoding="utf-8")
-    singles = re.findall(r'^msgid ((?:".*"\n)+)msgstr ', po, re.M)
-    msgids = ["".join(re.findall(r'"(.*)"', block)).replace('\\"', '"') for block in singles]
+def page(client, name: str, *args, language: str = "en") -> str:
+    return client.get(reverse(name, args=args), HTTP_ACCEPT_LANGUAGE=language).content.decode()
+
+
+def push_item(tenant, **fields) -> LinePushItem:
+    return LinePushItem.objects.create(
+        tenant=tenant,
+        ext_group_id="Cgroup",
+        trigger_type="reminder",
+        payload=[{"type": "text", "text": "リマインド"}],
+        dedupe_key=f"k-{fields.get('status', 'pending')}",
+        scheduled_at=timezone.now(),
+        **fields,
+    )
+
+
+# -- model, field and action names -------------------------------------------------------
+
+
+def test_it_names_apps_and_models_in_english_when_the_browser_asks(as_manager):
+    english = page(as_manager, "admin:index")
+
+    for name in ("Deliveries", "Content tasks", "LINE group posts", "LINE groups", "Backlog integration"):
+        assert f">{name}<" in english
+    assert "コンテンツ課題" not in english and "LINE グループ投稿" not in english
+
+
+def test_it_names_them_in_japanese_by_default(as_manager):
+    japanese = page(as_manager, "admin:index", language="ja")
+
+    for name in ("配信", "コンテンツ課題", "LINE グループ投稿", "LINE グループ", "Backlog 連携"):
+        assert f">{name}<" in japanese
+    assert "Content tasks" not in japanese
+
+
+def test_it_labels_a_list_its_filters_choices_and_actions_in_english(as_manager, tenant):
+    push_item(tenant, status=LinePushItem.Status.WAITING_APPROVAL)
+
+    english = page(as_manager, "admin:linepush_linepushitem_changelist")
+
+    assert "Select LINE post to change" in english
+    assert "Dedupe key</a>" in english and "Attempts</a>" in english  # column headers
+    assert "By Trigger" in english and ">Waiting for approval<" in english  # filters and their choices
+    assert '<td class="field-trigger_type">Reminder</td>' in english
+    assert "Retry the selected failed posts" in english and "Resume held posts (per tenant)" in english
+    japanese = page(as_manager, "admin:linepush_linepushitem_changelist", language="ja")
+    assert (
+        "重複排除キー</a>" in japanese
+        and "リマインダー" in japanese
+        and "選択した失敗投稿を再実行する" in japanese
+    )
+
+
+def test_it_labels_a_change_form_and_its_help_in_english(as_manager, tenant):
+    english = page(as_manager, "admin:deliveries_tenant_change", tenant.pk)
+
+    assert "Change tenant" in english
+    assert "Backlog project key:</label>" in english and "e.g. https://acme.backlog.jp" in english
+    assert "Current: ••••••••-key" in english  # the masked secret's help
+    assert "Withdraw the approval (invalidate)" in english
+    japanese = page(as_manager, "admin:deliveries_tenant_change", tenant.pk, language="ja")
+    assert "Backlog プロジェクトキー:</label>" in japanese and "現在: ••••••••-key" in japanese
+
+
+def test_it_labels_a_task_page_and_its_attempts_in_english(as_manager, tenant):
+    task = ContentTaskFactory(tenant=tenant, summary="告知", approval_seq=1)
+    DeliveryAttempt.objects.create(
+        tenant=tenant,
+        task=task,
+        approval_seq=1,
+        channel="line",
+        endpoint="/v2/bot/message/multicast",
+        outcome="sent",
+    )
+
+    english = page(as_manager, "admin:deliveries_contenttask_change", task.pk)
+
+    assert "Approval received at:</label>" in english and "Approval number:</label>" in english
+    assert "HTTP status" in english and "LINE request ID" in english  # the attempts' columns
+
+
+def test_it_answers_an_admin_action_in_english(as_manager, tenant):
+    held = push_item(tenant, status=LinePushItem.Status.HELD)
+    form = {"action": "resume_held", "_selected_action": [held.pk]}
+    url = reverse("admin:linepush_linepushitem_changelist")
+
+    response = as_manager.post(url, form, follow=True, HTTP_ACCEPT_LANGUAGE="en")
+
+    assert messages_of(response) == ["1 item(s) queued for sending again."]
+
+
+def test_it_explains_a_bad_value_in_english():
+    with translation.override("en"), pytest.raises(ValidationError) as error:
+        validate_triggers(["someday"])
+
+    assert error.value.messages == [
+        "Give the triggers as a list chosen from task_approved, reminder, escalation, signal_approved, "
+        "morning_digest."
+    ]
+
+
+# -- what goes to Backlog and LINE stays Japanese ----------------------------------------
+
+
+def test_it_keeps_backlog_comments_japanese_when_a_manager_acts_in_english(
+    as_manager, fake_backlog, pump, tenant, template, contacts
+):
+    with time_machine.travel(datetime(2026, 12, 1, 9, 0, tzinfo=JST), tick=False):
+        task = mirrored_issue(fake_backlog, pump, tenant)
+        response = as_manager.post(task_url("approve", task), follow=True, HTTP_ACCEPT_LANGUAGE="en")
+
+    assert messages_of(response) == [
+        f"{task.issue_key}: approved; delivery scheduled for 2026-12-10 10:00:00 (JST)."
+    ]
+    comments = texts(fake_backlog, task.issue_key)
+    assert "管理画面で yamada さんが承認しました。" in comments[0]
+    assert any("配信を予約しました: 2026-12-10 10:00:00 (JST)" in c for c in comments)
+
+
+def test_it_keeps_the_reasons_a_post_is_refused_japanese(tenant):
+    group = LineSource(tenant=tenant, group_id="Cgroup", allow_outbound_push=True, push_opt_in_triggers=[])
+    sent = LinePushItem(tenant=tenant, ext_group_id="Cgroup", trigger_type="reminder", status="sent")
+
     with translation.override("en"):
-        untranslated = [m for m in msgids if m and m.isascii() is False and translation.gettext(m) == m]
-    assert len(msgids) > 100 and untranslated == []
+        refusal, not_pending = group.refusal("reminder"), sent.may_send(group)
+
+    assert refusal == "このグループは「リマインダー」（reminder）の自動投稿を許可していません"
+    assert not_pending == "状態が「送信済み」のため送信できません"
