@@ -15,6 +15,7 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from django.conf import settings
 from django.core.mail import mail_admins
 from django.db import connection, transaction
 from django.db.models import Exists, OuterRef, Q
@@ -137,7 +138,17 @@ class Run:
         lease_release(schedule_id=self.schedule.pk, token=self.token, **changes)
 
     def still_mine(self) -> bool:
-        return lease_renew(schedule_id=self.schedule.pk, token=self.token, now=timezone.now())
+        """Before each send: is the claim still ours? A claim with more than half its lease
+        left cannot have been taken (nobody claims before lease_until), so only an older
+        one is renewed, which also tells whether it was lost."""
+        now, lease = timezone.now(), timedelta(seconds=settings.DELIVERY_LEASE_SECONDS)
+        held = self.schedule.lease_until
+        if held is not None and held - now > lease / 2:
+            return True
+        if not lease_renew(schedule_id=self.schedule.pk, token=self.token, now=now):
+            return False
+        self.schedule.lease_until = now + lease
+        return True
 
 
 def delivery_run(*, schedule_id: int, token: str) -> str:
@@ -394,12 +405,26 @@ def _wait(run: Run, step: publishers.Wait, backlog: BacklogClient) -> str:
 def _published(run: Run, step: publishers.Done, backlog: BacklogClient) -> str:
     now = timezone.now()
     outcome = {"ok": True, "delivered_at": iso_jst(now), "channel": run.channel, "post": step.summary}
+    return _sent(run, now, outcome, backlog)
+
+
+def _sent(run: Run, now: datetime, outcome: dict, backlog: BacklogClient) -> str:
+    """The message / post is out: 自動配信実行日時 and the write-back stage in one
+    transaction, then the write-back. While other deliveries are due (a burst), the row
+    is given back due now instead, so every send of the burst goes out before the
+    write-backs (which are then claimed behind them)."""
+    later = _others_due(run)
     with transaction.atomic():
         ContentTask.objects.filter(pk=run.task.pk).update(delivered_at=now)
-        _to_writeback(run, outcome)
-        effect_reports_plan(task=run.task, delivered_at=now)
+        _to_writeback(run, outcome, release=later)
+    run.task.delivered_at = now
     metrics.delivery_ended("sent", run.channel)
-    return _writeback_after_send(run, backlog)
+    return WRITEBACK_QUEUED if later else _writeback(run, backlog)
+
+
+def _others_due(run: Run) -> bool:
+    due = DeliverySchedule.objects.filter(stage=DeliverySchedule.Stage.DELIVER, due_at__lte=run.now)
+    return due.exclude(pk=run.schedule.pk).exists()
 
 
 # -- outcomes ------------------------------------------------------------------------
@@ -431,12 +456,7 @@ def _succeed(run: Run, plan, done: dict[int, DeliveryAttempt], backlog: BacklogC
         "recipients": recipients,
         "request_ids": [done[i].request_id for i in sorted(done)],
     }
-    with transaction.atomic():
-        ContentTask.objects.filter(pk=run.task.pk).update(delivered_at=now)
-        _to_writeback(run, outcome)
-        effect_reports_plan(task=run.task, delivered_at=now)
-    metrics.delivery_ended("sent", run.task.channel)
-    return _writeback_after_send(run, backlog)
+    return _sent(run, now, outcome, backlog)
 
 
 def _fail(run: Run, exc: DeliveryFailed, backlog: BacklogClient | None) -> str:
@@ -451,8 +471,11 @@ def _fail(run: Run, exc: DeliveryFailed, backlog: BacklogClient | None) -> str:
     return _writeback(run, backlog)
 
 
-def _to_writeback(run: Run, outcome: dict) -> None:
+def _to_writeback(run: Run, outcome: dict, *, release: bool = False) -> None:
+    """`release`: also give the claim back, due now (the write-back is claimed later)."""
     changes = {"stage": DeliverySchedule.Stage.WRITEBACK, "outcome": outcome, "attempts": 0, "last_error": ""}
+    if release:
+        changes |= {"lease_until": None, "claimed_by": "", "due_at": timezone.now()}
     if DeliverySchedule.objects.filter(pk=run.schedule.pk, claimed_by=run.token).update(**changes):
         for name, value in changes.items():  # what the row now holds; its task and tenant stay loaded
             setattr(run.schedule, name, value)
@@ -506,19 +529,6 @@ def _writeback(run: Run, backlog: BacklogClient) -> str:
     return _finish(run, outcome, backlog)
 
 
-def _writeback_after_send(run: Run, backlog: BacklogClient) -> str:
-    """Write back at once, unless other deliveries are due: then the sends of a burst go
-    first, and this row (already in the write-back stage, due now, so behind every row
-    due earlier) is claimed again for its PATCH right after them."""
-    others_due = DeliverySchedule.objects.filter(
-        stage=DeliverySchedule.Stage.DELIVER, due_at__lte=run.now
-    ).exclude(pk=run.schedule.pk)
-    if others_due.exists():
-        run.release(due_at=timezone.now())
-        return WRITEBACK_QUEUED
-    return _writeback(run, backlog)
-
-
 def _already_written(backlog: BacklogClient, task: ContentTask, outcome: dict) -> bool:
     """After a crash between PATCH and cleanup, don't comment twice."""
     state = issue_read(client=backlog, issue_key=task.issue_key)
@@ -542,6 +552,8 @@ def _finish(run: Run, outcome: dict, backlog: BacklogClient | None = None) -> st
         mirror["status_id"] = backlog.status_id(run.tenant.backlog_project_key, status)
     with transaction.atomic():
         ContentTask.objects.filter(pk=run.task.pk).update(**mirror)
+        if outcome["ok"] and run.task.delivered_at:  # planned once, with the row's removal
+            effect_reports_plan(task=run.task, delivered_at=run.task.delivered_at)
         DeliverySchedule.objects.filter(pk=run.schedule.pk).delete()
     return "delivered" if outcome["ok"] else "failed"
 

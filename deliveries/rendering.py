@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -77,12 +78,31 @@ class ImportResult:
 # --- resolve ----------------------------------------------------------------------
 
 
+RESOLVED_TTL_SECONDS = 60.0
+_resolved: dict[tuple, tuple[float, MessageTemplate]] = {}
+
+
 def template_resolve(*, tenant: Tenant | None, ref: TemplateRef, channel: str = "line") -> MessageTemplate:
     """The tenant's own revision first, then the shared one (tenant=None).
 
     `rev` None means the latest (highest created_at, then id). A rev of at least
     MIN_REV_PREFIX characters also matches as a unique prefix of a stored rev.
+    Revisions are immutable, so a `name@rev` found is remembered for a minute in this
+    process (a burst of deliveries of one template reads it once); `name` alone never is.
     """
+    key = (tenant.pk if tenant else None, ref.name, ref.rev, channel)
+    hit = _resolved.get(key) if ref.rev else None
+    if hit is not None and hit[0] > time.monotonic():
+        return hit[1]
+    found = _resolve(tenant, ref, channel)
+    if ref.rev:
+        if len(_resolved) > 1024:
+            _resolved.clear()
+        _resolved[key] = (time.monotonic() + RESOLVED_TTL_SECONDS, found)
+    return found
+
+
+def _resolve(tenant: Tenant | None, ref: TemplateRef, channel: str) -> MessageTemplate:
     for scope in _scopes(tenant, ref.name, channel):
         found = _pick(scope, ref)
         if found is not None:

@@ -13,11 +13,7 @@ logger = logging.getLogger(__name__)
 
 
 def deliver(schedule_id: int, token: str) -> str:
-    # Read before the run: a delivery that ends deletes its schedule.
-    row = DeliverySchedule.objects.filter(pk=schedule_id).values("tenant_id", "task_id").first()
-    result = delivery_run(schedule_id=schedule_id, token=token)
-    if row is not None:
-        delivery_outcome_record(**row, result=result)  # the dashboard's outcomes per day
+    [result] = deliver_batch([(schedule_id, token)])
     return result
 
 
@@ -25,13 +21,22 @@ def deliver_batch(claims: list[tuple[int, str]]) -> list[str]:
     """Several claimed schedules in one task (run_scheduler groups what one pass claimed):
     django-q2's own cost per task is paid once per batch. One delivery's unexpected error
     does not stop the others; its row is claimed again when its lease expires."""
+    # Read before the runs: a delivery that ends deletes its schedule.
+    rows = DeliverySchedule.objects.filter(pk__in=[schedule_id for schedule_id, _ in claims])
+    owners = {
+        pk: (tenant_id, task_id) for pk, tenant_id, task_id in rows.values_list("pk", "tenant_id", "task_id")
+    }
     results = []
     for schedule_id, token in claims:
         try:
-            results.append(deliver(schedule_id, token))
+            result = delivery_run(schedule_id=schedule_id, token=token)
         except Exception:
             logger.exception("delivery of schedule %s failed", schedule_id)
-            results.append("error")
+            result = "error"
+        if schedule_id in owners:  # the dashboard's outcomes per day
+            tenant_id, task_id = owners[schedule_id]
+            delivery_outcome_record(tenant_id=tenant_id, task_id=task_id, result=result)
+        results.append(result)
     return results
 
 

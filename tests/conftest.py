@@ -10,6 +10,7 @@ from django.core.cache import cache
 
 from automedia_site.sandbox.backlog import FakeBacklog
 from backlog_bridge.views import _tenants
+from deliveries.rendering import _resolved
 from tests.factories import TenantFactory
 
 pytest_plugins = ["tests.delivery_fixtures", "tests.channel_fixtures"]
@@ -24,11 +25,11 @@ def load_fixture(name: str) -> dict:
 
 @pytest.fixture(autouse=True)
 def _clear_cache():
-    cache.clear()
-    _tenants.clear()
+    for clear in (cache.clear, _tenants.clear, _resolved.clear):  # the per-process caches
+        clear()
     yield
-    cache.clear()
-    _tenants.clear()
+    for clear in (cache.clear, _tenants.clear, _resolved.clear):
+        clear()
 
 
 @pytest.fixture

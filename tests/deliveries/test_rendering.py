@@ -309,3 +309,15 @@ def test_it_derives_the_rev_from_the_content_not_its_formatting():
     assert rev == template_rev([{"text": "営業", "type": "text"}])
     assert rev != template_rev([{"type": "text", "text": "営業!"}])
     assert len(rev) == 12 and int(rev, 16) >= 0
+
+
+def test_a_revision_once_resolved_is_served_without_a_query(db, django_assert_num_queries):
+    template = MessageTemplateFactory(name="cached", rev="r1")
+    tenant = TenantFactory()
+    ref = TemplateRef.parse("cached@r1")
+    with django_assert_num_queries(2):  # the tenant's own revisions, then the shared ones
+        assert template_resolve(tenant=tenant, ref=ref) == template
+    with django_assert_num_queries(0):
+        assert template_resolve(tenant=tenant, ref=ref) == template
+    with django_assert_num_queries(2):  # `name` alone (the latest) is always read
+        assert template_resolve(tenant=tenant, ref=TemplateRef.parse("cached")) == template
