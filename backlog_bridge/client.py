@@ -157,6 +157,10 @@ class BacklogClient:
     def add_comment(self, issue_key: str, content: str) -> dict:
         return self._request("POST", f"issues/{issue_key}/comments", data={"content": content})
 
+    def issues_by_id(self, issue_ids: list[int]) -> list[dict]:
+        """Up to 100 issues in one call: the issue list filtered by `id[]`."""
+        return self._request("GET", "issues", params={"id[]": issue_ids[:MAX_PAGE], "count": MAX_PAGE})
+
     def iter_issues(
         self, *, project_id: int, status_ids: list[int] | None = None, count: int = MAX_PAGE
     ) -> Iterator[dict]:

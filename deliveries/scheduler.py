@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Count, Min, Q
+from django.db.models import Case, Count, Min, Q, Value, When
 
 from deliveries.models import DeliverySchedule, SchedulerHeartbeat, Tenant
 
@@ -59,7 +59,6 @@ def _within_capacity(candidates: list[DeliverySchedule], now: datetime) -> list[
 
 
 def _claim_skip_locked(now: datetime, limit: int) -> list[tuple[int, str]]:
-    claimed = []
     with transaction.atomic():
         candidates = list(
             DeliverySchedule.objects.select_for_update(skip_locked=True, of=("self",))
@@ -67,10 +66,12 @@ def _claim_skip_locked(now: datetime, limit: int) -> list[tuple[int, str]]:
             .only("id", "tenant_id")
             .order_by("due_at")[: limit * 2]
         )
-        for row in _within_capacity(candidates, now)[:limit]:
-            token = new_token()
-            DeliverySchedule.objects.filter(pk=row.pk).update(lease_until=now + _lease(), claimed_by=token)
-            claimed.append((row.pk, token))
+        claimed = [(row.pk, new_token()) for row in _within_capacity(candidates, now)[:limit]]
+        if claimed:  # the rows are locked by this transaction: one UPDATE gives each its token
+            tokens = Case(*(When(pk=pk, then=Value(token)) for pk, token in claimed))
+            DeliverySchedule.objects.filter(pk__in=[pk for pk, _ in claimed]).update(
+                lease_until=now + _lease(), claimed_by=tokens
+            )
     return claimed
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 
 from console.records import delivery_outcome_record
-from deliveries.delivery import delivery_run
+from deliveries.delivery import delivery_run, issues_prefetch
 from deliveries.effects import effect_reports_run
 from deliveries.models import DeliverySchedule
 
@@ -26,10 +26,11 @@ def deliver_batch(claims: list[tuple[int, str]]) -> list[str]:
     owners = {
         pk: (tenant_id, task_id) for pk, tenant_id, task_id in rows.values_list("pk", "tenant_id", "task_id")
     }
+    issues = issues_prefetch(schedule_ids=list(owners)) if len(claims) > 1 else {}
     results = []
     for schedule_id, token in claims:
         try:
-            result = delivery_run(schedule_id=schedule_id, token=token)
+            result = delivery_run(schedule_id=schedule_id, token=token, issue=issues.get(schedule_id))
         except Exception:
             logger.exception("delivery of schedule %s failed", schedule_id)
             result = "error"

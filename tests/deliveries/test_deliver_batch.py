@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from deliveries import tasks
 from deliveries.delivery import WRITEBACK_QUEUED
-from deliveries.models import DeliverySchedule
+from deliveries.models import ContentTask, DeliverySchedule
 from deliveries.scheduler import schedules_claim
 from tests.backlog_bridge.test_lifecycle import body
 
@@ -51,10 +51,10 @@ def test_one_delivery_that_crashes_does_not_stop_the_others(approved, line, tena
     claims = claim_all()
     real = tasks.delivery_run
 
-    def run(*, schedule_id, token):
+    def run(*, schedule_id, token, **kw):
         if schedule_id == claims[0][0]:
             raise RuntimeError("bug")
-        return real(schedule_id=schedule_id, token=token)
+        return real(schedule_id=schedule_id, token=token, **kw)
 
     due = DeliverySchedule.objects.order_by("due_at").first().due_at
     with (
@@ -66,3 +66,26 @@ def test_one_delivery_that_crashes_does_not_stop_the_others(approved, line, tena
     crashed = DeliverySchedule.objects.get(pk=claims[0][0])
     assert crashed.claimed_by == claims[0][1]  # claimed again once its lease expires
     assert len([r for r in line.requests if r.path == PUSHES]) == 2
+
+
+def test_a_batch_re_reads_its_issues_in_one_backlog_call(approved, line, fake_backlog, tenant):
+    tenant.max_concurrent_deliveries = 10
+    tenant.save()
+    keys = [approved(body()) for _ in range(3)]
+    fake_backlog.delete_issue(keys[1])  # deleted since approval: not in the list answer
+    fake_backlog.reset_requests()
+    claims = claim_all()
+
+    due = DeliverySchedule.objects.order_by("due_at").first().due_at
+    with time_machine.travel(due + timedelta(seconds=0.5), tick=True):
+        results = tasks.deliver_batch(claims)
+
+    assert results == [WRITEBACK_QUEUED, "no longer approved", "delivered"]
+    reads = [r for r in fake_backlog.requests if r.method == "GET" and r.path.startswith("/api/v2/issues")]
+    assert [r.path for r in reads] == [
+        "/api/v2/issues",
+        f"/api/v2/issues/{keys[1]}",
+    ]  # the list, then the missing one
+    assert sorted(reads[0].query["id[]"]) == sorted(
+        str(i) for i in ContentTask.objects.values_list("issue_id", flat=True)
+    )
