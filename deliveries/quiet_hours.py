@@ -15,6 +15,10 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import yaml
 from django.core.exceptions import ValidationError
+from django.utils.text import format_lazy
+from django.utils.translation import gettext_lazy as _
+
+from automedia_site.i18n import japanese
 
 REJECT = "reject"
 DEFER = "defer"
@@ -32,7 +36,12 @@ _MIDNIGHT = time(0, 0)
 class QuietVerdict:
     inside: bool
     window_end: datetime | None
-    message: str
+    display: Any  # lazy text in the reader's language (the admin's preview)
+
+    @property
+    def message(self) -> str:
+        """In Japanese whatever the request's language: Backlog comments and stored errors."""
+        return japanese(self.display)
 
 
 @dataclass(frozen=True)
@@ -99,19 +108,26 @@ class QuietHours:
             raise ValueError("QuietHours.check() needs an aware datetime")
         local = when.astimezone(self.zone)
         if not self.enabled:
-            return QuietVerdict(False, None, "静粛時間帯は無効です。")
+            return QuietVerdict(False, None, _("静粛時間帯は無効です。"))
         window = _window_containing(self.ranges, local.replace(tzinfo=None))
         if window is None:
-            return QuietVerdict(False, None, f"投稿日時 {_show(local)} は静粛時間帯の外です。")
+            return QuietVerdict(
+                False, None, format_lazy(_("投稿日時 {at} は静粛時間帯の外です。"), at=_show(local))
+            )
         end = _instant_of_wall(window[1], self.zone, after=when)
         return QuietVerdict(True, end, self._inside_message(local, window, end))
 
-    def _inside_message(self, local: datetime, window: tuple[datetime, datetime], end: datetime) -> str:
-        start_text, end_text = _hhmm(window[0].time()), _hhmm_to(window[1].time())
-        head = f"投稿日時 {_show(local)} は静粛時間帯 {start_text}〜{end_text} に入っています"
+    def _inside_message(self, local: datetime, window: tuple[datetime, datetime], end: datetime) -> Any:
+        values = {"at": _show(local), "start": _hhmm(window[0].time()), "end": _hhmm_to(window[1].time())}
         if self.mode == DEFER:
-            return f"{head}。静粛時間帯が終わる {_show(end)} に延期します。"
-        return f"{head}。静粛時間帯の外になるよう投稿日時を見直してください。"
+            text = _(
+                "投稿日時 {at} は静粛時間帯 {start}〜{end} に入っています。静粛時間帯が終わる {until} に延期します。"
+            )
+            return format_lazy(text, until=_show(end), **values)
+        text = _(
+            "投稿日時 {at} は静粛時間帯 {start}〜{end} に入っています。静粛時間帯の外になるよう投稿日時を見直してください。"
+        )
+        return format_lazy(text, **values)
 
 
 class _Loader(yaml.SafeLoader):

@@ -66,6 +66,20 @@ def test_it_shows_the_quiet_hours_verdict(as_manager, fake_backlog, pump, tenant
     assert 'class="am-quiet-inside"' in page and "静粛時間帯" in page
 
 
+def test_it_gives_the_quiet_hours_verdict_in_english_when_the_browser_asks(
+    as_manager, fake_backlog, pump, tenant, template, contacts
+):
+    Tenant.objects.filter(pk=tenant.pk).update(
+        quiet_hours={"enabled": True, "ranges": [{"from": "09:00", "to": "11:00"}]}
+    )
+    task = mirrored_issue(fake_backlog, pump, tenant)
+
+    page = as_manager.get(task_url("preview", task), HTTP_ACCEPT_LANGUAGE="en").content.decode()
+
+    assert "The publish time 2026-12-10 10:00 (JST) falls in the quiet hours 09:00–11:00" in page
+    assert "静粛時間帯 09:00" not in page
+
+
 def test_it_names_the_problems(as_manager, fake_backlog, pump, tenant, template, contacts):
     task = mirrored_issue(fake_backlog, pump, tenant, description=body(template="missing@r9"))
 

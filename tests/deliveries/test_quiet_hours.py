@@ -6,7 +6,7 @@ from zoneinfo import ZoneInfo
 import pytest
 from django.core.exceptions import ValidationError
 
-from deliveries.quiet_hours import QuietHours, QuietVerdict
+from deliveries.quiet_hours import QuietHours
 
 JST = ZoneInfo("Asia/Tokyo")
 NEW_YORK = ZoneInfo("America/New_York")
@@ -321,19 +321,32 @@ def test_it_shows_seconds_only_when_there_are_some():
 def test_it_is_never_inside_when_disabled():
     hours = QuietHours(enabled=False, ranges=((time(0), time(23, 59)),))
 
-    assert hours.check(jst(2026, 5, 15, 12, 0)) == QuietVerdict(
-        inside=False, window_end=None, message="静粛時間帯は無効です。"
-    )
+    verdict = hours.check(jst(2026, 5, 15, 12, 0))
+
+    assert (verdict.inside, verdict.window_end, verdict.message) == (False, None, "静粛時間帯は無効です。")
 
 
 def test_it_says_when_a_time_is_outside():
     verdict = quiet(("22:00", "08:00")).check(jst(2026, 5, 15, 12, 0))
 
-    assert verdict == QuietVerdict(
-        inside=False,
-        window_end=None,
-        message="投稿日時 2026-05-15 12:00 (JST) は静粛時間帯の外です。",
+    assert (verdict.inside, verdict.window_end, verdict.message) == (
+        False,
+        None,
+        "投稿日時 2026-05-15 12:00 (JST) は静粛時間帯の外です。",
     )
+
+
+def test_the_verdict_reads_in_the_admins_language_but_stays_japanese_for_backlog():
+    from django.utils import translation
+
+    verdict = quiet(("22:00", "08:00"), mode="defer").check(jst(2026, 5, 15, 23, 0))
+
+    with translation.override("en"):
+        assert str(verdict.display) == (
+            "The publish time 2026-05-15 23:00 (JST) falls in the quiet hours 22:00–08:00; "
+            "the post is deferred to 2026-05-16 08:00 (JST), when they end."
+        )
+        assert verdict.message.startswith("投稿日時 2026-05-15 23:00 (JST) は静粛時間帯 22:00〜08:00")
 
 
 def test_it_refuses_a_naive_datetime():
