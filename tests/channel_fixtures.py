@@ -7,13 +7,13 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 import pytest
-import time_machine
 
 from automedia_site.sandbox.hubspot import FakeHubSpot
 from automedia_site.sandbox.instagram import FakeInstagram
 from automedia_site.sandbox.tiktok import FakeTikTok
 from automedia_site.timeutil import JST
-from deliveries.models import ChannelAccount, DeliverySchedule, MessageTemplate
+from deliveries.models import ChannelAccount, MessageTemplate
+from tests.delivery_fixtures import approve_issue
 
 APPROVED_AT = datetime(2026, 12, 1, 9, 0, tzinfo=JST)
 IG_TOKEN = "ig-long-lived-token"
@@ -122,14 +122,8 @@ def approve_channel(fake_backlog, tenant, pump):
     def make(channel: str, *, content: dict | None = None, body: str | None = None) -> str:
         if content is not False:
             channel_template(channel, content)
-        with time_machine.travel(APPROVED_AT, tick=False):
-            key = fake_backlog.create_issue(
-                "ACME", summary="新作告知", description=body or channel_body(channel), status="処理中"
-            )["issueKey"]
-            fake_backlog.update_issue(key, status="automedia承認")
-            pump(tenant)
-        assert DeliverySchedule.objects.filter(task__issue_key=key).exists()
-        fake_backlog.reset_requests()
-        return key
+        return approve_issue(
+            fake_backlog, pump, tenant, summary="新作告知", description=body or channel_body(channel)
+        )
 
     return make

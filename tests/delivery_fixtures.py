@@ -50,17 +50,23 @@ def approved(fake_backlog, tenant, pump, template, contacts, line):
     """An approved issue due at DUE, with its schedule registered."""
 
     def make(description: str = body()) -> str:
-        with time_machine.travel(datetime(2026, 12, 1, 9, 0, tzinfo=JST), tick=False):
-            key = fake_backlog.create_issue(
-                "ACME", summary="年末告知", description=description, status="処理中"
-            )["issueKey"]
-            fake_backlog.update_issue(key, status="automedia承認")
-            pump(tenant)
-        assert DeliverySchedule.objects.filter(task__issue_key=key).exists()
-        fake_backlog.reset_requests()
-        return key
+        return approve_issue(fake_backlog, pump, tenant, summary="年末告知", description=description)
 
     return make
+
+
+def approve_issue(fake_backlog, pump, tenant, *, summary: str, description: str) -> str:
+    """Create an issue, approve it on 2026-12-01 09:00 JST and let automedia register it;
+    the fake's request log starts empty afterwards."""
+    with time_machine.travel(datetime(2026, 12, 1, 9, 0, tzinfo=JST), tick=False):
+        key = fake_backlog.create_issue("ACME", summary=summary, description=description, status="処理中")[
+            "issueKey"
+        ]
+        fake_backlog.update_issue(key, status="automedia承認")
+        pump(tenant)
+    assert DeliverySchedule.objects.filter(task__issue_key=key).exists()
+    fake_backlog.reset_requests()
+    return key
 
 
 def fire(key: str, *, late: float = 0.01) -> str:
