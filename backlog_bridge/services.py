@@ -140,24 +140,32 @@ def events_drain_soon() -> bool:
     to enqueue the next drain, is taken by `events_stranded_drain` (run_scheduler,
     after STRANDED_AFTER) and, failing that, by the catch-up job's retry.
     """
-    from django_q.tasks import async_task
-
     global _drain_requested_at
     now = time.monotonic()
     if now - _drain_requested_at < settings.BACKLOG_EVENT_BATCH_SECONDS:
         return False
     _drain_requested_at = now
+    _drain_enqueue()
+    return True
+
+
+def _drain_enqueue() -> None:
+    from django_q.tasks import async_task
+
     enqueue = lambda: async_task("backlog_bridge.tasks.process_events")  # noqa: E731
     if settings.REDIS_URL:
         transaction.on_commit(enqueue)  # Redis is outside any transaction the caller holds
     else:
         enqueue()  # the ORM broker's row commits (or not) with the caller's transaction
-    return True
+
+
+def _claim_free(now: datetime) -> Q:
+    return Q(claimed_until__isnull=True) | Q(claimed_until__lte=now)
 
 
 def _claimable(now: datetime):
     return BacklogEvent.objects.filter(
-        Q(claimed_until__isnull=True) | Q(claimed_until__lte=now),
+        _claim_free(now),
         outcome=BacklogEvent.Outcome.PENDING,
         attempts__lt=MAX_EVENT_ATTEMPTS,
     )
@@ -170,8 +178,6 @@ def events_drain(*, budget: float = DRAIN_BUDGET_SECONDS) -> int:
     they share the work. The worker's kept-alive Backlog client per tenant serves them. After `budget` seconds the rest goes to a new drain,
     so a long burst never holds one worker past the task timeout.
     """
-    from django_q.tasks import async_task
-
     deadline = time.monotonic() + budget
     processed = 0
     while batch := list(
@@ -182,7 +188,7 @@ def events_drain(*, budget: float = DRAIN_BUDGET_SECONDS) -> int:
             if _drain_one(event_id, tenants[tenant_id]):
                 processed += 1
         if time.monotonic() > deadline:
-            async_task("backlog_bridge.tasks.process_events")
+            _drain_enqueue()
             break
     return processed
 
@@ -209,8 +215,6 @@ _stranded_checked_at = float("-inf")
 def events_stranded_drain(*, now: datetime) -> bool:
     """run_scheduler's look (at most every STRANDED_AFTER) for events no drain took:
     enqueue one when an event has been pending longer than STRANDED_AFTER."""
-    from django_q.tasks import async_task
-
     global _stranded_checked_at
     tick = time.monotonic()
     if tick - _stranded_checked_at < STRANDED_AFTER.total_seconds():
@@ -218,7 +222,7 @@ def events_stranded_drain(*, now: datetime) -> bool:
     _stranded_checked_at = tick
     if not _claimable(now).filter(received_at__lte=now - STRANDED_AFTER).exists():
         return False
-    async_task("backlog_bridge.tasks.process_events")
+    _drain_enqueue()
     return True
 
 
@@ -240,7 +244,7 @@ def event_process(*, event_id: int, client: BacklogClient | None = None, tenant:
     now = timezone.now()
     claimed = (
         BacklogEvent.objects.filter(
-            Q(claimed_until__isnull=True) | Q(claimed_until__lte=now),
+            _claim_free(now),
             pk=event_id,
             outcome__in=[BacklogEvent.Outcome.PENDING, BacklogEvent.Outcome.FAILED],
         ).update(attempts=F("attempts") + 1, claimed_until=now + EVENT_LEASE)

@@ -15,7 +15,6 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from django.conf import settings
 from django.core.mail import mail_admins
 from django.db import connection, transaction
 from django.db.models import Exists, OuterRef, Q
@@ -47,7 +46,7 @@ from deliveries.models import (
 )
 from deliveries.rendering import RenderError, render_messages, template_resolve
 from deliveries.retry import next_delay, writeback_delay
-from deliveries.scheduler import lease_release, lease_renew
+from deliveries.scheduler import lease_length, lease_release, lease_renew
 from deliveries.tokens import token_expired_notice
 from linepush.models import LineContact
 
@@ -142,7 +141,7 @@ class Run:
         """Before each send: is the claim still ours? A claim with more than half its lease
         left cannot have been taken (nobody claims before lease_until), so only an older
         one is renewed, which also tells whether it was lost."""
-        now, lease = timezone.now(), timedelta(seconds=settings.DELIVERY_LEASE_SECONDS)
+        now, lease = timezone.now(), lease_length()
         held = self.schedule.lease_until
         if held is not None and held - now > lease / 2:
             return True
@@ -178,15 +177,13 @@ def delivery_run(*, schedule_id: int, token: str, issue: dict | None = None) -> 
         lock_release(tenant=run.tenant, issue_key=issue_key, owner=token)
 
 
-def issues_prefetch(*, schedule_ids: list[int]) -> dict[int, dict]:
-    """{schedule id: issue JSON} for the rows about to be delivered: one Backlog call per
-    tenant for a batch instead of one per delivery. A row whose issue is missing from
-    the answer (deleted, or the call failed) reads it itself."""
-    rows = DeliverySchedule.objects.filter(
-        pk__in=schedule_ids, stage=DeliverySchedule.Stage.DELIVER, task__issue_id__isnull=False
-    ).values_list("pk", "tenant_id", "task__issue_id")
+def issues_prefetch(*, rows: dict[int, tuple[int, int]]) -> dict[int, dict]:
+    """{schedule id: issue JSON} for the rows about to be delivered ({schedule id:
+    (tenant id, issue id)}): one Backlog call per tenant for a batch instead of one per
+    delivery. A row whose issue is missing from the answer (deleted, or the call
+    failed) reads it itself."""
     by_tenant: dict[int, dict[int, int]] = {}
-    for pk, tenant_id, issue_id in rows:
+    for pk, (tenant_id, issue_id) in rows.items():
         by_tenant.setdefault(tenant_id, {})[issue_id] = pk
     found: dict[int, dict] = {}
     for tenant in Tenant.objects.filter(pk__in=[t for t, ids in by_tenant.items() if len(ids) > 1]):

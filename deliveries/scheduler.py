@@ -18,7 +18,7 @@ from django.db.models import Case, Count, Min, Q, Value, When
 from deliveries.models import DeliverySchedule, SchedulerHeartbeat, Tenant
 
 
-def _lease() -> timedelta:
+def lease_length() -> timedelta:
     return timedelta(seconds=settings.DELIVERY_LEASE_SECONDS)
 
 
@@ -70,7 +70,7 @@ def _claim_skip_locked(now: datetime, limit: int) -> list[tuple[int, str]]:
         if claimed:  # the rows are locked by this transaction: one UPDATE gives each its token
             tokens = Case(*(When(pk=pk, then=Value(token)) for pk, token in claimed))
             DeliverySchedule.objects.filter(pk__in=[pk for pk, _ in claimed]).update(
-                lease_until=now + _lease(), claimed_by=tokens
+                lease_until=now + lease_length(), claimed_by=tokens
             )
     return claimed
 
@@ -83,7 +83,7 @@ def _claim_conditional(now: datetime, limit: int) -> list[tuple[int, str]]:
     for row in _within_capacity(candidates, now)[:limit]:
         token = new_token()
         hit = DeliverySchedule.objects.filter(_due(now), pk=row.pk).update(
-            lease_until=now + _lease(), claimed_by=token
+            lease_until=now + lease_length(), claimed_by=token
         )
         if hit == 1:  # 0 = another scheduler claimed it between our read and write
             claimed.append((row.pk, token))
@@ -93,7 +93,9 @@ def _claim_conditional(now: datetime, limit: int) -> list[tuple[int, str]]:
 def lease_renew(*, schedule_id: int, token: str, now: datetime) -> bool:
     """Extend a claim before each slow step; False when the claim was lost."""
     return (
-        DeliverySchedule.objects.filter(pk=schedule_id, claimed_by=token).update(lease_until=now + _lease())
+        DeliverySchedule.objects.filter(pk=schedule_id, claimed_by=token).update(
+            lease_until=now + lease_length()
+        )
         == 1
     )
 

@@ -22,11 +22,15 @@ def deliver_batch(claims: list[tuple[int, str]]) -> list[str]:
     django-q2's own cost per task is paid once per batch. One delivery's unexpected error
     does not stop the others; its row is claimed again when its lease expires."""
     # Read before the runs: a delivery that ends deletes its schedule.
-    rows = DeliverySchedule.objects.filter(pk__in=[schedule_id for schedule_id, _ in claims])
-    owners = {
-        pk: (tenant_id, task_id) for pk, tenant_id, task_id in rows.values_list("pk", "tenant_id", "task_id")
-    }
-    issues = issues_prefetch(schedule_ids=list(owners)) if len(claims) > 1 else {}
+    rows = DeliverySchedule.objects.filter(pk__in=[schedule_id for schedule_id, _ in claims]).values_list(
+        "pk", "tenant_id", "task_id", "stage", "task__issue_id"
+    )
+    owners, to_send = {}, {}
+    for pk, tenant_id, task_id, stage, issue_id in rows:
+        owners[pk] = (tenant_id, task_id)
+        if stage == DeliverySchedule.Stage.DELIVER and issue_id is not None:
+            to_send[pk] = (tenant_id, issue_id)
+    issues = issues_prefetch(rows=to_send) if len(to_send) > 1 else {}
     results = []
     for schedule_id, token in claims:
         try:
