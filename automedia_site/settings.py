@@ -68,15 +68,17 @@ INSTALLED_APPS = [
     "console",
 ]
 
+# Django's middleware; the browser-only ones are automedia_site.middleware's subclasses,
+# which let webhook requests (/hooks/) pass straight through.
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
-    "django.contrib.sessions.middleware.SessionMiddleware",
-    "django.middleware.locale.LocaleMiddleware",
+    "automedia_site.middleware.SessionMiddleware",
+    "automedia_site.middleware.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
-    "django.middleware.csrf.CsrfViewMiddleware",
-    "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "django.contrib.messages.middleware.MessageMiddleware",
-    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "automedia_site.middleware.CsrfViewMiddleware",
+    "automedia_site.middleware.AuthenticationMiddleware",
+    "automedia_site.middleware.MessageMiddleware",
+    "automedia_site.middleware.XFrameOptionsMiddleware",
 ]
 
 ROOT_URLCONF = "automedia_site.urls"

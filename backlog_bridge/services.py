@@ -13,8 +13,9 @@ import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+import psycopg
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import InterfaceError, OperationalError, connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
@@ -84,14 +85,19 @@ _INSERT_EVENT = (
 )
 
 
-def activity_store(*, tenant: Tenant, activity: dict, source: str) -> tuple[BacklogEvent, bool]:
-    """Store a raw activity once per (tenant, activity id); True when it is new.
+def activity_handled(activity: dict) -> bool:
+    """Whether automedia acts on this activity type (others are stored as ignored)."""
+    return activity["type"] in HANDLED_TYPES
+
+
+def activity_store(*, tenant: Tenant, activity: dict, source: str) -> int | None:
+    """Store a raw activity once per (tenant, activity id): the new row's id, or None
+    when it was stored before (a duplicate).
 
     One `INSERT … ON CONFLICT DO NOTHING RETURNING` (SQLite ≥ 3.35 and PostgreSQL): no
     read before, and no savepoint, on the webhook's hot path.
     """
-    handled = activity["type"] in HANDLED_TYPES
-    outcome = BacklogEvent.Outcome.PENDING if handled else BacklogEvent.Outcome.IGNORED
+    outcome = BacklogEvent.Outcome.PENDING if activity_handled(activity) else BacklogEvent.Outcome.IGNORED
     field = BacklogEvent._meta.get_field
     params = [
         tenant.pk,
@@ -103,14 +109,44 @@ def activity_store(*, tenant: Tenant, activity: dict, source: str) -> tuple[Back
         outcome,
         field("received_at").get_db_prep_save(timezone.now(), connection),
     ]
-    with connection.cursor() as cursor:
-        cursor.execute(_INSERT_EVENT.format(table=BacklogEvent._meta.db_table), params)
-        row = cursor.fetchone()
-    if row is None:
-        return BacklogEvent.objects.get(tenant=tenant, activity_id=activity["id"]), False
-    return BacklogEvent(
-        pk=row[0], tenant=tenant, activity_id=activity["id"], type=activity["type"], outcome=outcome
-    ), True
+    row = _insert_event(_INSERT_EVENT.format(table=BacklogEvent._meta.db_table), params)
+    return None if row is None else row[0]
+
+
+def _insert_event(sql: str, params: list) -> tuple | None:
+    """Run the event INSERT without Django's health-check round trip before it.
+
+    With CONN_HEALTH_CHECKS, a request's first query is preceded by a `SELECT 1` that
+    checks the kept-alive connection: a whole round trip, about a third of a webhook's
+    database time on PostgreSQL. The INSERT is idempotent (ON CONFLICT DO NOTHING), so
+    outside a transaction it goes first and, if the connection proves dead, is sent
+    once more on a new one. Any other database error is raised as it is.
+    """
+    if connection.in_atomic_block:
+        return _fetchone(sql, params)  # a transaction's connection cannot be replaced
+    connection.health_check_done = True
+    try:
+        return _fetchone(sql, params)
+    except (InterfaceError, OperationalError):
+        if connection.is_usable():
+            raise
+        connection.close()
+    return _fetchone(sql, params)
+
+
+def _fetchone(sql: str, params: list) -> tuple | None:
+    if connection.vendor != "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            return cursor.fetchone()
+    # PostgreSQL: a prepared statement with server-side parameters. PostgreSQL parses
+    # and plans the INSERT once per connection, and the payload travels as a parameter
+    # instead of an escaped literal (Django's cursors bind on the client). This psycopg
+    # cursor bypasses Django's query log, not its error translation.
+    connection.ensure_connection()
+    with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cursor:
+        cursor.execute(sql, params, prepare=True)
+        return cursor.fetchone()
 
 
 def webhook_accept(*, tenant: Tenant, payload: object) -> str:
@@ -120,10 +156,9 @@ def webhook_accept(*, tenant: Tenant, payload: object) -> str:
     writes. Processing is a django-q2 drain task that takes every pending event.
     """
     activity = webhook_validate(tenant=tenant, payload=payload)
-    event, created = activity_store(tenant=tenant, activity=activity, source="webhook")
-    if not created:
+    if activity_store(tenant=tenant, activity=activity, source="webhook") is None:
         return "duplicate"
-    if event.outcome == BacklogEvent.Outcome.IGNORED:
+    if not activity_handled(activity):
         return "ignored"
     events_drain_soon()
     return "accepted"
@@ -650,10 +685,10 @@ def catchup_run(*, tenant: Tenant, client: BacklogClient) -> int:
     new = 0
     while page := client.activities(tenant.backlog_project_key, min_id=cursor):
         for activity in page:
-            event, created = activity_store(tenant=tenant, activity=activity, source="catchup")
-            if created and event.outcome == BacklogEvent.Outcome.PENDING:
+            event_id = activity_store(tenant=tenant, activity=activity, source="catchup")
+            if event_id is not None and activity_handled(activity):
                 new += 1
-                event_process(event_id=event.pk, client=client)
+                event_process(event_id=event_id, client=client)
         cursor = max(a["id"] for a in page)
         Tenant.objects.filter(pk=tenant.pk).update(last_activity_id=cursor)
     return new

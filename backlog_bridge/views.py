@@ -7,12 +7,13 @@ import json
 import time
 
 from django.conf import settings
+from django.db import DatabaseError, DataError
 from django.db.models.signals import post_delete, post_save
 from django.dispatch import receiver
 from django.http import Http404
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
+from automedia_site.webhooks import WebhookView
 from backlog_bridge.services import PayloadError, webhook_accept
 from deliveries.models import Tenant
 
@@ -45,10 +46,11 @@ def _tenant_for(slug: str, token: str) -> Tenant:
     return tenant
 
 
-class BacklogWebhookView(APIView):
-    authentication_classes: list = []
-    permission_classes: list = []
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not JSON")  # json.loads would accept NaN and Infinity
 
+
+class BacklogWebhookView(WebhookView):
     def post(self, request, slug: str, token: str) -> Response:
         tenant = _tenant_for(slug, token)
         limit = settings.BACKLOG_WEBHOOK_MAX_BYTES
@@ -59,11 +61,18 @@ class BacklogWebhookView(APIView):
         if len(body) > limit:  # no (or a lying) Content-Length
             return too_big
         try:
-            payload = json.loads(body)
+            payload = json.loads(body, parse_constant=_no_constant)
         except (ValueError, UnicodeDecodeError):
             return Response({"error": "body is not valid JSON"}, status=400)
         try:
             result = webhook_accept(tenant=tenant, payload=payload)  # one INSERT, autocommit
         except PayloadError as exc:
             return Response({"error": str(exc)}, status=400)
+        except DataError as exc:  # e.g. PostgreSQL's jsonb refuses \u0000 in a string
+            return Response({"error": f"body cannot be stored: {str(exc).splitlines()[0]}"}, status=400)
+        except DatabaseError:
+            # Not accepted, so not lost: the sender may retry, and the catch-up job reads
+            # the project's activities within minutes either way.
+            headers = {"Retry-After": "30"}
+            return Response({"error": "event store unavailable; not accepted"}, status=503, headers=headers)
         return Response({"result": result})

@@ -1,5 +1,5 @@
 """The webhook benchmark's in-project baseline: automedia's own settings, middleware and
-DRF, with the webhook route answered by a bare view that only reads the body.
+DRF (the webhook base view), with the webhook route answered by a bare view that only reads the body.
 
 `DJANGO_SETTINGS_MODULE=bench.project_site gunicorn automedia_site.wsgi` — it measures
 what the framework costs, so the comparison isolates automedia's own work (tenant
@@ -10,17 +10,14 @@ from __future__ import annotations
 
 from django.urls import path
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
 from automedia_site.settings import *  # noqa: F403
+from automedia_site.webhooks import WebhookView
 
 ROOT_URLCONF = "bench.project_site"
 
 
-class BareWebhookView(APIView):
-    authentication_classes: list = []
-    permission_classes: list = []
-
+class BareWebhookView(WebhookView):  # the receiver's own base class: same DRF setup
     def post(self, request, slug: str, token: str) -> Response:
         return Response({"result": "accepted", "bytes": len(request.body)})
 

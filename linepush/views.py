@@ -8,16 +8,13 @@ from django.conf import settings
 from django.db import transaction
 from django.http import Http404
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
+from automedia_site.webhooks import WebhookView
 from deliveries.models import Tenant
 from linepush.events import line_events_accept, signature_valid
 
 
-class LineWebhookView(APIView):
-    authentication_classes: list = []
-    permission_classes: list = []
-
+class LineWebhookView(WebhookView):
     def post(self, request, slug: str) -> Response:
         tenant = Tenant.objects.filter(slug=slug, is_active=True).first()
         if tenant is None:

@@ -1,0 +1,136 @@
+"""The webhook's fast path: no health-check round trip, a reconnect when the kept-alive
+connection died, clear answers for bodies or a database it cannot use, and the browser
+middleware left out."""
+
+from __future__ import annotations
+
+import json
+
+import psycopg
+import pytest
+from django.db import OperationalError, connection, connections
+from django.utils import translation
+
+from backlog_bridge.models import BacklogEvent
+from tests.conftest import load_fixture, webhook_url
+
+pytestmark = pytest.mark.usefixtures("no_enqueue")
+ON_POSTGRESQL = connection.vendor == "postgresql"
+
+
+@pytest.fixture
+def no_enqueue(monkeypatch):
+    monkeypatch.setattr("django_q.tasks.async_task", lambda *args, **kw: None)
+
+
+def post(client, tenant, body, **extra):
+    data = body if isinstance(body, str | bytes) else json.dumps(body)
+    return client.post(webhook_url(tenant), data=data, content_type="application/json", **extra)
+
+
+@pytest.fixture
+def usable_calls(monkeypatch):
+    """Calls of the connection's health check (`is_usable`), as a new request would make them."""
+    wrapper = connections["default"]
+    assert wrapper.health_check_enabled  # CONN_HEALTH_CHECKS is on in the settings
+    calls = []
+    real = wrapper.is_usable
+    monkeypatch.setattr(wrapper, "is_usable", lambda: calls.append(1) or real())
+    return calls
+
+
+@pytest.mark.django_db(transaction=True)
+def test_it_stores_the_event_without_a_health_check_round_trip(client, tenant, usable_calls):
+    post(client, tenant, load_fixture("backlog/issue_created.json"))  # the tenant is cached now
+    usable_calls.clear()
+    connection.health_check_done = False  # as at the start of each request on a kept connection
+
+    response = post(client, tenant, load_fixture("backlog/issue_updated.json"))
+
+    assert response.json() == {"result": "accepted"}
+    assert usable_calls == []
+    assert BacklogEvent.objects.filter(activity_id=12).exists()
+    # …whereas any other first query of a request is preceded by the check.
+    connection.health_check_done = False
+    BacklogEvent.objects.count()
+    assert usable_calls == [1]
+
+
+@pytest.mark.skipif(not ON_POSTGRESQL, reason="a SQLite connection cannot die while idle")
+@pytest.mark.django_db(transaction=True)
+def test_it_reconnects_once_when_the_kept_connection_died(client, tenant):
+    post(client, tenant, load_fixture("backlog/issue_created.json"))  # the tenant is cached now
+    pid = connection.connection.info.backend_pid
+    admin = connection.settings_dict
+    dsn = f"host={admin['HOST']} port={admin['PORT'] or 5432} user={admin['USER']} dbname=postgres"
+    with psycopg.connect(dsn, autocommit=True) as other:  # as a PostgreSQL restart would
+        other.execute("SELECT pg_terminate_backend(%s)", [pid])
+    connection.health_check_done = False
+
+    response = post(client, tenant, load_fixture("backlog/issue_updated.json"))
+
+    assert response.status_code == 200, response.content
+    assert response.json() == {"result": "accepted"}
+    assert connection.connection.info.backend_pid != pid
+    assert BacklogEvent.objects.filter(activity_id=12).exists()
+
+
+def test_it_answers_503_and_accepts_nothing_when_the_database_is_unreachable(client, tenant, monkeypatch):
+    def unreachable(sql, params):
+        raise OperationalError("connection refused")
+
+    monkeypatch.setattr("backlog_bridge.services._fetchone", unreachable)
+
+    response = post(client, tenant, load_fixture("backlog/issue_updated.json"))
+
+    assert response.status_code == 503
+    assert response["Retry-After"] == "30"
+    assert "not accepted" in response.json()["error"]
+
+
+@pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
+def test_it_answers_400_for_non_json_numbers(client, tenant, constant):
+    body = json.dumps(load_fixture("backlog/issue_updated.json"))
+    body = body.replace('"id": 12', f'"id": 12, "score": {constant}', 1)
+
+    response = post(client, tenant, body)
+
+    assert response.status_code == 400
+    assert "not valid JSON" in response.json()["error"]
+    assert not BacklogEvent.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_nul_character_is_refused_with_a_reason_where_the_database_cannot_store_it(client, tenant):
+    payload = load_fixture("backlog/issue_updated.json")
+    payload["content"]["summary"] = "年末\u0000告知"
+
+    response = post(client, tenant, payload)
+
+    if ON_POSTGRESQL:  # jsonb has no NUL character
+        assert response.status_code == 400
+        assert response.json()["error"].startswith("body cannot be stored:")
+        assert not BacklogEvent.objects.exists()
+    else:
+        assert response.json() == {"result": "accepted"}
+        assert BacklogEvent.objects.get().payload["content"]["summary"] == "年末\u0000告知"
+
+
+def test_it_answers_json_whatever_the_sender_accepts(client, tenant):
+    response = post(client, tenant, load_fixture("backlog/issue_updated.json"), HTTP_ACCEPT="text/html")
+
+    assert response.status_code == 200
+    assert response["Content-Type"] == "application/json"
+    assert response.json() == {"result": "accepted"}
+
+
+def test_the_browser_middleware_leave_webhooks_alone(client, tenant, admin_client):
+    english = admin_client.get("/admin/", HTTP_ACCEPT_LANGUAGE="en")
+    assert english["X-Frame-Options"] == "DENY" and "Accept-Language" in english["Vary"]
+
+    response = post(client, tenant, load_fixture("backlog/issue_updated.json"), HTTP_ACCEPT_LANGUAGE="en")
+
+    assert response.status_code == 200
+    assert "X-Frame-Options" not in response and "Vary" not in response
+    assert not response.cookies
+    assert translation.get_language() == "ja"  # not the previous request's English
