@@ -359,7 +359,8 @@ class Stack:
     def _start_web(self) -> None:
         bind = f"{HOST}:{self.web_port}"
         if self.web == "gunicorn":
-            argv = [sys.executable, "-m", "gunicorn", "automedia_site.wsgi", "-w", "2", "-b", bind]
+            argv = [sys.executable, "-m", "gunicorn", "automedia_site.wsgi", "-c", str(ROOT / "gunicorn.conf.py")]
+            argv += ["-w", "2", "-b", bind]  # the production config (threads by database), on loopback
             argv += ["--graceful-timeout", "3", "--no-control-socket"]
         else:
             argv = [sys.executable, "manage.py", "runserver", bind, "--noreload"]

@@ -1,0 +1,28 @@
+"""automedia's production web server: `gunicorn automedia_site.wsgi`, run from this directory.
+
+gunicorn reads this file by default. Two worker processes (WEB_CONCURRENCY); threads
+per worker from GUNICORN_THREADS, or by database:
+- PostgreSQL: 3 threads (the gthread worker). A webhook spends much of its time
+  waiting for its commit; another thread uses the CPU meanwhile. Each thread keeps
+  its own connection (CONN_MAX_AGE), so a web host holds workers x threads of them.
+- SQLite: sync workers. Its writes take turns anyway; threads would only queue on
+  its lock and lengthen the slowest answers.
+bench-webhook measures both (docs/BENCHMARKS.md).
+"""
+
+import os
+from pathlib import Path
+
+import environ
+
+environ.Env.read_env(Path(__file__).resolve().parent / ".env", overwrite=False)  # as the settings do
+
+
+def default_threads(database_url: str) -> int:
+    return 3 if database_url.startswith("postgres") else 1
+
+
+bind = f"0.0.0.0:{os.environ.get('PORT', '8000')}"
+workers = int(os.environ.get("WEB_CONCURRENCY", "2"))
+threads = int(os.environ.get("GUNICORN_THREADS") or default_threads(os.environ.get("DATABASE_URL", "")))
+worker_class = "gthread" if threads > 1 else "sync"
