@@ -54,14 +54,11 @@ class BacklogWebhookView(WebhookView):
     def post(self, request, slug: str, token: str) -> Response:
         tenant = _tenant_for(slug, token)
         limit = settings.BACKLOG_WEBHOOK_MAX_BYTES
-        too_big = Response({"error": f"body larger than {limit} bytes"}, status=413)
-        if int(request.META.get("CONTENT_LENGTH") or 0) > limit:
-            return too_big
-        body = request.body
-        if len(body) > limit:  # no (or a lying) Content-Length
-            return too_big
+        # Content-Length first; the body's own length when there is none (or a lying one).
+        if int(request.META.get("CONTENT_LENGTH") or 0) > limit or len(request.body) > limit:
+            return Response({"error": f"body larger than {limit} bytes"}, status=413)
         try:
-            payload = json.loads(body, parse_constant=_no_constant)
+            payload = json.loads(request.body, parse_constant=_no_constant)
         except (ValueError, UnicodeDecodeError):
             return Response({"error": "body is not valid JSON"}, status=400)
         try:

@@ -359,8 +359,9 @@ class Stack:
     def _start_web(self) -> None:
         bind = f"{HOST}:{self.web_port}"
         if self.web == "gunicorn":
-            argv = [sys.executable, "-m", "gunicorn", "automedia_site.wsgi", "-c", str(ROOT / "gunicorn.conf.py")]
-            argv += ["-w", "2", "-b", bind]  # the production config (threads by database), on loopback
+            # The production config (gunicorn.conf.py: threads by database), on loopback.
+            argv = [sys.executable, "-m", "gunicorn", "automedia_site.wsgi", "-c", "gunicorn.conf.py"]
+            argv += ["-w", "2", "-b", bind]
             argv += ["--graceful-timeout", "3", "--no-control-socket"]
         else:
             argv = [sys.executable, "manage.py", "runserver", bind, "--noreload"]
