@@ -7,7 +7,6 @@ import json
 import time
 
 from django.conf import settings
-from django.db import DatabaseError, DataError
 from django.db.models.signals import post_delete, post_save
 from django.dispatch import receiver
 from django.http import Http404
@@ -65,11 +64,4 @@ class BacklogWebhookView(WebhookView):
             result = webhook_accept(tenant=tenant, payload=payload)  # one INSERT, autocommit
         except PayloadError as exc:
             return Response({"error": str(exc)}, status=400)
-        except DataError as exc:  # e.g. PostgreSQL's jsonb refuses \u0000 in a string
-            return Response({"error": f"body cannot be stored: {str(exc).splitlines()[0]}"}, status=400)
-        except DatabaseError:
-            # Not accepted, so not lost: the sender may retry, and the catch-up job reads
-            # the project's activities within minutes either way.
-            headers = {"Retry-After": "30"}
-            return Response({"error": "event store unavailable; not accepted"}, status=503, headers=headers)
         return Response({"result": result})

@@ -1,5 +1,6 @@
 """The webhook benchmark's in-project baseline: automedia's own settings, middleware and
-DRF (the webhook base view), with the webhook route answered by a bare view that only reads the body.
+webhook base view (DRF), with the webhook route answered by a bare view that only reads
+the body.
 
 `DJANGO_SETTINGS_MODULE=bench.project_site gunicorn automedia_site.wsgi` — it measures
 what the framework costs, so the comparison isolates automedia's own work (tenant

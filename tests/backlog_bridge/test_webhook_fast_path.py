@@ -134,3 +134,15 @@ def test_the_browser_middleware_leave_webhooks_alone(client, tenant, admin_clien
     assert "X-Frame-Options" not in response and "Vary" not in response
     assert not response.cookies
     assert translation.get_language() == "ja"  # not the previous request's English
+
+
+def test_it_answers_503_when_the_tenant_cannot_be_read(client, tenant, monkeypatch):
+    def unreachable(slug):
+        raise OperationalError("connection refused")
+
+    monkeypatch.setattr("backlog_bridge.views._lookup", unreachable)
+
+    response = post(client, tenant, load_fixture("backlog/issue_updated.json"))
+
+    assert response.status_code == 503
+    assert "not accepted" in response.json()["error"]

@@ -15,6 +15,7 @@ from unittest import mock
 
 import pytest
 from django.conf import settings as django_settings
+from django.db import OperationalError
 from django.utils import timezone
 from jsonschema import Draft4Validator  # noqa: F401 - the validator below extends it
 from referencing import Registry, Resource
@@ -293,3 +294,16 @@ def test_a_failed_event_is_retried_by_the_recurring_job(client, tenant, line):
 
     assert LineWebhookEvent.objects.get().outcome == "done"
     assert LineContact.objects.get(user_id=USER).blocked is True
+
+
+def test_it_answers_503_and_stores_nothing_when_the_database_is_unreachable(client, tenant, monkeypatch):
+    def unreachable(**kwargs):
+        raise OperationalError("connection refused")
+
+    monkeypatch.setattr("linepush.views.line_events_accept", unreachable)
+
+    response = deliver(client, fixture("follow"))
+
+    assert response.status_code == 503
+    assert response["Retry-After"] == "30"
+    assert "not accepted" in response.json()["error"]
