@@ -109,8 +109,13 @@ def _lock_insert(*, tenant: Tenant, issue_key: str, owner: str, now: datetime, e
         return cursor.rowcount == 1
 
 
+_DELETE_LOCK = "DELETE FROM {table} WHERE tenant_id = %s AND issue_key = %s AND owner = %s"
+
+
 def lock_release(*, tenant: Tenant, issue_key: str, owner: str) -> None:
-    DeliveryLock.objects.filter(tenant=tenant, issue_key=issue_key, owner=owner).delete()
+    """One DELETE: the ORM's `.delete()` adds a transaction (and a collector) around it."""
+    with connection.cursor() as cursor:
+        cursor.execute(_DELETE_LOCK.format(table=DeliveryLock._meta.db_table), [tenant.pk, issue_key, owner])
 
 
 # -- entry point ---------------------------------------------------------------------
@@ -578,7 +583,9 @@ def _finish(run: Run, outcome: dict, backlog: BacklogClient | None = None) -> st
     with transaction.atomic():
         ContentTask.objects.filter(pk=run.task.pk).update(**mirror)
         if outcome["ok"] and run.task.delivered_at:  # planned once, with the row's removal
-            effect_reports_plan(task=run.task, delivered_at=run.task.delivered_at)
+            effect_reports_plan(
+                task=run.task, delivered_at=run.task.delivered_at, line_recipients=outcome.get("recipients")
+            )
         DeliverySchedule.objects.filter(pk=run.schedule.pk).delete()
     return "delivered" if outcome["ok"] else "failed"
 

@@ -21,6 +21,7 @@ from django.utils import timezone
 from automedia_site.timeutil import JST
 from backlog_bridge.client import BacklogClient, BacklogError
 from deliveries.channel_effects import channel_measure, planned_labels, planned_recipients
+from deliveries.channel_templates import CHANNELS
 from deliveries.channels.base import TransportError
 from deliveries.channels.line import MAX_AGGREGATION_DAYS, LineTransport, aggregation_unit
 from deliveries.models import ChannelPost, ContentTask, DeliveryAttempt, EffectReport
@@ -43,23 +44,33 @@ MAX_CLICK_LINES = 10
 # -- planning ------------------------------------------------------------------------
 
 
-def effect_reports_plan(*, task: ContentTask, delivered_at: datetime) -> list[EffectReport]:
-    """The reports of one delivery (LINE: 24 h and 72 h); calling it again changes nothing."""
-    post = ChannelPost.objects.filter(
-        task=task, approval_seq=task.approval_seq, phase=ChannelPost.Phase.DONE
-    ).first()
-    rows = _channel_rows(task, post, delivered_at) if post is not None else _line_rows(task, delivered_at)
-    if not rows:
-        return []
-    EffectReport.objects.bulk_create(rows, ignore_conflicts=True)
-    return list(EffectReport.objects.filter(task=task, delivered_at=delivered_at))
+def effect_reports_plan(
+    *, task: ContentTask, delivered_at: datetime, line_recipients: int | None = None
+) -> None:
+    """Plan the reports of one delivery (LINE: 24 h and 72 h); calling it again changes nothing.
+
+    `line_recipients`: a LINE delivery that just ended passes its count, which spares
+    the re-read of its attempts (and of a platform post, which a LINE task has none of).
+    """
+    post = None
+    if task.channel in CHANNELS or line_recipients is None:
+        post = ChannelPost.objects.filter(
+            task=task, approval_seq=task.approval_seq, phase=ChannelPost.Phase.DONE
+        ).first()
+    if post is not None:
+        rows = _channel_rows(task, post, delivered_at)
+    else:
+        rows = _line_rows(task, delivered_at, line_recipients)
+    if rows:
+        EffectReport.objects.bulk_create(rows, ignore_conflicts=True)
 
 
-def _line_rows(task: ContentTask, delivered_at: datetime) -> list[EffectReport]:
-    sent = _line_attempts_sent(task)
-    if not sent:
-        return []
-    recipients = sum(int(a.request_summary.get("recipients") or 0) for a in sent)
+def _line_rows(task: ContentTask, delivered_at: datetime, recipients: int | None) -> list[EffectReport]:
+    if recipients is None:
+        sent = _line_attempts_sent(task)
+        if not sent:
+            return []
+        recipients = sum(int(a.request_summary.get("recipients") or 0) for a in sent)
     return [
         EffectReport(
             tenant_id=task.tenant_id,
