@@ -130,6 +130,7 @@ class Run:
     now: datetime
     channel: str = "line"  # set when an Instagram / TikTok / HubSpot publisher takes over
     issue: dict | None = None  # the issue as read for the whole batch (issues_prefetch)
+    sends_follow: bool = False  # the batch still has sends to make after this one
 
     @property
     def task(self) -> ContentTask:
@@ -156,9 +157,12 @@ class Run:
         return True
 
 
-def delivery_run(*, schedule_id: int, token: str, issue: dict | None = None) -> str:
+def delivery_run(
+    *, schedule_id: int, token: str, issue: dict | None = None, sends_follow: bool = False
+) -> str:
     """`issue`: the issue's JSON read moments ago for a whole batch (issues_prefetch);
-    without it, the re-check reads the issue itself."""
+    without it, the re-check reads the issue itself. `sends_follow`: the batch holds
+    other claimed sends after this one, so other deliveries are due (see `_sent`)."""
     schedule = (
         DeliverySchedule.objects.select_related("task", "tenant")
         .filter(pk=schedule_id, claimed_by=token)
@@ -166,7 +170,7 @@ def delivery_run(*, schedule_id: int, token: str, issue: dict | None = None) -> 
     )
     if schedule is None:
         return "not claimed"  # deleted, or the lease passed to another scheduler
-    run = Run(schedule=schedule, token=token, now=timezone.now(), issue=issue)
+    run = Run(schedule=schedule, token=token, now=timezone.now(), issue=issue, sends_follow=sends_follow)
     if schedule.stage == DeliverySchedule.Stage.DELIVER and schedule.attempts == 0:
         metrics.fired((run.now - schedule.due_at).total_seconds())
     issue_key = schedule.task.issue_key
@@ -453,6 +457,8 @@ def _sent(run: Run, now: datetime, outcome: dict, backlog: BacklogClient) -> str
 
 
 def _others_due(run: Run) -> bool:
+    if run.sends_follow:  # known without a query
+        return True
     due = DeliverySchedule.objects.filter(stage=DeliverySchedule.Stage.DELIVER, due_at__lte=run.now)
     return due.exclude(pk=run.schedule.pk).exists()
 

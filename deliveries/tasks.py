@@ -31,10 +31,17 @@ def deliver_batch(claims: list[tuple[int, str]]) -> list[str]:
         if stage == DeliverySchedule.Stage.DELIVER and issue_id is not None:
             to_send[pk] = (tenant_id, issue_id)
     issues = issues_prefetch(rows=to_send) if len(to_send) > 1 else {}
+    sends_left = sum(schedule_id in to_send for schedule_id, _ in claims)
     results = []
     for schedule_id, token in claims:
+        sends_left -= schedule_id in to_send
         try:
-            result = delivery_run(schedule_id=schedule_id, token=token, issue=issues.get(schedule_id))
+            result = delivery_run(
+                schedule_id=schedule_id,
+                token=token,
+                issue=issues.get(schedule_id),
+                sends_follow=sends_left > 0,
+            )
         except Exception:
             logger.exception("delivery of schedule %s failed", schedule_id)
             result = "error"

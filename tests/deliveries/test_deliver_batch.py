@@ -6,6 +6,8 @@ from datetime import timedelta
 from unittest import mock
 
 import time_machine
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from deliveries import tasks
@@ -89,3 +91,23 @@ def test_a_batch_re_reads_its_issues_in_one_backlog_call(approved, line, fake_ba
     assert sorted(reads[0].query["id[]"]) == sorted(
         str(i) for i in ContentTask.objects.values_list("issue_id", flat=True)
     )
+
+
+def test_a_send_followed_by_others_in_its_batch_does_not_ask_the_database_whether_others_are_due(
+    approved, line, tenant
+):
+    tenant.max_concurrent_deliveries = 10
+    tenant.save()
+    [approved(body()) for _ in range(3)]
+    claims = claim_all()
+
+    due = DeliverySchedule.objects.order_by("due_at").first().due_at
+    with (
+        time_machine.travel(due + timedelta(seconds=0.5), tick=True),
+        CaptureQueriesContext(connection) as sql,
+    ):
+        assert tasks.deliver_batch(claims) == [WRITEBACK_QUEUED, WRITEBACK_QUEUED, "delivered"]
+
+    table = DeliverySchedule._meta.db_table
+    asked = [q["sql"] for q in sql.captured_queries if q["sql"].startswith(f'SELECT 1 AS "a" FROM "{table}"')]
+    assert len(asked) == 1  # only the batch's last send looks for other due rows
