@@ -52,8 +52,10 @@ def effect_reports_plan(
     `line_recipients`: a LINE delivery that just ended passes its count, which spares
     the re-read of its attempts (and of a platform post, which a LINE task has none of).
     """
+    if task.channel in CHANNELS:
+        line_recipients = None  # a platform task's count is not LINE's: read what was sent
     post = None
-    if task.channel in CHANNELS or line_recipients is None:
+    if line_recipients is None:
         post = ChannelPost.objects.filter(
             task=task, approval_seq=task.approval_seq, phase=ChannelPost.Phase.DONE
         ).first()
