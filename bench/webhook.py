@@ -97,10 +97,11 @@ def manage(env: dict[str, str], *args: str) -> str:
 def start_gunicorn(app: str, env: dict[str, str], port: int, threads: int) -> subprocess.Popen:
     """gunicorn with automedia's gunicorn.conf.py (2 workers), the given threads and port."""
     cmd = [sys.executable, "-m", "gunicorn", app, "--config", str(ROOT / "gunicorn.conf.py")]
-    cmd += ["--workers", "2", "--threads", str(threads), "--bind", f"{HOST}:{port}"]
-    cmd += ["--worker-class", "gthread" if threads > 1 else "sync"]
+    cmd += ["--workers", "2", "--bind", f"{HOST}:{port}"]
     cmd += ["--chdir", str(ROOT), "--no-control-socket", "--log-level", "warning"]
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env)
+    proc = subprocess.Popen(
+        cmd, cwd=ROOT, env={**env, "GUNICORN_THREADS": str(threads)}
+    )  # the conf picks the worker
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         if proc.poll() is not None:

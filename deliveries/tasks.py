@@ -25,16 +25,18 @@ def deliver_batch(claims: list[tuple[int, str]]) -> list[str]:
     rows = DeliverySchedule.objects.filter(pk__in=[schedule_id for schedule_id, _ in claims]).values_list(
         "pk", "tenant_id", "task_id", "stage", "task__issue_id"
     )
-    owners, to_send = {}, {}
+    owners, sends, to_read = {}, set(), {}
     for pk, tenant_id, task_id, stage, issue_id in rows:
         owners[pk] = (tenant_id, task_id)
-        if stage == DeliverySchedule.Stage.DELIVER and issue_id is not None:
-            to_send[pk] = (tenant_id, issue_id)
-    issues = issues_prefetch(rows=to_send) if len(to_send) > 1 else {}
-    sends_left = sum(schedule_id in to_send for schedule_id, _ in claims)
+        if stage == DeliverySchedule.Stage.DELIVER:
+            sends.add(pk)
+            if issue_id is not None:
+                to_read[pk] = (tenant_id, issue_id)
+    issues = issues_prefetch(rows=to_read) if len(to_read) > 1 else {}
+    sends_left = len(sends)
     results = []
     for schedule_id, token in claims:
-        sends_left -= schedule_id in to_send
+        sends_left -= schedule_id in sends
         try:
             result = delivery_run(
                 schedule_id=schedule_id,

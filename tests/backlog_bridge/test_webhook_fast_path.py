@@ -12,6 +12,7 @@ from django.db import OperationalError, connection, connections
 from django.utils import translation
 
 from backlog_bridge.models import BacklogEvent
+from tests.backlog_bridge.test_webhook_view import post
 from tests.conftest import load_fixture, webhook_url
 
 pytestmark = pytest.mark.usefixtures("no_enqueue")
@@ -21,11 +22,6 @@ ON_POSTGRESQL = connection.vendor == "postgresql"
 @pytest.fixture
 def no_enqueue(monkeypatch):
     monkeypatch.setattr("django_q.tasks.async_task", lambda *args, **kw: None)
-
-
-def post(client, tenant, body, **extra):
-    data = body if isinstance(body, str | bytes) else json.dumps(body)
-    return client.post(webhook_url(tenant), data=data, content_type="application/json", **extra)
 
 
 @pytest.fixture
@@ -41,11 +37,11 @@ def usable_calls(monkeypatch):
 
 @pytest.mark.django_db(transaction=True)
 def test_it_stores_the_event_without_a_health_check_round_trip(client, tenant, usable_calls):
-    post(client, tenant, load_fixture("backlog/issue_created.json"))  # the tenant is cached now
+    post(client, webhook_url(tenant), load_fixture("backlog/issue_created.json"))  # the tenant is cached now
     usable_calls.clear()
     connection.health_check_done = False  # as at the start of each request on a kept connection
 
-    response = post(client, tenant, load_fixture("backlog/issue_updated.json"))
+    response = post(client, webhook_url(tenant), load_fixture("backlog/issue_updated.json"))
 
     assert response.json() == {"result": "accepted"}
     assert usable_calls == []
@@ -59,7 +55,7 @@ def test_it_stores_the_event_without_a_health_check_round_trip(client, tenant, u
 @pytest.mark.skipif(not ON_POSTGRESQL, reason="a SQLite connection cannot die while idle")
 @pytest.mark.django_db(transaction=True)
 def test_it_reconnects_once_when_the_kept_connection_died(client, tenant):
-    post(client, tenant, load_fixture("backlog/issue_created.json"))  # the tenant is cached now
+    post(client, webhook_url(tenant), load_fixture("backlog/issue_created.json"))  # the tenant is cached now
     pid = connection.connection.info.backend_pid
     admin = connection.settings_dict
     dsn = f"host={admin['HOST']} port={admin['PORT'] or 5432} user={admin['USER']} dbname=postgres"
@@ -67,7 +63,7 @@ def test_it_reconnects_once_when_the_kept_connection_died(client, tenant):
         other.execute("SELECT pg_terminate_backend(%s)", [pid])
     connection.health_check_done = False
 
-    response = post(client, tenant, load_fixture("backlog/issue_updated.json"))
+    response = post(client, webhook_url(tenant), load_fixture("backlog/issue_updated.json"))
 
     assert response.status_code == 200, response.content
     assert response.json() == {"result": "accepted"}
@@ -81,7 +77,7 @@ def test_it_answers_503_and_accepts_nothing_when_the_database_is_unreachable(cli
 
     monkeypatch.setattr("backlog_bridge.services._fetchone", unreachable)
 
-    response = post(client, tenant, load_fixture("backlog/issue_updated.json"))
+    response = post(client, webhook_url(tenant), load_fixture("backlog/issue_updated.json"))
 
     assert response.status_code == 503
     assert response["Retry-After"] == "30"
@@ -93,7 +89,7 @@ def test_it_answers_400_for_non_json_numbers(client, tenant, constant):
     body = json.dumps(load_fixture("backlog/issue_updated.json"))
     body = body.replace('"id": 12', f'"id": 12, "score": {constant}', 1)
 
-    response = post(client, tenant, body)
+    response = post(client, webhook_url(tenant), body)
 
     assert response.status_code == 400
     assert "not valid JSON" in response.json()["error"]
@@ -105,7 +101,7 @@ def test_a_nul_character_is_refused_with_a_reason_where_the_database_cannot_stor
     payload = load_fixture("backlog/issue_updated.json")
     payload["content"]["summary"] = "年末\u0000告知"
 
-    response = post(client, tenant, payload)
+    response = post(client, webhook_url(tenant), payload)
 
     if ON_POSTGRESQL:  # jsonb has no NUL character
         assert response.status_code == 400
@@ -117,7 +113,9 @@ def test_a_nul_character_is_refused_with_a_reason_where_the_database_cannot_stor
 
 
 def test_it_answers_json_whatever_the_sender_accepts(client, tenant):
-    response = post(client, tenant, load_fixture("backlog/issue_updated.json"), HTTP_ACCEPT="text/html")
+    response = post(
+        client, webhook_url(tenant), load_fixture("backlog/issue_updated.json"), HTTP_ACCEPT="text/html"
+    )
 
     assert response.status_code == 200
     assert response["Content-Type"] == "application/json"
@@ -128,7 +126,9 @@ def test_the_browser_middleware_leave_webhooks_alone(client, tenant, admin_clien
     english = admin_client.get("/admin/", HTTP_ACCEPT_LANGUAGE="en")
     assert english["X-Frame-Options"] == "DENY" and "Accept-Language" in english["Vary"]
 
-    response = post(client, tenant, load_fixture("backlog/issue_updated.json"), HTTP_ACCEPT_LANGUAGE="en")
+    response = post(
+        client, webhook_url(tenant), load_fixture("backlog/issue_updated.json"), HTTP_ACCEPT_LANGUAGE="en"
+    )
 
     assert response.status_code == 200
     assert "X-Frame-Options" not in response and "Vary" not in response
@@ -142,7 +142,7 @@ def test_it_answers_503_when_the_tenant_cannot_be_read(client, tenant, monkeypat
 
     monkeypatch.setattr("backlog_bridge.views._lookup", unreachable)
 
-    response = post(client, tenant, load_fixture("backlog/issue_updated.json"))
+    response = post(client, webhook_url(tenant), load_fixture("backlog/issue_updated.json"))
 
     assert response.status_code == 503
     assert "not accepted" in response.json()["error"]
