@@ -1,39 +1,27 @@
 """Contract: every LINE request body automedia builds validates against LINE's published OpenAPI spec.
 
-The spec is ../shared/specs/line-openapi/messaging-api.yml (line/line-openapi,
-OpenAPI 3.0). Its schemas are JSON Schema draft 4 plus OpenAPI's `discriminator`,
-which plain JSON Schema ignores: `Message` only requires `type`, so without it a
-text message without `text` would pass. `discriminator` is added as a keyword
-that validates the object against the schema its mapping names. The mapped
-schemas inherit from the base with `allOf: [$ref base]`; that inner reference is
-pointed at a copy of the base without the discriminator, as OpenAPI means it,
-which also ends the recursion.
+The spec is tests/contracts/line-openapi/messaging-api.yml (line/line-openapi, OpenAPI 3.0;
+its SOURCE.txt names the commit); tests/contracts/openapi.py turns it into a validator.
 """
 
 from __future__ import annotations
 
-import copy
 import json
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 import respx
-import yaml
 from django.conf import settings
-from jsonschema import Draft4Validator, ValidationError, validators
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT4
 
 from backlog_bridge.parser import Attachment
 from deliveries.channels.line import LineTransport, aggregation_unit, multicast_body, push_body
 from deliveries.rendering import render_messages, template_variables, validate_line_messages
+from tests.contracts import openapi
+from tests.contracts.openapi import SCHEMAS, OpenApi30Validator, load_spec, with_discriminator_bases
 
-SPEC_PATH = settings.BASE_DIR.parent / "shared/specs/line-openapi/messaging-api.yml"
 SPEC_URI = "urn:line-openapi:messaging-api"
-SCHEMAS = "#/components/schemas/"
-BASE_SUFFIX = "__base"
 THEME = settings.BASE_DIR / "templates" / "line"
 THEME_FILES = sorted(THEME.glob("*.json"))
 GROUP_ID = "C" + "0" * 32
@@ -42,56 +30,14 @@ IMAGE = Attachment("画像", "https://cdn.example.jp/banner.png")
 SAMPLE_VALUES = {"date": "2026-05-15", "hours": "7:00-18:00", "title": "ファンミーティング"}
 
 
-# --- OpenAPI 3.0 → JSON Schema ----------------------------------------------------------
-
-
-def _discriminator(validator, discriminator: dict, instance: Any, schema: dict) -> Iterator[ValidationError]:
-    if not validator.is_type(instance, "object") or discriminator["propertyName"] not in instance:
-        return  # `type` / `required` report these
-    value = instance[discriminator["propertyName"]]
-    mapping = discriminator.get("mapping", {})
-    if value not in mapping:
-        yield ValidationError(
-            f"{value!r} is not one of the mapped {discriminator['propertyName']}s {sorted(mapping)}"
-        )
-        return
-    yield from validator.descend(instance, {"$ref": mapping[value]})
-
-
-OpenApi30Validator = validators.extend(Draft4Validator, {"discriminator": _discriminator})
-
-
-def _with_discriminator_bases(spec: dict) -> dict:
-    spec = copy.deepcopy(spec)
-    schemas = spec["components"]["schemas"]
-    for name, schema in list(schemas.items()):
-        if "discriminator" not in schema:
-            continue
-        schemas[name + BASE_SUFFIX] = {k: v for k, v in schema.items() if k != "discriminator"}
-        base_ref = {"$ref": SCHEMAS + name}
-        for target in schema["discriminator"].get("mapping", {}).values():
-            subtype = schemas[target.removeprefix(SCHEMAS)]
-            subtype["allOf"] = [
-                {"$ref": SCHEMAS + name + BASE_SUFFIX} if part == base_ref else part
-                for part in subtype.get("allOf", [])
-            ]
-    return spec
-
-
-def load_spec(path: Path = SPEC_PATH) -> dict:
-    """The spec, or a failure (never a skip): without it the contract is unchecked."""
-    if not path.is_file():
-        pytest.fail(
-            f"LINE の OpenAPI 仕様がありません: {path} "
-            "(the contract tests need ../shared/specs/line-openapi/messaging-api.yml beside the repo)",
-            pytrace=False,
-        )
-    return yaml.safe_load(path.read_text(encoding="utf-8"))
+pytestmark = pytest.mark.contract
 
 
 @pytest.fixture(scope="module")
 def registry() -> Registry:
-    resource = Resource.from_contents(_with_discriminator_bases(load_spec()), default_specification=DRAFT4)
+    resource = Resource.from_contents(
+        with_discriminator_bases(load_spec("messaging-api.yml")), default_specification=DRAFT4
+    )
     return Registry().with_resource(SPEC_URI, resource)
 
 
@@ -261,6 +207,14 @@ def test_it_rejects_bodies_that_break_the_spec(registry, schema_name, body, prob
     assert any(problem in error for error in found), found
 
 
-def test_it_fails_rather_than_skips_when_the_spec_is_missing(tmp_path):
+def test_it_fails_rather_than_skips_when_the_spec_is_missing(tmp_path, monkeypatch):
+    monkeypatch.setattr(openapi, "LINE_OPENAPI_DIR", tmp_path)
+
     with pytest.raises(pytest.fail.Exception, match="messaging-api.yml"):
-        load_spec(tmp_path / "messaging-api.yml")
+        load_spec("messaging-api.yml")
+
+
+def test_it_reads_every_spec_from_the_repository():
+    assert openapi.LINE_OPENAPI_DIR.is_relative_to(settings.BASE_DIR)
+    for name in ("messaging-api.yml", "webhook.yml", "insight.yml"):
+        assert load_spec(name)["openapi"].startswith("3.")

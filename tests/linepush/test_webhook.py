@@ -14,7 +14,6 @@ import json
 from unittest import mock
 
 import pytest
-from django.conf import settings as django_settings
 from django.db import OperationalError
 from django.utils import timezone
 from jsonschema import Draft4Validator  # noqa: F401 - the validator below extends it
@@ -30,7 +29,7 @@ from linepush.models import (
     LineWebhookEvent,
 )
 from tests.conftest import load_fixture
-from tests.deliveries.test_line_contract import OpenApi30Validator, _with_discriminator_bases, load_spec
+from tests.contracts.openapi import OpenApi30Validator, load_spec, with_discriminator_bases
 from tests.linepush.helpers import enqueue, reload, shop
 
 pytestmark = pytest.mark.django_db
@@ -40,7 +39,6 @@ URL = "/hooks/line/shop"
 USER = "U4af4980629f1e2c0f3b5d7e9a1c3e5f7"
 GROUP = "C4af4980629f1e2c0f3b5d7e9a1c3e5f7"
 FIXTURES = ["follow", "unfollow", "message_text", "join", "leave", "member_joined", "member_left"]
-WEBHOOK_SPEC = django_settings.BASE_DIR.parent / "shared/specs/line-openapi/webhook.yml"
 COUPON = [{"type": "text", "text": "友だち登録ありがとうございます！登録特典のクーポンコード: WELCOME10"}]
 
 
@@ -68,9 +66,10 @@ def deliver(client, body: dict | bytes, signature: str | None = None):
 # -- the fixtures are LINE's shapes --------------------------------------------------------
 
 
+@pytest.mark.contract
 @pytest.mark.parametrize("name", FIXTURES)
 def test_the_fixtures_validate_against_lines_webhook_spec(name):
-    spec = _with_discriminator_bases(load_spec(WEBHOOK_SPEC))
+    spec = with_discriminator_bases(load_spec("webhook.yml"))
     registry = Registry().with_resource(
         "urn:line:webhook", Resource.from_contents(spec, default_specification=DRAFT4)
     )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 import signal
 import subprocess
@@ -10,7 +9,6 @@ import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import httpx
 import pytest
@@ -23,6 +21,7 @@ from automedia_site.sandbox.line import (
     RETRY_KEY_TTL,
     FakeLine,
 )
+from tests.contracts.openapi import load_spec
 
 TOKEN = "channel-token"
 USER = "U" + "1" * 32
@@ -32,9 +31,6 @@ PUSH = "/v2/bot/message/push"
 MULTICAST = "/v2/bot/message/multicast"
 REPLY = "/v2/bot/message/reply"
 TEXT = {"type": "text", "text": "本日のお知らせです"}
-SPEC_DIR = Path(
-    os.environ.get("LINE_OPENAPI_DIR", Path(__file__).resolve().parents[3] / "shared/specs/line-openapi")
-)
 
 
 def _client(fake: FakeLine, *, token: str | None = TOKEN, timeout: float = 2) -> httpx.Client:
@@ -491,18 +487,9 @@ def test_it_serves_300_pushes_over_one_keep_alive_connection(fake: FakeLine, api
     assert len({r.request_id for r in fake.requests}) == 300
 
 
-def _load_spec(name: str) -> dict:
-    import yaml
-
-    path = SPEC_DIR / name
-    if not path.exists():
-        pytest.fail(f"LINE's OpenAPI spec {path} is missing (set LINE_OPENAPI_DIR)")
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    return yaml.load(path.read_text(encoding="utf-8"), Loader=loader)
-
-
+@pytest.mark.contract
 def test_it_agrees_with_the_openapi_spec(fake: FakeLine, api: httpx.Client) -> None:
-    spec = _load_spec("messaging-api.yml")
+    spec = load_spec("messaging-api.yml")
     schemas = spec["components"]["schemas"]
     fields = {name: set(schema.get("properties", {})) for name, schema in schemas.items()}
 
@@ -555,8 +542,9 @@ def test_it_agrees_with_the_openapi_spec(fake: FakeLine, api: httpx.Client) -> N
         assert set(schemas[schema].get("required", [])) <= set(body) <= fields[schema], path
 
 
+@pytest.mark.contract
 def test_it_agrees_with_the_insight_spec(fake: FakeLine, api: httpx.Client) -> None:
-    schemas = _load_spec("insight.yml")["components"]["schemas"]
+    schemas = load_spec("insight.yml")["components"]["schemas"]
     params = {"customAggregationUnit": "promo_1", "from": "20260501", "to": "20260502"}
 
     body = api.get("/v2/bot/insight/message/event/aggregation", params=params).json()
