@@ -2,7 +2,7 @@
 
 Model labels are translated for the admin (English when the browser asks), but a label
 that goes into a stored error, a Backlog comment or a LINE message is read in Japanese
-whatever language the current request speaks (DESIGN.md: those readers are Japanese).
+whatever language the current request speaks (those readers are Japanese).
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
 """The one Backlog API v2 client. Nothing else builds Backlog URLs.
 
-Facts from ../shared/reference/backlog.md: `?apiKey=` on every call (also writes),
-form-encoded bodies, no trailing slash, errors as
-`{"errors":[{"message","code","moreInfo"}]}`, 429 with `X-RateLimit-Reset`
-(UTC epoch seconds).
+Facts: `?apiKey=` on every call (https://developer.nulab.com/docs/backlog/auth; also
+writes, and no trailing slash: third-party, https://qiita.com/tentatsu/items/e7b9f90cc126592c54a5),
+form-encoded bodies (nulab/backlog-js:src/request.ts), errors as
+`{"errors":[{"message","code","moreInfo"}]}` (https://developer.nulab.com/docs/backlog/error-response),
+429 with `X-RateLimit-Reset` (UTC epoch seconds; https://developer.nulab.com/docs/backlog/rate-limit).
 """
 
 from __future__ import annotations

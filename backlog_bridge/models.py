@@ -8,7 +8,7 @@ from django.utils.translation import pgettext_lazy
 
 from deliveries.models import Tenant
 
-# Activity types automedia acts on (../shared/reference/backlog.md §1.3).
+# Activity types automedia acts on (`ActivityType` in nulab/backlog-js:src/types.ts).
 TYPE_CREATED = 1
 TYPE_UPDATED = 2
 TYPE_COMMENTED = 3

@@ -1,4 +1,4 @@
-"""The safety net (DESIGN.md "Safety net"): compare Backlog's approved issues with local schedules.
+"""The safety net: compare Backlog's approved issues with local schedules.
 
 For each tenant the approved issues are streamed page by page (Backlog's offset
 paging, 100 per page) and checked against local state with one query per page:

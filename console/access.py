@@ -1,4 +1,4 @@
-"""Tenant-scoped access for the admin (DESIGN.md: managers see and act on their own tenant only).
+"""Tenant-scoped access for the admin (managers see and act on their own tenant only).
 
 A staff user belongs to tenants through `TenantMembership` (manager or viewer);
 superusers see everything. Every ModelAdmin of tenant data derives from

@@ -3,8 +3,7 @@
 effects.py plans, claims and runs the reports and posts the Backlog comment; this module
 says which reports a finished `ChannelPost` gets and measures one of them.
 
-../shared/reference/channels.md has no section on statistics, so every platform fact
-below is UNCONFIRMED against it; each names the vendor page it comes from.
+Each platform fact below names the vendor page it comes from.
 
 - Instagram: `GET /{ig-media-id}/insights?metric=…` on the media id `media_publish`
   returned (`ChannelPost.post_id`), with the permalink saved at publish time.
@@ -20,8 +19,9 @@ below is UNCONFIRMED against it; each names the vendor page it comes from.
     metric a media does not support, a deleted media or a missing permission
     (`instagram_business_manage_insights`) is refused without being an auth or transient
     error: the comment then says the statistics are unavailable, with Meta's message.
-  - A publication whose media id was never received (PUBLISHED read from the container,
-    channels.md §1.6) cannot be measured: no report is planned.
+  - A publication whose media id was never received (PUBLISHED read from the container;
+    third-party: https://github.com/trypostit/trypost/issues/281) cannot be measured: no
+    report is planned.
 - TikTok: `POST /v2/video/query/?fields=id,share_url,view_count,like_count,comment_count,
   share_count` with `{"filters": {"video_ids": [id]}}` on the id `status/fetch` returned
   in `publicaly_available_post_id`. Scope `video.list`, at most 20 ids, 600 requests a
@@ -30,14 +30,15 @@ below is UNCONFIRMED against it; each names the vendor page it comes from.
   https://developers.tiktok.com/docs/en/tiktok-api-v2-rate-limit, and the field names of
   the tiktok_rust crate (docs.rs). The v2 request shape is UNCONFIRMED against TikTok's
   own v2 page, and so is whether photo posts are returned.
-  - A post without a public id (SELF_ONLY, which unaudited apps must use, §2.3) cannot be
-    queried: no report is planned. A video TikTok does not return (deleted, made
-    private) gets a comment saying so.
-- HubSpot: channels.md describes no statistics endpoint for single-send email (only a
+  - A post without a public id (SELF_ONLY, which unaudited apps must use:
+    https://developers.tiktok.com/doc/content-sharing-guidelines/) cannot be queried: no
+    report is planned. A video TikTok does not return (deleted, made private) gets a
+    comment saying so.
+- HubSpot: automedia knows no statistics endpoint for single-send email (only a
   send-status endpoint, itself UNCONFIRMED, which reports the send's state, not opens
   or clicks). So an email publication gets ONE report (24 h) with automedia's own count
   of accepted sends, saying that opens and clicks are not read from HubSpot. HubSpot's
-  `GET /marketing/v3/emails/statistics/list` is not in the reference, and it counts
+  `GET /marketing/v3/emails/statistics/list` is not used (UNCONFIRMED), and it counts
   every send of an email id, not this task's. CRM notes have no statistics: no report.
 
 Errors are handled as LINE's (effects._failed: again an hour later, given up after 5

@@ -16,11 +16,15 @@ posted to the Backlog issue.
     hubspot    {"type": "note", "body"}
                {"type": "email", "email_id", "custom_properties"?: {name: value}}
 
-Limits from ../shared/reference/channels.md: Instagram carousels up to 10 items (§1.2,
-UNCONFIRMED there) and media fetched from public URLs; TikTok titles up to 2,200 UTF-16
-units, privacy levels from `creator_info` (§2.2), photos up to 35 (UNCONFIRMED); HubSpot
-note bodies up to 65,536 characters (§3.1). Instagram's 2,200-character caption limit is
-Meta's help-centre figure, not in the reference (UNCONFIRMED).
+Limits: Instagram carousels up to 10 items (quoted in public code from
+https://developers.facebook.com/docs/instagram-platform/content-publishing/, UNCONFIRMED)
+and media fetched from public URLs (same page); TikTok titles up to 2,200 UTF-16 units
+(https://developers.tiktok.com/doc/content-posting-api-reference-direct-post), privacy
+levels from `creator_info` (https://developers.tiktok.com/doc/content-posting-api-reference-query-creator-info/),
+photos up to 35 (third-party: https://docs.getlate.dev/resources/media-guidelines/tiktok,
+UNCONFIRMED); HubSpot note bodies up to 65,536 characters
+(https://developers.hubspot.com/docs/api-reference/crm-notes-v3/guide). Instagram's
+2,200-character caption limit is Meta's help-centre figure (UNCONFIRMED).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """`deliver`: one claimed schedule → LINE exactly once → one Backlog write-back.
 
-Order of work (DESIGN.md, seed 000/001): claim → lock per (tenant, issue) →
+Order of work (seed 000/001): claim → lock per (tenant, issue) →
 idempotency (自動配信実行日時) → re-check in Backlog (still approved, unchanged,
 quiet hours) → render → audience → send each chunk with a deterministic
 X-Line-Retry-Key → record → write back in one PATCH → delete the schedule.

@@ -2,10 +2,12 @@
 
 Every push/multicast of a delivery carries `customAggregationUnits = [aggregation_unit(issue_key)]`
 (delivery.py). 24 h and 72 h after a delivery, `effect_reports_run` reads that unit's statistics
-(`GET /v2/bot/insight/message/event/aggregation`, insight.yml `getStatisticsPerUnit`) and comments
-them on the issue. Facts from ../shared/reference/line.md §5: a figure is null when it is below 20
-(privacy), so the comment says so instead of printing 0; the per-unit overview has no `delivered`,
-so the count comes from automedia's own DeliveryAttempt rows.
+(`GET /v2/bot/insight/message/event/aggregation`, `getStatisticsPerUnit` in insight.yml of
+line/line-openapi, https://github.com/line/line-openapi) and comments them on the issue. A figure
+is null when it is below 20 (privacy;
+https://developers.line.biz/ja/docs/messaging-api/unit-based-statistics-aggregation), so the
+comment says so instead of printing 0; the per-unit overview has no `delivered` (insight.yml), so
+the count comes from automedia's own DeliveryAttempt rows.
 
 Instagram / TikTok / HubSpot publications get their reports from the same planning and
 running below; which ones, and how they are measured: deliveries/channel_effects.py.

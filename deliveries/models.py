@@ -355,8 +355,9 @@ class ChannelAccount(models.Model):
     """A tenant's account on one publishing platform: credentials and token metadata.
 
     Tokens are encrypted at rest and write-only in forms. TikTok refresh tokens rotate
-    (../shared/reference/channels.md §2.1): every refresh stores the new one, and only one
-    refresh per account runs at a time (`refresh_lease_until` is its claim).
+    (https://developers.tiktok.com/docs/en/oauth-refresh-a-user-access-token): every refresh
+    stores the new one, and only one refresh per account runs at a time
+    (`refresh_lease_until` is its claim).
     """
 
     class Channel(models.TextChoices):
@@ -418,7 +419,8 @@ class ChannelPost(models.Model):
     """One publication of one approval on Instagram / TikTok / HubSpot.
 
     Every platform id is saved here the moment it exists, before the next call, so a
-    retry continues from it instead of publishing again (issue 7, channels.md §1.6, §2.5).
+    retry continues from it instead of publishing again (issue 7; neither Instagram nor TikTok
+    has an idempotency key, see deliveries/channels/platform.py).
     """
 
     class Phase(models.TextChoices):

@@ -5,9 +5,10 @@ A template is a JSON array of 1–5 LINE message objects whose strings may hold
 添付). Templates come from a folder of NAME.json files (the seed's theme repo); each
 distinct content is one immutable `MessageTemplate` row whose `rev` is a hash of it.
 
-Limits are those of ../shared/reference/line.md §1 "Message object types and limits":
-1–5 messages per request, text ≤ 5,000 characters, media URLs https and ≤ 2,000
-characters, flex altText ≤ 1,500 characters (UNCONFIRMED there, used for every
+Limits are those of LINE's message objects (https://developers.line.biz/en/reference/messaging-api/,
+line/line-openapi messaging-api.yml): 1–5 messages per request, text ≤ 5,000 characters
+(https://developers.line.biz/ja/news/2020/05/12/messaging-api-update-may-2020/), media URLs
+https and ≤ 2,000 characters, flex altText ≤ 1,500 characters (UNCONFIRMED, used for every
 altText). Every problem message is Japanese: it is posted to the Backlog issue.
 """
 
@@ -262,7 +263,7 @@ def _text(message: dict) -> list[str]:
     text = message.get("text")
     if not isinstance(text, str) or not text.strip():
         return ["text がないか空です。"]
-    # line.md: counted in UTF-16 units (UNCONFIRMED); the stricter count is the safe one.
+    # Counted in UTF-16 units (third-party: 8x8 docs, UNCONFIRMED); the stricter count is the safe one.
     length = len(text.encode("utf-16-le")) // 2
     if length > TEXT_MAX:
         return [f"text が {length:,} 文字あります（LINE の上限は {TEXT_MAX:,} 文字）。"]

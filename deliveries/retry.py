@@ -1,4 +1,4 @@
-"""The retry policy of DESIGN.md: retries are new due times, never sleeps."""
+"""The retry policy (README "Delivery"): retries are new due times, never sleeps."""
 
 from __future__ import annotations
 

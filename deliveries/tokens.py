@@ -1,16 +1,17 @@
 """Token upkeep of the Instagram / TikTok / HubSpot accounts, and the token-expired notice.
 
 - Instagram long-lived tokens last 60 days and can be refreshed once they are 24 h old
-  (../shared/reference/channels.md §1.4): the daily job refreshes them
-  INSTAGRAM_TOKEN_REFRESH_DAYS before they expire.
+  (https://developers.facebook.com/documentation/instagram-platform/reference/refresh_access_token):
+  the daily job refreshes them INSTAGRAM_TOKEN_REFRESH_DAYS before they expire.
 - TikTok access tokens are short-lived and every refresh returns a NEW refresh token;
-  the old one stops working (§2.1). So refreshes are single-flight per account (a lease
-  on the row, taken by a conditional UPDATE), the refresh token is re-read after the
-  lease is taken, and the new pair is stored in the same UPDATE that frees the lease.
+  the old one stops working (https://developers.tiktok.com/docs/en/oauth-refresh-a-user-access-token).
+  So refreshes are single-flight per account (a lease on the row, taken by a conditional
+  UPDATE), the refresh token is re-read after the lease is taken, and the new pair is
+  stored in the same UPDATE that frees the lease.
 - HubSpot tokens are static: nothing to refresh; a 401 means reconnect.
 
 A refresh that is refused, or an auth error while publishing, marks the account
-(`token_invalid_at`) and mails the operators (DESIGN.md: token-expired notice).
+(`token_invalid_at`) and mails the operators (the token-expired notice).
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """The LINE webhook: verify, store raw events once (webhookEventId), act on them in a worker.
 
-Event shapes: ../shared/specs/line-openapi/webhook.yml (`CallbackRequest`, `Event`).
+Event shapes: webhook.yml of line/line-openapi (https://github.com/line/line-openapi; a copy is
+in tests/contracts/line-openapi/), `CallbackRequest`, `Event`.
 follow → contact recorded and the tenant's registration (coupon) reply; unfollow →
 blocked; text message → the tenant's survey rules; join / leave / memberJoined /
 memberLeft → the group (`LineSource`) and its member count. Other types are stored
@@ -35,7 +36,10 @@ Outcome = LineWebhookEvent.Outcome
 
 
 def signature_valid(*, secret: str, body: bytes, signature: str) -> bool:
-    """HMAC-SHA256 of the raw body keyed with the channel secret, base64 (line.md §4)."""
+    """HMAC-SHA256 of the raw body keyed with the channel secret, base64.
+
+    https://developers.line.biz/en/docs/messaging-api/receiving-messages/
+    """
     if not secret or not signature:
         return False
     digest = hmac.new(secret.encode(), body, hashlib.sha256).digest()

@@ -89,7 +89,10 @@ class LineContact(models.Model):
 
 
 class LinePlan(models.Model):
-    """A LINE Official Account plan (Japan, since 2023-06; ../shared/reference/line.md §6).
+    """A LINE Official Account plan (Japan, since 2023-06).
+
+    Plans: https://developers.line.biz/en/docs/messaging-api/pricing/ and
+    https://www.lycbiz.com/jp/service/line-official-account/plan/.
 
     Kept as data: prices and allowances change, and a plan change is an admin edit.
     """
@@ -152,7 +155,9 @@ class LinePushSettings(models.Model):
 
 
 class LineMonthlyUsage(models.Model):
-    """Messages counted against the tenant's monthly allowance (per member of a group, line.md §3).
+    """Messages counted against the tenant's monthly allowance (per member of a group).
+
+    Counting: https://developers.line.biz/en/docs/messaging-api/pricing/.
 
     `messages` is automedia's running count; the daily check replaces it with LINE's
     own `totalUsage` (which also counts deliveries and manual posts) and stores LINE's limit.
@@ -215,7 +220,8 @@ class LineSource(models.Model):
     push_opt_in_triggers = models.JSONField(
         _("許可するトリガー"), default=list, blank=True, validators=[validate_triggers]
     )
-    # LINE's count excludes the bot; a push to a group costs one message per member (line.md §3).
+    # LINE's count excludes the bot (line/line-openapi `GroupMemberCountResponse`); a push to a
+    # group costs one message per member (https://developers.line.biz/en/docs/messaging-api/pricing/).
     member_count = models.PositiveIntegerField(_("メンバー数"), null=True, blank=True)
     rate_limit_count = models.PositiveIntegerField(_("グループの上限（件）"), default=3)
     rate_limit_window_seconds = models.PositiveIntegerField(_("グループの上限の期間（秒）"), default=300)
@@ -324,7 +330,10 @@ class LinePushItem(models.Model):
         return source.refusal(self.trigger_type)
 
     def retry_expired(self, now: datetime) -> bool:
-        """LINE keeps a retry key 24 h (line.md §2): later, a resend could post twice."""
+        """LINE keeps a retry key 24 h: later, a resend could post twice.
+
+        https://developers.line.biz/en/docs/messaging-api/retrying-api-request/
+        """
         return self.first_attempt_at is not None and now - self.first_attempt_at > timedelta(hours=23)
 
 

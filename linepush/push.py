@@ -43,7 +43,10 @@ PUSH_QUEUE = "deliveries"
 
 
 def push_retry_key(dedupe_key: str) -> str:
-    """The same dedupe key always gives the same `X-Line-Retry-Key` (a UUID, line.md §2)."""
+    """The same dedupe key always gives the same `X-Line-Retry-Key` (a UUID).
+
+    https://developers.line.biz/en/docs/messaging-api/retrying-api-request/
+    """
     return str(uuid.uuid5(RETRY_KEY_NAMESPACE, dedupe_key))
 
 
@@ -324,7 +327,10 @@ def push_record(*, outcomes: list[Outcome], token: str) -> dict[str, int]:
 
 
 def _was_sent(outcome: Outcome) -> bool:
-    """2xx, or 409: LINE had already accepted this retry key (line.md §2)."""
+    """2xx, or 409: LINE had already accepted this retry key.
+
+    https://developers.line.biz/en/docs/messaging-api/retrying-api-request/
+    """
     return outcome.result is not None or outcome.error.status == 409
 
 
@@ -383,7 +389,8 @@ def backoff(attempt: int, retry_after: float | None = None) -> timedelta:
 
 def _monthly_limit(error: TransportError) -> bool:
     # LINE answers 429 both for its rate limit and for an exhausted month; only the
-    # message tells them apart (line.md §3, text UNCONFIRMED verbatim).
+    # message tells them apart (https://developers.line.biz/en/docs/messaging-api/handling-http-429-errors/;
+    # the text is from a third-party copy, UNCONFIRMED verbatim).
     return error.status == 429 and "monthly limit" in error.message
 
 

@@ -1,7 +1,8 @@
 """In-memory fake of Nulab Backlog API v2 and its project webhooks, served on loopback.
 
 Used by the tests and by the ``sandbox`` process of ``make run``. Client code must not be
-able to tell it from Backlog, so it follows ``shared/reference/backlog.md``. Where Backlog's
+able to tell it from Backlog, so it follows Backlog's API docs (https://developer.nulab.com/docs/backlog/)
+and the official client's types (``nulab/backlog-js:src/entity.ts``, ``src/types.ts``). Where Backlog's
 behaviour is undocumented the fake takes the strict reading:
 
 - ``minId`` / ``maxId`` are exclusive bounds.

@@ -1,7 +1,12 @@
 """In-memory fake of the HubSpot APIs automedia uses: contacts, notes, single-send email.
 
-Follows ../shared/reference/channels.md §3 and its test plan §4.3. What it models, and
-the fake's own choices where HubSpot is UNCONFIRMED:
+Follows HubSpot's docs (https://developers.hubspot.com/docs/api-reference/latest/marketing/single-send/guide,
+https://developers.hubspot.com/docs/api-reference/crm-notes-v3/guide,
+https://developers.hubspot.com/docs/api-reference/error-handling) and the official SDK
+(``HubSpot/hubspot-api-python``). It keeps server-side state (an outbox keyed by ``sendId``,
+notes, contacts, rate-limit windows) so that publish-once tests can count what was really
+sent, including when a call succeeded but its answer was lost. What it models, and the
+fake's own choices where HubSpot is UNCONFIRMED:
 
 - Static Bearer tokens (``tokens``; None = any); ``revoke`` makes one answer 401
   ``INVALID_AUTHENTICATION``.

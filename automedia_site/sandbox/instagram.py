@@ -1,8 +1,11 @@
 """In-memory fake of the Instagram Graph API (content publishing), served on loopback.
 
-Follows ../shared/reference/channels.md §1 and its test plan §4.1. One professional
-account (``ig_user_id``). What it models, and the fake's own choices where Meta's
-behaviour is UNCONFIRMED:
+Follows Meta's docs (https://developers.facebook.com/docs/instagram-platform/content-publishing/,
+https://developers.facebook.com/docs/graph-api/guides/error-handling). It keeps server-side
+state (containers, published media, quota, tokens) so that publish-once tests can count
+``media_publish`` calls, including when a publish succeeded but its answer was lost. One
+professional account (``ig_user_id``). What it models, and the fake's own choices where
+Meta's behaviour is UNCONFIRMED:
 
 - Tokens: ``tokens`` (None = any non-empty token) as ``Authorization: Bearer`` or
   ``access_token``; ``expire_token`` makes one answer OAuthException 190 (HTTP 400).
@@ -16,7 +19,7 @@ behaviour is UNCONFIRMED:
   2207008 (the fake's choice) and ``double_publishes`` counts it: tests assert it stays 0.
 - ``GET /{v}/{ig}/content_publishing_limit`` → ``quota_usage`` and ``config`` (50 / 86400).
 - ``GET /{v}/{id}`` reads a container (status_code, status) or a media (permalink).
-- ``GET /{v}/{media}/insights?metric=…`` (effect measurement; not in channels.md, see
+- ``GET /{v}/{media}/insights?metric=…`` (effect measurement; sources in
   deliveries/channel_effects.py): ``DEFAULT_INSIGHTS`` or what ``set_insights`` gave,
   with each metric a figure for; a metric set to None is left out of ``data``, as Meta
   does for figures it does not have. The deprecated metrics, and reel-only ones on other

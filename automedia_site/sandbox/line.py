@@ -2,7 +2,9 @@
 
 Used by the unit and end-to-end tests, by the benchmarks and by the ``sandbox`` process of
 ``make run``. Client code must not be able to tell it from ``api.line.me``, so it follows
-``shared/reference/line.md`` and the OpenAPI specs (``messaging-api.yml``, ``insight.yml``).
+LINE's docs (https://developers.line.biz/en/reference/messaging-api/) and OpenAPI specs
+(``line/line-openapi``, https://github.com/line/line-openapi: ``messaging-api.yml``,
+``insight.yml``; a copy is in tests/contracts/line-openapi/).
 It has to serve well over 1,000 requests/s on loopback, so handlers are cheap and nothing is
 logged per request above DEBUG.
 
@@ -12,8 +14,8 @@ What it models, and the choices made where LINE's behaviour is undocumented:
   accepts any non-empty token); they all share one quota, one set of groups and one retry-key
   space.
 - Every answer carries ``x-line-request-id`` (a uuid4); bodies are JSON, errors have LINE's
-  ``ErrorResponse`` shape. The error *texts* are LINE's where line.md gives one and the fake's
-  own otherwise: clients must match on status and headers, never on text.
+  ``ErrorResponse`` shape. The error *texts* are LINE's where a public source quotes one and the
+  fake's own otherwise: clients must match on status and headers, never on text.
 - Send bodies are validated pragmatically (the required fields of every message type, text
   length in UTF-16 code units, https media URLs, list sizes); schema problems answer 400
   ``{"message": "The request body has N error(s)", "details": [{"message", "property"}]}``.
@@ -29,9 +31,10 @@ What it models, and the choices made where LINE's behaviour is undocumented:
   first accepted request, measured with ``FakeLine.clock``. A repeat answers 409 with
   ``x-line-accepted-request-id`` and, for a push, the original ``sentMessages``; it is not
   sent again and costs no quota.
-- Quota: messages are counted per recipient, not per message object (line.md §3: a push of
-  4 messages to a 5-person chat counts 5): push to a user 1, to a group its member count,
-  multicast ``len(to)``; replies are free. The quota starts as ``{"type": "none"}`` (no
+- Quota: messages are counted per recipient, not per message object
+  (https://developers.line.biz/en/docs/messaging-api/pricing/: a push of 4 messages to a
+  5-person chat counts 5): push to a user 1, to a group its member count, multicast
+  ``len(to)``; replies are free. The quota starts as ``{"type": "none"}`` (no
   target limit) so that benchmarks never run out; ``set_quota`` sets a limit, and a push or
   multicast that would exceed it answers 429 ``You have reached your monthly limit.`` and is
   not sent. There is no month rollover.

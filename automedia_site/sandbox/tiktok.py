@@ -1,8 +1,12 @@
 """In-memory fake of TikTok's Content Posting API (Direct Post) and OAuth refresh, on loopback.
 
-Follows ../shared/reference/channels.md §2 and its test plan §4.2. Every answer is the
-v2 envelope ``{"data": …, "error": {"code", "message", "log_id"}}`` (``code: "ok"`` on
-success). What it models, and the fake's own choices where TikTok is UNCONFIRMED:
+Follows TikTok's docs (https://developers.tiktok.com/doc/content-posting-api-reference-direct-post,
+https://developers.tiktok.com/doc/tiktok-api-v2-error-handling). It keeps server-side state
+(accounts with rotating refresh tokens, publishes, per-minute counters) so that publish-once
+tests can count ``init`` calls, including when an init succeeded but its answer was lost.
+Every answer is the v2 envelope ``{"data": …, "error": {"code", "message", "log_id"}}``
+(``code: "ok"`` on success). What it models, and the fake's own choices where TikTok is
+UNCONFIRMED:
 
 - Accounts (``add_account``): access tokens with an expiry on ``clock`` and ONE current
   refresh token. ``POST /v2/oauth/token/`` rotates: a new access token and a new refresh
@@ -15,8 +19,8 @@ success). What it models, and the fake's own choices where TikTok is UNCONFIRMED
 - ``status/fetch`` answers PROCESSING_DOWNLOAD ``processing_fetches`` times, then
   PUBLISH_COMPLETE (``publicaly_available_post_id`` only for non-SELF_ONLY posts) or
   FAILED with ``fail_next_publish``'s reason.
-- ``POST /v2/video/query/?fields=…`` (Display API, effect measurement; not in
-  channels.md, see deliveries/channel_effects.py): the token owner's published videos
+- ``POST /v2/video/query/?fields=…`` (Display API, effect measurement; sources
+  in deliveries/channel_effects.py): the token owner's published videos
   among ``filters.video_ids`` (at most 20), with ``DEFAULT_VIDEO_STATS`` or what
   ``set_video_stats`` gave, only the asked fields; other ids are left out.
 - Per-token per-minute limits (creator_info 20, init 6, status 30, video/query 600) → 429

@@ -1,14 +1,19 @@
 """The one HubSpot API client: contacts, CRM notes and marketing single-send email.
 
-Facts from ../shared/reference/channels.md §3: a private-app token or a service key is
-a static Bearer token; a 401 means it was revoked or rotated (no retry). Single-send
-email is idempotent per `message.sendId` ("No more than one email will be sent per
-sendId"; a repeat answers `sendResult: IDEMPOTENT_IGNORE`); CRM notes have no
-idempotency key, so a note carries a marker token it can be found by. Every answer
-carries `X-HubSpot-RateLimit-*` headers, read into `rate` after each call so the caller
-can pace itself; errors are `{"status":"error","message","category","correlationId"}`
-with every field optional. The v3/v4 paths are supported until 2027 (§3.2); the base URL
-is a setting.
+Facts: a private-app token or a service key is a static Bearer token
+(https://developers.hubspot.com/docs/apps/legacy-apps/private-apps/overview,
+https://developers.hubspot.com/changelog/service-keys); a 401 means it was revoked or
+rotated (no retry). Single-send email is idempotent per `message.sendId` ("No more than
+one email will be sent per sendId",
+HubSpot/hubspot-api-python:hubspot/marketing/transactional/models/public_single_send_email.py;
+a repeat answers `sendResult: IDEMPOTENT_IGNORE`); CRM notes have no idempotency key, so
+a note carries a marker token it can be found by. Every answer carries
+`X-HubSpot-RateLimit-*` headers (-Max / -Remaining / -Interval-Milliseconds UNCONFIRMED),
+read into `rate` after each call so the caller can pace itself; errors are `{"status":"error","message","category","correlationId"}`
+with every field optional (https://developers.hubspot.com/docs/api-reference/error-handling).
+The v3/v4 paths are supported until 2027
+(https://developers.hubspot.com/changelog/legacy-apis-and-legacy-apps-whats-going-unsupported-and-when);
+the base URL is a setting.
 """
 
 from __future__ import annotations

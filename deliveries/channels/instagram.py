@@ -1,14 +1,17 @@
 """The one Instagram Graph API client (Instagram API with Instagram Login).
 
-Facts from ../shared/reference/channels.md §1: publishing is container → status →
-`media_publish`; containers expire after 24 h; `media_publish` has no idempotency key;
-the publishing quota is read at runtime from `content_publishing_limit` (25, 50 and 100
-all appear in Meta's texts). Errors are `{"error": {"message", "type", "code",
-"error_subcode", "fbtrace_id", "is_transient"}}`, usually HTTP 400: we branch on the code,
-not the HTTP status (§1.5). The host and the Graph API version are settings.
+Facts from https://developers.facebook.com/docs/instagram-platform/content-publishing/ and
+https://developers.facebook.com/documentation/instagram-platform/instagram-graph-api/reference/ig-user/media:
+publishing is container → status → `media_publish`; containers expire after 24 h;
+`media_publish` has no idempotency key; the publishing quota is read at runtime from
+`content_publishing_limit` (25, 50 and 100 all appear in Meta's texts). Errors are
+`{"error": {"message", "type", "code", "error_subcode", "fbtrace_id", "is_transient"}}`,
+usually HTTP 400 (UNCONFIRMED as a rule): we branch on the code, not the HTTP status
+(https://developers.facebook.com/docs/graph-api/guides/error-handling). The host and the
+Graph API version are settings.
 The token goes in an `Authorization: Bearer` header, so it never appears in a URL.
-Media insights (effect measurement) are not in channels.md: what automedia relies on is
-listed, marked UNCONFIRMED, in deliveries/channel_effects.py.
+Media insights (effect measurement): what automedia relies on is listed, with its sources
+and UNCONFIRMED marks, in deliveries/channel_effects.py.
 """
 
 from __future__ import annotations
@@ -20,7 +23,9 @@ from django.conf import settings
 
 from deliveries.channels.platform import PlatformError, PlatformTransport, json_body
 
-# §1.5: code → how the retry policy treats it.
+# Code → how the retry policy treats it: https://developers.facebook.com/docs/graph-api/guides/error-handling
+# (32 and 613: an old copy of Meta's table; 80002: third-party,
+# https://github.com/trypostit/trypost/issues/281; both UNCONFIRMED).
 AUTH_CODES = {190, 102}
 TRANSIENT_CODES = {1, 2}
 THROTTLE_CODES = {4, 17, 32, 613, 80002}
@@ -29,12 +34,14 @@ PERMISSION_CODES = {10} | set(range(200, 300))
 NOT_READY = (9007, 2207027)  # container not FINISHED yet
 BLOCKED_AFTER_PUBLISH = (4, 2207051)  # seen after the post went live (postiz-app#1681)
 MEDIA_FETCH_FAILED = (9004, 2207052)
-FALLBACK_QUOTA = 50  # §1.3: the API references' figure, used when the limit cannot be read
+# The API references' figure, used when the limit cannot be read:
+# https://developers.facebook.com/documentation/instagram-platform/instagram-graph-api/reference/ig-user/content_publishing_limit
+FALLBACK_QUOTA = 50
 BLOCKED_RETRY_AFTER = 3600.0
 
 
 def graph_error(response: httpx.Response) -> PlatformError:
-    """Sort a Graph API error into the retry policy of DESIGN.md."""
+    """Sort a Graph API error into the retry policy (deliveries/retry.py)."""
     try:
         error = response.json().get("error") or {}
     except (ValueError, AttributeError):
@@ -138,7 +145,11 @@ class InstagramTransport(PlatformTransport):
         return {metric: found.get(metric) for metric in metrics}
 
     def publishing_limit(self, ig_user_id: str) -> tuple[int, int, int]:
-        """(used, total, window seconds) in the rolling window; `fields` asked explicitly (§1.3)."""
+        """(used, total, window seconds) in the rolling window; `fields` asked explicitly.
+
+        Without it only `quota_usage` comes back:
+        https://developers.facebook.com/documentation/instagram-platform/instagram-graph-api/reference/ig-user/content_publishing_limit
+        """
         data = self._call(
             "GET", f"/{ig_user_id}/content_publishing_limit", params={"fields": "quota_usage,config"}
         )
@@ -151,7 +162,9 @@ class InstagramTransport(PlatformTransport):
         )
 
     def refresh_token(self, token: str) -> dict:
-        """GET {host}/refresh_access_token (unversioned): a new 60-day token (§1.4).
+        """GET {host}/refresh_access_token (unversioned): a new 60-day token.
+
+        https://developers.facebook.com/documentation/instagram-platform/reference/refresh_access_token
 
         The token is a query parameter here because that is the documented form.
         """

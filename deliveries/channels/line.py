@@ -1,6 +1,8 @@
 """The one LINE Messaging API client (push, multicast, reply, quota).
 
-Facts from ../shared/reference/line.md: `X-Line-Retry-Key` (a UUID) on push and
+Facts from https://developers.line.biz/en/docs/messaging-api/retrying-api-request/,
+line/line-openapi (https://github.com/line/line-openapi, messaging-api.yml) and the
+line/line-bot-sdk-python README: `X-Line-Retry-Key` (a UUID) on push and
 multicast makes a retry safe — LINE answers 409 with `x-line-accepted-request-id`
 when it already accepted that key, which counts as success. Multicast takes at
 most 500 user ids; `customAggregationUnits` names a unit for the insight API.

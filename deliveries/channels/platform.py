@@ -1,9 +1,12 @@
 """What the Instagram, TikTok and HubSpot transports share beyond base.HttpTransport.
 
-Publishing is not idempotent on Instagram and TikTok (../shared/reference/channels.md
-§1.6, §2.5), so a publisher must know more than "retry or not": whether a failed call
-may still have reached the platform (`unclear`). A connection that was never opened
-cannot have published anything; a timeout, a dropped connection or a 5xx may have.
+Publishing is not idempotent on Instagram and TikTok (no idempotency key documented:
+https://developers.facebook.com/documentation/instagram-platform/instagram-graph-api/reference/ig-user/media_publish,
+https://developers.tiktok.com/doc/content-posting-api-reference-direct-post; duplicate posts
+after retries, third-party: https://github.com/gitroomhq/postiz-app/issues/1681), so a
+publisher must know more than "retry or not": whether a failed call may still have reached
+the platform (`unclear`). A connection that was never opened cannot have published
+anything; a timeout, a dropped connection or a 5xx may have.
 """
 
 from __future__ import annotations

@@ -1,14 +1,19 @@
 """The one TikTok API client (Content Posting API, Direct Post; OAuth token refresh).
 
-Facts from ../shared/reference/channels.md §2: every v2 answer is
-`{"data": {...}, "error": {"code", "message", "log_id"}}` with `code: "ok"` on success;
-`creator_info` says which privacy levels the creator may use (unaudited apps: SELF_ONLY);
-`init` returns a `publish_id` and has no idempotency key; `status/fetch` reports
-PROCESSING_UPLOAD / PROCESSING_DOWNLOAD / SEND_TO_USER_INBOX / PUBLISH_COMPLETE / FAILED.
-Per-token limits: creator_info 20/min, init 6/min, status/fetch 30/min. Refresh tokens
-rotate: the old one stops working once a new one is issued (§2.1).
-`video/query` (Display API, effect measurement) is not in channels.md: what automedia
-relies on is listed, marked UNCONFIRMED, in deliveries/channel_effects.py.
+Facts: every v2 answer is `{"data": {...}, "error": {"code", "message", "log_id"}}` with
+`code: "ok"` on success (https://developers.tiktok.com/doc/tiktok-api-v2-error-handling);
+`creator_info` says which privacy levels the creator may use (unaudited apps: SELF_ONLY;
+https://developers.tiktok.com/doc/content-posting-api-reference-query-creator-info/);
+`init` returns a `publish_id` and has no idempotency key
+(https://developers.tiktok.com/doc/content-posting-api-reference-direct-post); `status/fetch`
+reports PROCESSING_UPLOAD / PROCESSING_DOWNLOAD / SEND_TO_USER_INBOX / PUBLISH_COMPLETE / FAILED
+(https://developers.tiktok.com/doc/content-posting-api-reference-get-video-status; the full
+list is third-party: https://docs.workato.com/en/connectors/tiktok/check-post-status-action).
+Per-token limits: creator_info 20/min, init 6/min, status/fetch 30/min (same pages). Refresh
+tokens rotate: the old one stops working once a new one is issued
+(https://developers.tiktok.com/docs/en/oauth-refresh-a-user-access-token).
+`video/query` (Display API, effect measurement): what automedia relies on is listed, with
+its sources and UNCONFIRMED marks, in deliveries/channel_effects.py.
 """
 
 from __future__ import annotations
@@ -30,7 +35,8 @@ VIDEO_STATS_FIELDS = ("id", "share_url", "view_count", "like_count", "comment_co
 PER_MINUTE = {CREATOR_INFO: 20, VIDEO_INIT: 6, CONTENT_INIT: 6, STATUS_FETCH: 30}
 RATE_LIMIT_RETRY_AFTER = 60.0  # the limits are per token per minute
 
-# Japanese context for the codes the Direct Post reference lists (§2.4).
+# Japanese context for the codes the Direct Post reference lists
+# (https://developers.tiktok.com/doc/content-posting-api-reference-direct-post).
 EXPLAINED = {
     "spam_risk_too_many_posts": "このアカウントの 1 日の投稿上限に達しました（TikTok の制限）。明日以降にもう一度承認してください。",
     "spam_risk_user_banned_from_posting": "このアカウントは TikTok で投稿を禁止されています。",
@@ -45,7 +51,7 @@ AUTH_CODES = {"access_token_invalid", "scope_not_authorized", "scope_permission_
 
 
 def tiktok_error(response: httpx.Response) -> PlatformError:
-    """Sort a TikTok error into the retry policy of DESIGN.md (match on `error.code`)."""
+    """Sort a TikTok error into the retry policy (deliveries/retry.py) (match on `error.code`)."""
     try:
         error = response.json().get("error") or {}
     except (ValueError, AttributeError):

@@ -4,8 +4,9 @@ The audience is the task's 対象タグ matched against each contact's tag prope
 (`ChannelAccount.hubspot_tag_property`, a multiple-checkbox property: values joined by
 `;`), read page by page from the contacts API.
 
-- note mode: one note on all matched contacts. Notes have no idempotency key
-  (../shared/reference/channels.md §3.5), so its body carries a marker token derived
+- note mode: one note on all matched contacts. Notes have no idempotency key (none
+  found in https://developers.hubspot.com/docs/api-reference/crm-notes-v3/guide;
+  UNCONFIRMED absence), so its body carries a marker token derived
   from the task; after an unclear create the next run searches for the marker before
   creating. The id is saved the moment it exists; associations are idempotent and
   sent in batches of 100, progress saved after each.
@@ -16,7 +17,7 @@ The audience is the task's 対象タグ matched against each contact's tag prope
 
 Pacing: after every call the `X-HubSpot-RateLimit-*` headers are read; when fewer than
 PACE_FLOOR calls remain in the window (or the day), the run stops and the same schedule
-row is due again after the interval — no sleep in a worker. A 429 is a retry (DESIGN.md).
+row is due again after the interval — no sleep in a worker. A 429 is a retry (deliveries/retry.py).
 """
 
 from __future__ import annotations

@@ -1,6 +1,8 @@
 """Publish one approval to Instagram exactly once.
 
-The recipe of ../shared/reference/channels.md §1.6, with the issue's rules:
+A publish-once recipe inferred from field reports (third-party:
+https://github.com/gitroomhq/postiz-app/issues/1681,
+https://github.com/trypostit/trypost/issues/281), with the issue's rules:
 1. read `content_publishing_limit`; over the quota → wait (the Backlog comment says
    until when) — before a container exists, so none expires while waiting;
 2. create the container(s); each id is saved the moment it is returned;
@@ -193,7 +195,7 @@ def _quota_wait(
     except PlatformError as exc:
         if exc.auth:
             raise
-        # channels.md §1.3: if the limit cannot be read, assume 50 and count our own posts.
+        # If the limit cannot be read, assume 50 (Meta's API references) and count our own posts.
         used, total, window = _own_posts(account, ctx.now, 86400), FALLBACK_QUOTA, 86400
     if used < total:
         return None
@@ -264,7 +266,10 @@ def _after_unclear_publish(
 
 
 def _published_without_id(ctx: Context, post: ChannelPost) -> Done:
-    """PUBLISHED but the answer with the media id was lost: done; the id is not guessed (§1.6)."""
+    """PUBLISHED but the answer with the media id was lost: done; the id is not guessed.
+
+    Third-party advice: https://github.com/trypostit/trypost/issues/281
+    """
     save(post, phase=Phase.DONE, published_at=post.published_at or ctx.now)
     return _done(post)
 

@@ -1,13 +1,15 @@
 """Publish one approval to TikTok (Direct Post, pulled from URL) exactly once.
 
-../shared/reference/channels.md §2: `creator_info` before each post (the template's
-privacy level must be one it allows; unaudited apps only SELF_ONLY); `init` returns
-the `publish_id`, saved at once; `status/fetch` is re-checked on the same schedule row
+https://developers.tiktok.com/doc/content-posting-api-reference-direct-post:
+`creator_info` before each post (the template's privacy level must be one it allows;
+unaudited apps only SELF_ONLY); `init` returns the `publish_id`, saved at once; `status/fetch` is re-checked on the same schedule row
 until PUBLISH_COMPLETE or FAILED. `init` has no idempotency key and its `publish_id`
 is the only handle on the post: when the answer to an `init` is lost, automedia cannot
 read the state and never posts again on its own — the task ends in automediaエラー
-asking a person to look in TikTok (§2.5). Per-token limits (init 6/min, status 20–30/min)
-are kept by counting automedia's own recorded calls; a 429 is retried after a minute.
+asking a person to look in TikTok (third-party advice:
+https://github.com/trypostit/trypost/issues/281). Per-token limits (init 6/min, status
+20–30/min) are kept by counting automedia's own recorded calls; a 429 is retried after a
+minute.
 An expired access token is refreshed once (single-flight, rotating refresh token).
 """
 
@@ -44,7 +46,9 @@ from deliveries.tokens import RefreshBusy, RefreshFailed, tiktok_access_token
 
 RECHECKS = (15, 30, 60, 60, 120, 300, 600)  # seconds; then every LATE_RECHECK
 LATE_RECHECK = 1800
-PROCESSING_LIMIT = timedelta(hours=24)  # moderation "sometimes hours" (§2.2)
+# Moderation takes "sometimes hours":
+# https://developers.tiktok.com/doc/content-posting-api-reference-get-video-status
+PROCESSING_LIMIT = timedelta(hours=24)
 REFRESH_BUSY_RECHECK = timedelta(seconds=5)
 UNCLEAR_INIT = (
     "TikTok への投稿依頼（init）の応答が届かなかったため、投稿されたかどうか確認できません。"

@@ -1,4 +1,7 @@
-"""LINE Official Account plans in Japan (since 2023-06; ../shared/reference/line.md §6)."""
+"""LINE Official Account plans in Japan (since 2023-06).
+
+Source: https://developers.line.biz/en/docs/messaging-api/pricing/
+"""
 
 from django.db import migrations
 
