@@ -10,6 +10,7 @@ form-encoded bodies (nulab/backlog-js:src/request.ts), errors as
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -27,6 +28,15 @@ logger = logging.getLogger(__name__)
 MAX_PAGE = 100  # Backlog's maximum `count`
 QUICK_RETRIES = 2  # for 5xx / timeouts / connection errors inside one call
 MAX_RATE_LIMIT_WAIT = 10.0  # seconds; a longer wait is left to the caller's retry policy
+
+# Identifier formats, so that nothing but an identifier ever lands in a URL path (httpx
+# resolves `..`, so `ACME-1/../OTHER-1` would reach another project's issue). Project
+# keys are upper-case letters, digits and `_`
+# (https://developer.nulab.com/docs/backlog/api/2/add-project); an issue key is the
+# project key, `-` and the issue's number (`ACME-123`); ids are positive integers.
+PROJECT_KEY = re.compile(r"[A-Z][A-Z0-9_]*")
+ISSUE_KEY = re.compile(r"[A-Z][A-Z0-9_]*-[1-9][0-9]*")
+MAX_ID = 2**63 - 1  # ids are stored as BIGINT
 
 
 class BacklogError(Exception):
@@ -46,6 +56,55 @@ class BacklogError(Exception):
     def __str__(self) -> str:
         where = f"HTTP {self.status}" if self.status else "接続エラー"
         return f"Backlog API エラー ({where}): {self.message}"
+
+
+class InvalidIdentifier(BacklogError):
+    """An identifier that must not go into a Backlog URL; nothing was sent (permanent)."""
+
+    def __init__(self, kind: str, value: object):
+        super().__init__(f"{kind} {str(value)[:40]!r} is not valid", status=400)
+
+
+def project_key_valid(value: object) -> bool:
+    return isinstance(value, str) and PROJECT_KEY.fullmatch(value) is not None
+
+
+def issue_key_valid(value: object) -> bool:
+    return isinstance(value, str) and ISSUE_KEY.fullmatch(value) is not None
+
+
+def id_valid(value: object) -> bool:
+    """A positive integer id as JSON gives it (not a bool, not a string)."""
+    return isinstance(value, int) and not isinstance(value, bool) and 0 < value <= MAX_ID
+
+
+def _issue_segment(issue_id_or_key: str | int) -> str:
+    """Backlog's `:issueIdOrKey`: an issue key or a positive issue id."""
+    if issue_key_valid(issue_id_or_key) or _id_like(issue_id_or_key):
+        return str(issue_id_or_key)
+    raise InvalidIdentifier("issue key", issue_id_or_key)
+
+
+def _project_segment(project_key: str) -> str:
+    if project_key_valid(project_key):
+        return project_key
+    raise InvalidIdentifier("project key", project_key)
+
+
+def _id_segment(kind: str, value: int | str) -> str:
+    if _id_like(value):
+        return str(value)
+    raise InvalidIdentifier(kind, value)
+
+
+_ID_TEXT = re.compile(r"[1-9][0-9]{0,18}")
+
+
+def _id_like(value: object) -> bool:
+    """A positive id as an int or as its decimal text (ids read back from the database)."""
+    if isinstance(value, str) and _ID_TEXT.fullmatch(value):
+        value = int(value)
+    return id_valid(value)
 
 
 def _error_from_response(response: httpx.Response) -> BacklogError:
@@ -135,7 +194,12 @@ class BacklogClient:
     # -- issues ----------------------------------------------------------------
 
     def get_issue(self, issue_key: str) -> dict:
-        return self._request("GET", f"issues/{issue_key}")
+        return self._request("GET", f"issues/{_issue_segment(issue_key)}")
+
+    def get_comment(self, issue_key: str, comment_id: int) -> dict:
+        """One comment as Backlog has it (text, createdUser): what a command runs from."""
+        path = f"issues/{_issue_segment(issue_key)}/comments/{_id_segment('comment id', comment_id)}"
+        return self._request("GET", path)
 
     def update_issue(
         self,
@@ -153,14 +217,17 @@ class BacklogClient:
             data[f"customField_{field_id}"] = value
         if comment:
             data["comment"] = comment
-        return self._request("PATCH", f"issues/{issue_key}", data=data)
+        return self._request("PATCH", f"issues/{_issue_segment(issue_key)}", data=data)
 
     def add_comment(self, issue_key: str, content: str) -> dict:
-        return self._request("POST", f"issues/{issue_key}/comments", data={"content": content})
+        return self._request(
+            "POST", f"issues/{_issue_segment(issue_key)}/comments", data={"content": content}
+        )
 
     def issues_by_id(self, issue_ids: list[int]) -> list[dict]:
         """Up to 100 issues in one call: the issue list filtered by `id[]`."""
-        return self._request("GET", "issues", params={"id[]": issue_ids[:MAX_PAGE], "count": MAX_PAGE})
+        ids = [_id_segment("issue id", issue_id) for issue_id in issue_ids[:MAX_PAGE]]
+        return self._request("GET", "issues", params={"id[]": ids, "count": MAX_PAGE})
 
     def iter_issues(
         self, *, project_id: int, status_ids: list[int] | None = None, count: int = MAX_PAGE
@@ -200,23 +267,25 @@ class BacklogClient:
             params = {"count": 1, "order": "desc"}
         elif min_id is not None:
             params["minId"] = min_id
-        return self._request("GET", f"projects/{project_key}/activities", params=params)
+        return self._request("GET", f"projects/{_project_segment(project_key)}/activities", params=params)
 
     def project(self, project_key: str) -> dict:
-        return self._cached(project_key, "project", lambda: self._request("GET", f"projects/{project_key}"))
+        return self._cached(
+            project_key, "project", lambda: self._request("GET", f"projects/{_project_segment(project_key)}")
+        )
 
     def statuses(self, project_key: str) -> list[dict]:
         return self._cached(
             project_key,
             "statuses",
-            lambda: self._request("GET", f"projects/{project_key}/statuses"),
+            lambda: self._request("GET", f"projects/{_project_segment(project_key)}/statuses"),
         )
 
     def custom_fields(self, project_key: str) -> list[dict]:
         return self._cached(
             project_key,
             "customFields",
-            lambda: self._request("GET", f"projects/{project_key}/customFields"),
+            lambda: self._request("GET", f"projects/{_project_segment(project_key)}/customFields"),
         )
 
     def status_id(self, project_key: str, name: str) -> int | None:

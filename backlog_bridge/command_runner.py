@@ -14,7 +14,7 @@ from backlog_bridge.client import BacklogClient, BacklogError
 from backlog_bridge.commands import USAGE, Command, commands_parse
 from backlog_bridge.models import BacklogEvent, CommandRun
 from backlog_bridge.parser import ParsedTask
-from backlog_bridge.services import IssueState, issue_read, revert_status_id
+from backlog_bridge.services import EventIgnored, IssueState, issue_read, revert_status_id
 from deliveries import publishers
 from deliveries.audience import AudienceError, parse_audience
 from deliveries.delivery import DeliveryFailed, delivery_render
@@ -37,10 +37,14 @@ FOLLOWER_CHANNELS = ("instagram", "tiktok")  # a post on the account: there is n
 
 
 def comment_handle(*, event: BacklogEvent, client: BacklogClient) -> str:
-    """Run the `/automedia` commands of one IssueCommented event; returns what happened."""
-    tenant, payload = event.tenant, event.payload
-    comment = (payload.get("content") or {}).get("comment") or {}
-    text, user = comment.get("content") or "", payload.get("createdUser") or {}
+    """Run the `/automedia` commands of one IssueCommented event; returns what happened.
+
+    The webhook is unsigned, so its body only says which comment to look at: the text
+    and the author come from Backlog's own copy of the comment."""
+    tenant = event.tenant
+    comment_id = event.payload["content"]["comment"]["id"]  # checked by _stored_event_check
+    comment = comment_read(client=client, issue_key=event.issue_key, comment_id=comment_id)
+    text, user = comment.get("content") or "", comment.get("createdUser") or {}
     if text.lstrip().startswith(OWN_PREFIX) or _is_self(client, user):
         return "own comment"
     parsed = commands_parse(text)
@@ -57,13 +61,27 @@ def comment_handle(*, event: BacklogEvent, client: BacklogClient) -> str:
     replies = [f"{OWN_PREFIX} {p}\n{USAGE}" for p in parsed.problems]
     done = []
     for command in parsed.commands:
-        result = _run_once(tenant, event, comment.get("id"), command, user, client)
+        result = _run_once(tenant, event, comment_id, command, user, client)
         if result is not None:
             replies.append(result)
             done.append(command.verb)
     if replies:
         _reply(client, event.issue_key, "\n\n".join(replies))
     return f"commands: {', '.join(done) or 'none'}; problems: {len(parsed.problems)}"
+
+
+def comment_read(*, client: BacklogClient, issue_key: str, comment_id: int) -> dict:
+    """Backlog's copy of a comment; EventIgnored when Backlog has no such comment on the
+    issue (deleted, or never there). Other errors propagate, so the event is retried."""
+    try:
+        comment = client.get_comment(issue_key, comment_id)
+    except BacklogError as exc:
+        if exc.status == 404:
+            raise EventIgnored(f"comment {comment_id} not found on {issue_key}") from exc
+        raise
+    if not isinstance(comment, dict):
+        raise EventIgnored(f"comment {comment_id} on {issue_key}: unexpected answer")
+    return comment
 
 
 def _is_self(client: BacklogClient, user: dict) -> bool:
@@ -82,7 +100,7 @@ def _run_once(
             run = CommandRun.objects.create(
                 tenant=tenant,
                 issue_key=event.issue_key,
-                comment_id=comment_id or event.activity_id,
+                comment_id=comment_id,
                 verb=command.verb,
                 args=command.kwargs,
                 user={k: user.get(k) for k in ("id", "userId", "name")},

@@ -20,7 +20,15 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from automedia_site.timeutil import fmt_jst
-from backlog_bridge.client import BacklogClient, BacklogError, shared_client
+from backlog_bridge.client import (
+    BacklogClient,
+    BacklogError,
+    InvalidIdentifier,
+    id_valid,
+    issue_key_valid,
+    project_key_valid,
+    shared_client,
+)
 from backlog_bridge.models import (
     HANDLED_TYPES,
     TYPE_BULK_UPDATED,
@@ -49,6 +57,7 @@ EVENT_BATCH = 50  # events read per round of a drain
 DRAIN_BUDGET_SECONDS = 60.0  # a drain hands what is left to a new drain after this long
 STRANDED_AFTER = timedelta(seconds=2)  # run_scheduler drains events pending this long
 CLAIM_ROUNDS = 3
+ISSUE_KEY_MAX = BacklogEvent._meta.get_field("issue_key").max_length
 
 
 class PayloadError(ValueError):
@@ -59,23 +68,80 @@ class BacklogConfigError(Exception):
     """The Backlog project lacks something automedia needs (a status, a field)."""
 
 
+class EventIgnored(Exception):
+    """Nothing to act on (e.g. the comment is gone from Backlog): the event ends `ignored`."""
+
+
 # -- receiving -------------------------------------------------------------------
 
 
 def webhook_validate(*, tenant: Tenant, payload: object) -> dict:
     if not isinstance(payload, dict):
         raise PayloadError("body must be a JSON object (one Backlog activity)")
-    if not isinstance(payload.get("id"), int) or isinstance(payload.get("id"), bool):
-        raise PayloadError("activity `id` (integer) is missing")
-    if not isinstance(payload.get("type"), int):
+    if not id_valid(payload.get("id")):
+        raise PayloadError("activity `id` (positive integer) is missing")
+    if not _small_int(payload.get("type")):
         raise PayloadError("activity `type` (integer) is missing")
     project = payload.get("project")
     project_key = project.get("projectKey") if isinstance(project, dict) else None
     if project_key != tenant.backlog_project_key:
-        raise PayloadError(f"project key {project_key!r} does not belong to tenant {tenant.slug!r}")
-    if payload["type"] in HANDLED_TYPES and not isinstance(payload.get("content"), dict):
-        raise PayloadError("activity `content` (object) is missing")
+        raise PayloadError(f"project key {_shown(project_key)} does not belong to tenant {tenant.slug!r}")
+    if payload["type"] in HANDLED_TYPES:
+        if not isinstance(payload.get("content"), dict):
+            raise PayloadError("activity `content` (object) is missing")
+        activity_identifiers_check(tenant=tenant, activity=payload)
     return payload
+
+
+def activity_identifiers_check(*, tenant: Tenant, activity: dict) -> None:
+    """Every identifier of a handled activity that goes into a Backlog URL has its format,
+    so no payload can steer a request elsewhere (`key_id: "1/../OTHER-1"`); raises
+    PayloadError. Run at the receiver and again before a stored event is processed."""
+    if not project_key_valid(tenant.backlog_project_key):
+        raise PayloadError(
+            f"tenant project key {_shown(tenant.backlog_project_key)} is not a Backlog project key"
+        )
+    content = activity["content"]
+    if activity["type"] == TYPE_BULK_UPDATED:
+        links = content.get("link")
+        if not isinstance(links, list) or not all(isinstance(link, dict) for link in links):
+            raise PayloadError("`content.link` (list of objects) is missing")
+        for link in links:
+            _issue_identifiers_check(tenant, link, "content.link[]")
+        return
+    _issue_identifiers_check(tenant, content, "content")
+    if activity["type"] == TYPE_COMMENTED and not id_valid(_comment_id(content)):
+        raise PayloadError(
+            f"`content.comment.id` must be a positive integer, not {_shown(_comment_id(content))}"
+        )
+
+
+def _issue_identifiers_check(tenant: Tenant, content: dict, where: str) -> None:
+    if not id_valid(content.get("key_id")):
+        raise PayloadError(
+            f"`{where}.key_id` must be a positive integer, not {_shown(content.get('key_id'))}"
+        )
+    if "id" in content and not id_valid(content["id"]):
+        raise PayloadError(f"`{where}.id` must be a positive integer, not {_shown(content['id'])}")
+    issue_key = _issue_key(tenant, content)
+    if not issue_key_valid(issue_key) or len(issue_key) > ISSUE_KEY_MAX:
+        raise PayloadError(f"issue key {_shown(issue_key)} is not valid")
+
+
+def _comment_id(content: dict) -> object:
+    comment = content.get("comment")
+    return comment.get("id") if isinstance(comment, dict) else None
+
+
+def _small_int(value: object) -> bool:
+    # The type column is a PositiveSmallIntegerField.
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 32767
+
+
+def _shown(value: object) -> str:
+    """A payload value in an error answer: its repr, cut short."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 _INSERT_EVENT = (
@@ -103,7 +169,7 @@ def activity_store(*, tenant: Tenant, activity: dict, source: str) -> int | None
         tenant.pk,
         activity["id"],
         activity["type"],
-        _issue_key(tenant, activity.get("content") or {}),
+        _issue_key(tenant, activity.get("content") or {})[:ISSUE_KEY_MAX],  # checked before use
         field("payload").get_db_prep_save(activity, connection),
         source,
         outcome,
@@ -297,6 +363,10 @@ def event_process(*, event_id: int, client: BacklogClient | None = None, tenant:
     client = client or BacklogClient.for_tenant(event.tenant)
     try:
         detail = _route(event, client)
+    except (EventIgnored, InvalidIdentifier) as exc:
+        # Nothing will ever come of it: not retried, and no error to alert on.
+        _event_finish(event, BacklogEvent.Outcome.IGNORED, str(exc))
+        return BacklogEvent.Outcome.IGNORED
     except (BacklogError, BacklogConfigError, ConcurrentChange) as exc:
         _event_finish(event, BacklogEvent.Outcome.FAILED, str(exc))
         level = logging.ERROR if event.attempts >= MAX_EVENT_ATTEMPTS else logging.WARNING
@@ -316,6 +386,7 @@ def _event_finish(event: BacklogEvent, outcome: str, detail: str) -> None:
 
 
 def _route(event: BacklogEvent, client: BacklogClient) -> str:
+    _stored_event_check(event)
     tenant, content = event.tenant, event.payload.get("content") or {}
     if event.type == TYPE_BULK_UPDATED:
         keys = [_issue_key(tenant, link) for link in content.get("link") or []]
@@ -329,6 +400,21 @@ def _route(event: BacklogEvent, client: BacklogClient) -> str:
     if _own_echo(event, client):
         return "own change, already applied"
     return issue_reconcile(tenant=tenant, issue_key=event.issue_key, client=client)
+
+
+def _stored_event_check(event: BacklogEvent) -> None:
+    """The receiver's identifier checks again: an event stored before they existed (or
+    taken by the catch-up) must not put a payload's text into a URL either."""
+    try:
+        if not isinstance(event.payload.get("content"), dict):
+            raise PayloadError("activity `content` (object) is missing")
+        activity_identifiers_check(tenant=event.tenant, activity={**event.payload, "type": event.type})
+    except PayloadError as exc:
+        raise EventIgnored(f"invalid payload: {exc}") from exc
+    if event.type != TYPE_BULK_UPDATED and event.issue_key != _issue_key(
+        event.tenant, event.payload["content"]
+    ):
+        raise EventIgnored(f"invalid payload: stored issue key {_shown(event.issue_key)} does not match")
 
 
 def _own_echo(event: BacklogEvent, client: BacklogClient) -> bool:

@@ -58,7 +58,9 @@ class Tenant(models.Model):
         default=list,
         blank=True,
         validators=[validate_operators],
-        help_text=_("Backlog のユーザーID（数値）、userId、または表示名"),
+        help_text=_(
+            "Backlog のユーザーID（数値）または userId（ログインID）。表示名は一意ではないため一致しません。"
+        ),
     )
     quiet_hours = models.JSONField(
         _("静粛時間帯"), default=dict, blank=True, validators=[validate_quiet_hours]
@@ -89,12 +91,13 @@ class Tenant(models.Model):
         return QuietHours.from_config(self.quiet_hours)
 
     def is_operator(self, user: dict | None) -> bool:
-        """Is this Backlog user (an activity's createdUser) allowed to run comment commands?"""
+        """Is this Backlog user (a comment's createdUser, as the API reports it) allowed to
+        run comment commands? By numeric id or userId only: a display name is not unique,
+        and any member of the space can take one."""
         if not user:
             return False
-        allowed = set(self.operators)
-        names = {str(user.get("id", "")), user.get("userId") or "", user.get("name") or ""}
-        return bool(allowed & (names - {""}))
+        ids = {str(user.get("id") or ""), str(user.get("userId") or "")} - {""}
+        return bool(set(self.operators) & ids)
 
 
 class ContentTask(models.Model):

@@ -50,6 +50,17 @@ def tenant(db, fake_backlog):
     )
 
 
+def comment_in_backlog(fake_backlog, issue_key: str, payload: dict, **kwargs) -> dict:
+    """Let the fake hold the comment a recorded type-3 payload carries: automedia runs a
+    comment only as Backlog reports it (re-read by its id). Returns the payload, its
+    comment id now the fake's. The fake's own webhook for it is dropped."""
+    comment = payload["content"]["comment"]
+    added = fake_backlog.add_comment(issue_key, comment["content"], **kwargs)
+    fake_backlog.outbox.pop()
+    comment["id"] = added["id"]
+    return payload
+
+
 def webhook_url(tenant) -> str:
     return f"/hooks/backlog/{tenant.slug}/{tenant.webhook_token}"
 

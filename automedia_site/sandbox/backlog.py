@@ -1257,6 +1257,7 @@ class _Api:
             ("DELETE", issue, self.delete_issue),
             ("GET", issue + "/comments", self.list_comments),
             ("POST", issue + "/comments", self.add_comment),
+            ("GET", issue + r"/comments/(?P<comment>[^/]+)", self.get_comment),
         ]
         self._routes = [(method, re.compile(path), handler) for method, path, handler in table]
 
@@ -1403,6 +1404,18 @@ class _Api:
             descending=_descending(params),
         )
         return 200, page
+
+    def get_comment(self, params: Params, issue: str, comment: str) -> tuple[int, Any]:
+        """https://developer.nulab.com/docs/backlog/api/2/get-comment: only a comment of
+        that issue (404 otherwise)."""
+        _reject_unknown(params)
+        comment_id = _int(comment, "commentId")
+        found = next(
+            (c for c in self._fake._comments[self._issue(issue)["id"]] if c["id"] == comment_id), None
+        )
+        if found is None:
+            raise ApiError(404, "No comment.", 6)
+        return 200, found
 
     def add_comment(self, params: Params, issue: str) -> tuple[int, Any]:
         allowed = frozenset({"content", "notifiedUserId[]"})

@@ -9,7 +9,7 @@ import httpx
 import pytest
 import respx
 
-from backlog_bridge.client import BacklogClient, BacklogError
+from backlog_bridge.client import BacklogClient, BacklogError, InvalidIdentifier
 
 BASE = "https://acme.backlog.jp"
 
@@ -152,3 +152,36 @@ def test_it_reads_activities_after_a_min_id_oldest_first(backlog, mock):
     assert backlog.activities("ACME", min_id=10) == [{"id": 11}]
     params = route.calls.last.request.url.params
     assert (params["minId"], params["order"], params["count"]) == ("10", "asc", "100")
+
+
+def test_it_reads_one_comment_by_its_id(backlog, mock):
+    route = mock.get("/api/v2/issues/ACME-1/comments/50001").respond(
+        json={"id": 50001, "content": "/automedia status", "createdUser": {"id": 1001}}
+    )
+
+    assert backlog.get_comment("ACME-1", 50001)["createdUser"] == {"id": 1001}
+    assert route.calls.last.request.url.params["apiKey"] == "secret-key"
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda b: b.get_issue("ACME-1/../OTHER-1"),
+        lambda b: b.get_issue("acme-1"),
+        lambda b: b.update_issue("ACME-1?x=1", status_id=5),
+        lambda b: b.add_comment("../OTHER-1", "text"),
+        lambda b: b.get_comment("ACME-1", "5/../../users/myself"),
+        lambda b: b.get_comment("ACME-1", 0),
+        lambda b: b.issues_by_id([1, "2&apiKey=x"]),
+        lambda b: b.statuses("ACME/../OTHER"),
+        lambda b: b.activities("acme"),
+    ],
+)
+def test_it_sends_nothing_for_an_identifier_out_of_format(backlog, mock, call):
+    anything = mock.route().respond(200, json={})
+
+    with pytest.raises(InvalidIdentifier) as raised:
+        call(backlog)
+
+    assert not anything.called
+    assert raised.value.status == 400 and not raised.value.retryable

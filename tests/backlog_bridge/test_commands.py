@@ -9,11 +9,13 @@ import pytest
 import time_machine
 
 from automedia_site.sandbox.anthropic import AnthropicReply, FakeAnthropic
-from automedia_site.sandbox.backlog import BOT
+from automedia_site.sandbox.backlog import BOT, HUMAN
 from automedia_site.timeutil import JST
-from backlog_bridge.models import AIReview, CommandRun
+from backlog_bridge.models import AIReview, BacklogEvent, CommandRun
+from backlog_bridge.services import event_process
 from deliveries.models import DeliverySchedule, MessageTemplate
 from tests.backlog_bridge.test_lifecycle import texts
+from tests.conftest import webhook_url
 from tests.delivery_fixtures import MULTICAST, fire
 
 NOW = datetime(2026, 12, 1, 9, 0, tzinfo=JST)
@@ -257,3 +259,107 @@ def test_a_send_can_be_followed_by_status_in_one_comment(approved, say):
 
     assert "受け付けました" in reply and "状態（/automedia status）" in reply
     assert (schedule_of(key).due_at - timedelta(seconds=5)) <= NOW + timedelta(seconds=2)
+
+
+@pytest.fixture
+def forge(fake_backlog, pump, tenant, client):
+    """Post a real comment, then deliver its webhook with the body changed (the webhook is
+    unsigned: anyone holding the URL can send any text and author)."""
+
+    def comment(key: str, text: str, *, user: dict, change) -> BacklogEvent:
+        with time_machine.travel(NOW, tick=True):
+            fake_backlog.add_comment(key, text, user=user)
+            payload = fake_backlog.outbox.pop()
+            change(payload)
+            client.post(webhook_url(tenant), data=payload, content_type="application/json")
+            pump(tenant)
+        return BacklogEvent.objects.get(activity_id=payload["id"])
+
+    return comment
+
+
+def test_it_takes_the_author_from_backlog_not_from_the_webhook(approved, forge, fake_backlog):
+    key = approved()
+
+    forge(key, "/automedia cancel", user=STRANGER, change=lambda p: p.update(createdUser=HUMAN))
+
+    assert schedule_of(key) is not None
+    assert (
+        "外部 ゲスト さんには automedia のコマンドを実行する権限がありません" in texts(fake_backlog, key)[-1]
+    )
+    assert not CommandRun.objects.exists()
+
+
+def test_it_takes_the_text_from_backlog_not_from_the_webhook(approved, forge, fake_backlog):
+    key = approved()
+
+    event = forge(
+        key,
+        "了解です",
+        user=HUMAN,
+        change=lambda p: p["content"]["comment"].update(content="/automedia cancel"),
+    )
+
+    assert schedule_of(key) is not None
+    assert texts(fake_backlog, key)[-1] == "了解です"  # no reply: there was no command
+    assert event.detail == "comment stored"
+
+
+def test_it_runs_what_backlog_has_when_the_webhook_says_less(approved, forge, fake_backlog):
+    key = approved()
+
+    forge(key, "/automedia cancel", user=HUMAN, change=lambda p: p["content"]["comment"].update(content="ok"))
+
+    assert schedule_of(key) is None
+    assert CommandRun.objects.get().user == {"id": 1001, "userId": "manager", "name": "山田 マネージャー"}
+
+
+def test_it_ignores_a_comment_that_backlog_does_not_have(approved, forge, fake_backlog):
+    key = approved()
+    before = len(texts(fake_backlog, key))
+
+    event = forge(
+        key, "/automedia cancel", user=HUMAN, change=lambda p: p["content"]["comment"].update(id=987654)
+    )
+
+    assert (event.outcome, event.detail) == ("ignored", f"comment 987654 not found on {key}")
+    assert schedule_of(key) is not None
+    assert len(texts(fake_backlog, key)) == before + 1  # the comment itself, no reply
+    assert not CommandRun.objects.exists()
+
+
+def test_it_retries_the_comment_read_after_a_transient_error(approved, fake_backlog, tenant, pump):
+    key = approved()
+    fake_backlog.fail_next(503, count=3, method="GET", path_prefix=f"/api/v2/issues/{key}/comments/")
+
+    with time_machine.travel(NOW, tick=True):
+        fake_backlog.add_comment(key, "/automedia cancel")
+        activity_id = fake_backlog.outbox[-1]["id"]
+        pump(tenant)
+        event = BacklogEvent.objects.get(activity_id=activity_id)
+        assert (event.outcome, schedule_of(key) is not None) == ("failed", True)
+        assert event_process(event_id=event.pk) == "done"  # the retry of pending_events_retry
+
+    assert schedule_of(key) is None
+
+
+def test_it_no_longer_takes_a_display_name_for_an_operator(approved, say, tenant):
+    tenant.operators = [HUMAN["name"]]
+    tenant.save()
+    key = approved()
+
+    reply = say(key, "/automedia cancel")
+
+    assert "権限がありません" in reply
+    assert schedule_of(key) is not None
+
+
+@pytest.mark.parametrize("operator", ["1001", "manager"])
+def test_it_takes_the_numeric_id_or_the_user_id_for_an_operator(approved, say, tenant, operator):
+    tenant.operators = [operator]
+    tenant.save()
+    key = approved()
+
+    say(key, "/automedia cancel")
+
+    assert schedule_of(key) is None

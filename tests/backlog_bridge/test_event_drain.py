@@ -7,6 +7,7 @@ from datetime import timedelta
 from unittest import mock
 
 import pytest
+import respx
 import time_machine
 from django.utils import timezone
 
@@ -154,3 +155,41 @@ def test_the_view_writes_no_task_row_per_event_with_the_orm_broker(
 
     assert BacklogEvent.objects.count() == 6
     assert [row.func() for row in OrmQ.objects.all()] == ["backlog_bridge.tasks.process_events"]
+
+
+@pytest.mark.parametrize(
+    ("type_", "content", "issue_key"),
+    [
+        (
+            3,
+            {"key_id": "1/../OTHER-1", "id": 1, "comment": {"id": 5, "content": "/automedia cancel"}},
+            "ACME-1/../OTHER-1",
+        ),
+        (3, {"key_id": 1, "id": 1, "comment": {"id": "5/../../../users/myself", "content": "x"}}, "ACME-1"),
+        (
+            2,
+            {"key_id": 1, "id": 1, "changes": []},
+            "ACME-1/../OTHER-1",
+        ),  # a stored key the payload does not give
+        (14, {"link": [{"id": 1, "key_id": "2/../../OTHER-2"}]}, ""),
+    ],
+)
+def test_a_stored_event_with_an_identifier_out_of_format_is_ignored_without_a_request(
+    tenant, fake_backlog, type_, content, issue_key
+):
+    # Stored before the receiver checked identifiers (or by a catch-up): checked again here.
+    event = BacklogEvent.objects.create(
+        tenant=tenant,
+        activity_id=77,
+        type=type_,
+        issue_key=issue_key,
+        payload={"id": 77, "type": type_, "project": {"projectKey": "ACME"}, "content": content},
+    )
+
+    with respx.mock(assert_all_called=False) as backlog:
+        anything = backlog.route().respond(200, json={})
+        assert events_drain() == 1
+
+    event.refresh_from_db()
+    assert event.outcome == "ignored" and event.detail.startswith("invalid payload: ")
+    assert not anything.called and not fake_backlog.requests

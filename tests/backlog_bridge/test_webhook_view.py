@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 
 import pytest
+import respx
 
 from backlog_bridge.models import BacklogEvent
+from backlog_bridge.services import events_drain
 from deliveries.models import DeliverySchedule
-from tests.conftest import load_fixture, webhook_url
+from tests.conftest import comment_in_backlog, load_fixture, webhook_url
 from tests.factories import TenantFactory
 
 BODY = "## 配信メタ\n- チャネル: LINE\n- 投稿日時: 2030-01-10 10:00\n- 対象タグ: tag:active\n- テンプレ: announce\n"
@@ -160,10 +162,20 @@ def test_it_answers_200_and_does_nothing_for_an_ignored_type(client, tenant, enq
     ],
 )
 def test_it_routes_each_documented_payload_shape(
-    client, tenant, approved_issues, django_capture_on_commit_callbacks, fixture, issue_key, detail
+    client,
+    tenant,
+    fake_backlog,
+    approved_issues,
+    django_capture_on_commit_callbacks,
+    fixture,
+    issue_key,
+    detail,
 ):
+    payload = load_fixture(f"backlog/{fixture}")
+    if payload["type"] == 3:
+        comment_in_backlog(fake_backlog, "ACME-1", payload)
     with django_capture_on_commit_callbacks(execute=True):
-        response = post(client, webhook_url(tenant), load_fixture(f"backlog/{fixture}"))
+        response = post(client, webhook_url(tenant), payload)
 
     assert response.status_code == 200
     event = BacklogEvent.objects.get()
@@ -203,3 +215,56 @@ def test_it_sees_a_rotated_webhook_token_at_once_in_this_process(client, tenant,
 
     assert post(client, old, load_fixture("backlog/issue_created.json")).status_code == 404
     assert post(client, webhook_url(tenant), load_fixture("backlog/issue_created.json")).status_code == 200
+
+
+def _bad(fixture: str, change) -> dict:
+    payload = load_fixture(f"backlog/{fixture}")
+    change(payload)
+    return payload
+
+
+BAD_IDENTIFIERS = {
+    "key_id path traversal": ("issue_commented.json", lambda p: p["content"].update(key_id="1/../OTHER-1")),
+    "key_id as text": ("issue_updated.json", lambda p: p["content"].update(key_id="1")),
+    "key_id zero": ("issue_updated.json", lambda p: p["content"].update(key_id=0)),
+    "key_id negative": ("issue_created.json", lambda p: p["content"].update(key_id=-3)),
+    "key_id boolean": ("issue_deleted.json", lambda p: p["content"].update(key_id=True)),
+    "key_id too long": ("issue_updated.json", lambda p: p["content"].update(key_id=10**70)),
+    "key_id missing": ("issue_updated.json", lambda p: p["content"].pop("key_id")),
+    "issue id as text": ("issue_updated.json", lambda p: p["content"].update(id="../10001")),
+    "comment id traversal": (
+        "issue_commented.json",
+        lambda p: p["content"]["comment"].update(id="201/../../../users/myself"),
+    ),
+    "comment id missing": ("issue_commented.json", lambda p: p["content"].pop("comment")),
+    "bulk link key_id": ("issue_multi_updated.json", lambda p: p["content"]["link"][0].update(key_id="2?x=")),
+    "bulk link not a list": ("issue_multi_updated.json", lambda p: p["content"].update(link="ACME-2")),
+    "activity id too large": ("issue_updated.json", lambda p: p.update(id=2**63)),
+    "type out of range": ("issue_updated.json", lambda p: p.update(type=70000)),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_IDENTIFIERS))
+def test_it_answers_400_for_an_identifier_out_of_format_and_calls_no_one(
+    client, tenant, fake_backlog, django_capture_on_commit_callbacks, case
+):
+    payload = _bad(*BAD_IDENTIFIERS[case])
+
+    with respx.mock(assert_all_called=False) as backlog, django_capture_on_commit_callbacks(execute=True):
+        anything = backlog.route().respond(200, json={})
+        response = post(client, webhook_url(tenant), payload)
+        events_drain()
+
+    assert response.status_code == 400
+    assert response.json()["error"]
+    assert not anything.called and not fake_backlog.requests
+    assert not BacklogEvent.objects.exists()
+
+
+def test_it_says_which_identifier_is_wrong(client, tenant):
+    payload = _bad("issue_commented.json", lambda p: p["content"].update(key_id="1/../OTHER-1"))
+
+    response = post(client, webhook_url(tenant), payload)
+
+    assert response.status_code == 400
+    assert response.json() == {"error": "`content.key_id` must be a positive integer, not '1/../OTHER-1'"}

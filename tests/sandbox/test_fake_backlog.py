@@ -349,6 +349,22 @@ def test_it_adds_a_comment_as_the_bot(fake: FakeBacklog, api: httpx.Client) -> N
     )
 
 
+def test_it_serves_one_comment_by_id_only_on_its_own_issue(fake: FakeBacklog, api: httpx.Client) -> None:
+    fake.create_issue("DEMO", summary="告知")
+    fake.create_issue("DEMO", summary="別件")
+    comment = fake.add_comment("DEMO-1", "/automedia status", user=HUMAN)
+
+    found = api.get(f"/issues/DEMO-1/comments/{comment['id']}")
+    elsewhere = api.get(f"/issues/DEMO-2/comments/{comment['id']}")
+    missing = api.get("/issues/DEMO-1/comments/999999")
+
+    assert found.status_code == 200
+    assert (found.json()["content"], found.json()["createdUser"]) == ("/automedia status", HUMAN)
+    assert found.json() == comment
+    assert (elsewhere.status_code, missing.status_code) == (404, 404)
+    assert missing.json()["errors"][0]["code"] == 6
+
+
 def test_it_creates_an_issue_through_the_api(fake: FakeBacklog, api: httpx.Client) -> None:
     issue_type = api.get("/projects/DEMO/issueTypes").json()[0]["id"]
 

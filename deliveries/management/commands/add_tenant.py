@@ -27,7 +27,10 @@ class Command(BaseCommand):
         parser.add_argument("--backlog-project", help="Backlog project key, e.g. TTRTAGSPIN")
         parser.add_argument("--line-channel-token")
         parser.add_argument("--line-channel-secret")
-        parser.add_argument("--operators", help="comma-separated Backlog user ids / userIds / names")
+        parser.add_argument(
+            "--operators",
+            help="comma-separated Backlog numeric user ids and/or userIds (display names do not match)",
+        )
         parser.add_argument("--quiet-hours-file", type=Path, help="project.yml with a quiet_hours block")
         parser.add_argument("--publish-time-policy", choices=Tenant.PublishTimePolicy.values)
         parser.add_argument("--rotate-webhook-token", action="store_true")
