@@ -34,8 +34,8 @@ MAX_RATE_LIMIT_WAIT = 10.0  # seconds; a longer wait is left to the caller's ret
 # keys are upper-case letters, digits and `_`
 # (https://developer.nulab.com/docs/backlog/api/2/add-project); an issue key is the
 # project key, `-` and the issue's number (`ACME-123`); ids are positive integers.
-PROJECT_KEY = re.compile(r"[A-Z][A-Z0-9_]*")
-ISSUE_KEY = re.compile(r"[A-Z][A-Z0-9_]*-[1-9][0-9]*")
+PROJECT_KEY = re.compile(r"[A-Z0-9_]+")
+ISSUE_KEY = re.compile(r"[A-Z0-9_]+-[1-9][0-9]*")
 MAX_ID = 2**63 - 1  # ids are stored as BIGINT
 
 
