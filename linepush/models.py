@@ -496,7 +496,7 @@ _RE2_OPTIONS.log_errors = False  # RE2 would print every refused pattern to stde
 
 
 @lru_cache(maxsize=512)
-def survey_regex(pattern: str):
+def survey_regex(pattern: str) -> re2._Regexp:
     """The compiled RE2 program of a survey pattern; raises re2.error (not cached) if RE2 refuses it."""
     return re2.compile(pattern, _RE2_OPTIONS)
 
