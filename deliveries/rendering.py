@@ -5,11 +5,12 @@ A template is a JSON array of 1–5 LINE message objects whose strings may hold
 添付). Templates come from a folder of NAME.json files (the seed's theme repo); each
 distinct content is one immutable `MessageTemplate` row whose `rev` is a hash of it.
 
-Limits are those of LINE's message objects (https://developers.line.biz/en/reference/messaging-api/,
-line/line-openapi messaging-api.yml): 1–5 messages per request, text ≤ 5,000 characters
-(https://developers.line.biz/ja/news/2020/05/12/messaging-api-update-may-2020/), media URLs
-https and ≤ 2,000 characters, flex altText ≤ 1,500 characters (UNCONFIRMED, used for every
-altText). Every problem message is Japanese: it is posted to the Backlog issue.
+Limits are LINE's message object limits (https://developers.line.biz/en/reference/messaging-api/#message-objects):
+1–5 messages per request, text ≤ 5,000 characters, media URLs https and ≤ 2,000
+characters, flex and template altText ≤ 1,500 characters, a flex bubble ≤ 30 KB and a
+flex carousel ≤ 50 KB of JSON with ≤ 12 bubbles, and the template text, title, action
+and column counts of #template-messages. Every problem message is Japanese: it is
+posted to the Backlog issue or answered to the API caller.
 """
 
 from __future__ import annotations
@@ -34,6 +35,30 @@ MAX_MESSAGES = 5
 TEXT_MAX = 5000
 URL_MAX = 2000
 ALT_TEXT_MAX = 1500
+# https://developers.line.biz/en/reference/messaging-api/#bubble and #f-carousel: "The maximum
+# size of JSON data that defines a bubble is 30 KB" / "a carousel is 50 KB", max 12 bubbles.
+# LINE does not say how it counts a KB nor which serialization it measures: we count the
+# bytes of the compact UTF-8 JSON that httpx sends, and a KB as 1,000 bytes, the stricter
+# reading, so that a payload accepted here is not refused by LINE at send time.
+FLEX_BUBBLE_MAX_BYTES = 30_000
+FLEX_CAROUSEL_MAX_BYTES = 50_000
+FLEX_CAROUSEL_MAX_BUBBLES = 12
+# The whole push body (UNCONFIRMED verbatim: LINE's status-code table as copied by third
+# parties, https://developers.line.biz/en/reference/messaging-api/#status-codes, "413 ...
+# exceeds 2 MB"): the messages plus room for `to` and `notificationDisabled`.
+REQUEST_MAX_BYTES = 2_000_000
+REQUEST_ENVELOPE_BYTES = 200
+# https://developers.line.biz/en/reference/messaging-api/#template-messages
+TEMPLATE_TITLE_MAX = 40
+TEMPLATE_BUTTONS_TEXT_MAX = 160
+TEMPLATE_BUTTONS_TEXT_WITH_HEADER_MAX = 60  # with an image or a title
+TEMPLATE_BUTTONS_ACTIONS_MAX = 4
+TEMPLATE_CONFIRM_TEXT_MAX = 240
+TEMPLATE_CONFIRM_ACTIONS_MAX = 2
+TEMPLATE_COLUMNS_MAX = 10
+TEMPLATE_COLUMN_TEXT_MAX = 120
+TEMPLATE_COLUMN_TEXT_WITH_HEADER_MAX = 60
+TEMPLATE_COLUMN_ACTIONS_MAX = 3
 MESSAGE_TYPES = (
     "text",
     "textV2",
@@ -244,7 +269,18 @@ def validate_line_messages(messages: object) -> list[str]:
         )
     for number, message in enumerate(messages, 1):
         problems += [f"{number} 件目のメッセージ: {problem}" for problem in _message_problems(message)]
+    size = _json_size(messages)
+    if size > REQUEST_MAX_BYTES - REQUEST_ENVELOPE_BYTES:
+        problems.append(
+            f"メッセージ全体が {size:,} バイトあります（LINE の 1 回の送信の上限は"
+            f" {REQUEST_MAX_BYTES - REQUEST_ENVELOPE_BYTES:,} バイト）。"
+        )
     return problems
+
+
+def _json_size(value: object) -> int:
+    """Bytes of `value` as httpx puts it on the wire (compact, UTF-8, not ASCII-escaped)."""
+    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
 
 
 def _message_problems(message: object) -> list[str]:
@@ -263,8 +299,9 @@ def _text(message: dict) -> list[str]:
     text = message.get("text")
     if not isinstance(text, str) or not text.strip():
         return ["text がないか空です。"]
-    # Counted in UTF-16 units (third-party: 8x8 docs, UNCONFIRMED); the stricter count is the safe one.
-    length = len(text.encode("utf-16-le")) // 2
+    # Counted in UTF-16 units (third-party: 8x8 docs, UNCONFIRMED by LINE); the stricter count
+    # is the safe one.
+    length = _utf16_length(text)
     if length > TEXT_MAX:
         return [f"text が {length:,} 文字あります（LINE の上限は {TEXT_MAX:,} 文字）。"]
     return []
@@ -295,6 +332,127 @@ def _alt_text(message: dict) -> list[str]:
     return []
 
 
+def _utf16_length(text: str) -> int:
+    return len(text.encode("utf-16-le")) // 2
+
+
+def _flex(message: dict) -> list[str]:
+    if message.get("contents") in (None, ""):
+        return _alt_text(message) + ["contents がありません。"]
+    return _alt_text(message) + _flex_container(message["contents"])
+
+
+def _flex_container(contents: object) -> list[str]:
+    kind = contents.get("type") if isinstance(contents, dict) else None
+    if kind == "bubble":
+        return _size_problems("contents（bubble）", contents, FLEX_BUBBLE_MAX_BYTES)
+    if kind != "carousel":
+        return ["contents は type が bubble か carousel のオブジェクトである必要があります。"]
+    bubbles = contents.get("contents")
+    if not isinstance(bubbles, list) or not bubbles:
+        return ["carousel の contents（bubble の配列）がありません。"]
+    if len(bubbles) > FLEX_CAROUSEL_MAX_BUBBLES:
+        return [
+            f"carousel に bubble が {len(bubbles)} 個あります（LINE の上限は {FLEX_CAROUSEL_MAX_BUBBLES} 個）。"
+        ]
+    return _size_problems("contents（carousel）", contents, FLEX_CAROUSEL_MAX_BYTES)
+
+
+def _size_problems(what: str, value: object, limit: int) -> list[str]:
+    size = _json_size(value)
+    if size > limit:
+        return [
+            f"{what}の JSON が {size:,} バイトあります（LINE の上限は {limit // 1000} KB = {limit:,} バイト）。"
+        ]
+    return []
+
+
+def _template(message: dict) -> list[str]:
+    template = message.get("template")
+    if template in (None, ""):
+        return _alt_text(message) + ["template がありません。"]
+    kind = template.get("type") if isinstance(template, dict) else None
+    check = _TEMPLATE_CHECKS.get(kind) if isinstance(kind, str) else None
+    if check is None:
+        return _alt_text(message) + [
+            f"template の type は {'、'.join(_TEMPLATE_CHECKS)} のどれかである必要があります。"
+        ]
+    return _alt_text(message) + [f"template（{kind}）: {problem}" for problem in check(template)]
+
+
+def _buttons(template: dict) -> list[str]:
+    with_header = bool(template.get("thumbnailImageUrl") or template.get("title"))
+    text_max = TEMPLATE_BUTTONS_TEXT_WITH_HEADER_MAX if with_header else TEMPLATE_BUTTONS_TEXT_MAX
+    return (
+        _optional_url(template, "thumbnailImageUrl")
+        + _length(template, "title", TEMPLATE_TITLE_MAX)
+        + _length(template, "text", text_max, required=True)
+        + _count(template, "actions", TEMPLATE_BUTTONS_ACTIONS_MAX)
+    )
+
+
+def _confirm(template: dict) -> list[str]:
+    return _length(template, "text", TEMPLATE_CONFIRM_TEXT_MAX, required=True) + _count(
+        template, "actions", TEMPLATE_CONFIRM_ACTIONS_MAX
+    )
+
+
+def _columns(template: dict, column_problems: Callable[[dict], list[str]]) -> list[str]:
+    columns = template.get("columns")
+    if not isinstance(columns, list) or not columns:
+        return ["columns（列の配列）がありません。"]
+    if len(columns) > TEMPLATE_COLUMNS_MAX:
+        return [f"columns が {len(columns)} 列あります（LINE の上限は {TEMPLATE_COLUMNS_MAX} 列）。"]
+    problems = []
+    for number, column in enumerate(columns, 1):
+        found = (
+            column_problems(column) if isinstance(column, dict) else ["オブジェクト（{...}）ではありません。"]
+        )
+        problems += [f"{number} 列目: {problem}" for problem in found]
+    return problems
+
+
+def _carousel_column(column: dict) -> list[str]:
+    with_header = bool(column.get("thumbnailImageUrl") or column.get("title"))
+    text_max = TEMPLATE_COLUMN_TEXT_WITH_HEADER_MAX if with_header else TEMPLATE_COLUMN_TEXT_MAX
+    return (
+        _optional_url(column, "thumbnailImageUrl")
+        + _length(column, "title", TEMPLATE_TITLE_MAX)
+        + _length(column, "text", text_max, required=True)
+        + _count(column, "actions", TEMPLATE_COLUMN_ACTIONS_MAX)
+    )
+
+
+def _image_column(column: dict) -> list[str]:
+    return _url(column, "imageUrl") + _required(column, "action")
+
+
+def _optional_url(obj: dict, key: str) -> list[str]:
+    return _url(obj, key) if obj.get(key) not in (None, "") else []
+
+
+def _length(obj: dict, key: str, limit: int, *, required: bool = False) -> list[str]:
+    value = obj.get(key)
+    if value in (None, ""):
+        return [f"{key} がありません。"] if required else []
+    if not isinstance(value, str):
+        return [f"{key} は文字列である必要があります。"]
+    if (length := _utf16_length(value)) > limit:
+        return [f"{key} が {length:,} 文字あります（LINE の上限は {limit:,} 文字）。"]
+    return []
+
+
+def _count(obj: dict, key: str, limit: int) -> list[str]:
+    value = obj.get(key)
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        return [f"{key} は配列である必要があります。"]
+    if len(value) > limit:
+        return [f"{key} が {len(value)} 個あります（LINE の上限は {limit} 個）。"]
+    return []
+
+
 def _media(message: dict) -> list[str]:
     return _url(message, "originalContentUrl") + _url(message, "previewImageUrl")
 
@@ -302,6 +460,13 @@ def _media(message: dict) -> list[str]:
 def _audio(message: dict) -> list[str]:
     return _url(message, "originalContentUrl") + _required(message, "duration")
 
+
+_TEMPLATE_CHECKS: dict[str, Callable[[dict], list[str]]] = {
+    "buttons": _buttons,
+    "confirm": _confirm,
+    "carousel": lambda t: _columns(t, _carousel_column),
+    "image_carousel": lambda t: _columns(t, _image_column),
+}
 
 _CHECKS: dict[str, Callable[[dict], list[str]]] = {
     "text": _text,
@@ -311,8 +476,8 @@ _CHECKS: dict[str, Callable[[dict], list[str]]] = {
     "audio": _audio,
     "sticker": lambda m: _required(m, "packageId", "stickerId"),
     "location": lambda m: _required(m, "title", "address", "latitude", "longitude"),
-    "flex": lambda m: _alt_text(m) + _required(m, "contents"),
-    "template": lambda m: _alt_text(m) + _required(m, "template"),
+    "flex": _flex,
+    "template": _template,
     "imagemap": lambda m: _alt_text(m) + _url(m, "baseUrl") + _required(m, "baseSize", "actions"),
     "coupon": lambda m: _required(m, "couponId"),
 }

@@ -241,7 +241,31 @@ class LineWebhookEventAdmin(TenantScopedAdmin):
     )
 
 
+class LineSurveyRuleForm(forms.ModelForm):
+    class Meta:
+        model = LineSurveyRule
+        fields = (
+            "tenant",
+            "name",
+            "match",
+            "pattern",
+            "add_tags",
+            "remove_tags",
+            "next_delivery",
+            "priority",
+            "is_active",
+        )
+        # In the form, not on the model field: a help text there would need a migration.
+        help_texts = {
+            "pattern": _(
+                "正規表現は RE2 の構文です（後方参照や先読み・後読みは使えません）。"
+                "\\d と \\w は半角英数字だけに一致します。全角数字も含めるなら \\p{Nd} と書いてください。"
+            )
+        }
+
+
 @admin.register(LineSurveyRule)
 class LineSurveyRuleAdmin(TenantScopedAdmin):
+    form = LineSurveyRuleForm
     list_display = ("name", "tenant", "match", "pattern", "next_delivery", "priority", "is_active")
     list_filter = ("tenant", "is_active")

@@ -3,7 +3,8 @@
 Authentication: `Authorization: Bearer <token>` with a per-tenant token
 (`manage.py linepush_token SLUG`); only its SHA-256 is stored. The body is the item's
 fields; 201 = created, 200 = an item with this dedupe_key already exists (returned
-as it is), 400 = the reasons, 401 = no or a bad token.
+as it is), 400 = the reasons, 401 = no or a bad token, 413 = a body over
+DATA_UPLOAD_MAX_MEMORY_SIZE (Django's 2.5 MB by default, above LINE's own 2 MB per push).
 """
 
 from __future__ import annotations
@@ -11,12 +12,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from django.utils import timezone
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers, status
 from rest_framework.authentication import BaseAuthentication, get_authorization_header
-from rest_framework.exceptions import AuthenticationFailed
+from rest_framework.exceptions import AuthenticationFailed, ParseError
+from rest_framework.parsers import JSONParser
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -66,6 +70,16 @@ class LineApiTokenScheme(OpenApiAuthenticationExtension):
 
     def get_security_definition(self, auto_schema):
         return {"type": "http", "scheme": "bearer", "description": "テナントごとの API トークン"}
+
+
+class BoundedJSONParser(JSONParser):
+    """JSON nested deeper than Python's json can follow (`[[[[…`) is a 400, not a RecursionError (500)."""
+
+    def parse(self, stream, media_type=None, parser_context=None):
+        try:
+            return super().parse(stream, media_type, parser_context)
+        except RecursionError:
+            raise ParseError("JSON の入れ子が深すぎます。") from None
 
 
 class PushItemIn(serializers.Serializer):
@@ -119,6 +133,18 @@ class PushItemOut(serializers.ModelSerializer):
 class PushItemCreateView(APIView):
     authentication_classes = [LineApiTokenAuthentication]
     permission_classes = [IsAuthenticated]
+    parser_classes = [BoundedJSONParser]
+
+    def handle_exception(self, exc):
+        # Django refuses to read a body over DATA_UPLOAD_MAX_MEMORY_SIZE; left alone that is
+        # an HTML 400 page and a logged traceback, not an answer the caller can act on.
+        if isinstance(exc, RequestDataTooBig):
+            limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+            return Response(
+                {"detail": f"リクエストの本文が大きすぎます（上限 {limit:,} バイト）。"},
+                status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
+            )
+        return super().handle_exception(exc)
 
     @extend_schema(
         operation_id="linepush_items_create",
@@ -129,6 +155,7 @@ class PushItemCreateView(APIView):
             200: OpenApiResponse(PushItemOut, description="同じ dedupe_key の投稿が既にある（何もしない）"),
             400: OpenApiResponse(description="入力の問題（項目ごとの理由）"),
             401: OpenApiResponse(description="API トークンがない、または無効"),
+            413: OpenApiResponse(description="リクエストの本文が大きすぎる"),
             409: OpenApiResponse(description="dedupe_key が別のテナントで使われている"),
         },
     )

@@ -10,11 +10,13 @@ every group and tenant is rate limited, and a dedupe key makes every post happen
 from __future__ import annotations
 
 import hashlib
-import re
+import logging
 import secrets
 from datetime import datetime, timedelta
+from functools import lru_cache
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+import re2
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
@@ -25,6 +27,7 @@ from automedia_site.i18n import japanese
 from deliveries.models import Tenant
 
 API_TOKEN_PREFIX = "lp_"
+logger = logging.getLogger(__name__)
 
 
 class Trigger(models.TextChoices):
@@ -457,10 +460,16 @@ class LineSurveyRule(models.Model):
     def clean(self) -> None:
         if self.match == self.Match.REGEX:
             try:
-                re.compile(self.pattern)
-            except re.error as exc:
+                survey_regex(self.pattern)
+            except re2.error as exc:
                 raise ValidationError(
-                    {"pattern": gettext("正規表現として読めません: %(error)s") % {"error": exc}}
+                    {
+                        "pattern": gettext(
+                            "正規表現として使えません（RE2 の構文で書いてください。後方参照 \\1 や"
+                            "先読み・後読み (?=…) (?!…) (?<=…) (?<!…) は使えません）: %(error)s"
+                        )
+                        % {"error": re2_reason(exc)}
+                    }
                 ) from exc
         for name in ("add_tags", "remove_tags"):
             value = getattr(self, name)
@@ -473,7 +482,34 @@ class LineSurveyRule(models.Model):
             return text == self.pattern.strip()
         if self.match == self.Match.REGEX:
             try:
-                return re.search(self.pattern, text) is not None
-            except re.error:
+                return survey_regex(self.pattern).search(text) is not None
+            except re2.error as exc:
+                # Stored before patterns were checked with RE2 (or written to the table directly):
+                # this rule never matches, the other rules still run.
+                logger.warning(
+                    "survey rule %s (tenant %s) skipped: its pattern is not RE2: %s",
+                    self.pk,
+                    self.tenant_id,
+                    re2_reason(exc),
+                )
                 return False
         return self.pattern in text
+
+
+# Managers write these patterns and they run on any text a LINE user sends, in the
+# shared workers. RE2 matches in time linear in the text whatever the pattern (no
+# backtracking: https://github.com/google/re2/wiki/WhyRE2), at the price of backreferences
+# and lookarounds, which it refuses to compile (https://github.com/google/re2/wiki/Syntax).
+_RE2_OPTIONS = re2.Options()
+_RE2_OPTIONS.log_errors = False  # RE2 would print every refused pattern to stderr itself
+
+
+@lru_cache(maxsize=512)
+def survey_regex(pattern: str) -> re2._Regexp:
+    """The compiled RE2 program of a survey pattern; raises re2.error (not cached) if RE2 refuses it."""
+    return re2.compile(pattern, _RE2_OPTIONS)
+
+
+def re2_reason(exc: Exception) -> str:
+    reason = exc.args[0] if exc.args else exc
+    return reason.decode("utf-8", "replace") if isinstance(reason, bytes) else str(reason)
