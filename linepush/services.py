@@ -41,10 +41,6 @@ class PushInvalid(ValueError):
         super().__init__("\n".join(problems))
 
 
-class DedupeKeyTaken(Exception):
-    """The dedupe key belongs to another tenant's item."""
-
-
 # -- settings -------------------------------------------------------------------------
 
 
@@ -101,7 +97,10 @@ def push_enqueue(
     source_id: str = "",
     scheduled_at: datetime | None = None,
 ) -> tuple[LinePushItem, bool]:
-    """Queue one post; an existing dedupe_key is a no-op returning that item (created=False).
+    """Queue one post; the tenant's existing dedupe_key is a no-op returning that item (created=False).
+
+    Dedupe keys are the tenant's own: another tenant's item with the same key is neither
+    found nor in the way (issue 13 §1).
 
     The group's opt-in is checked now (an opted-out group ends `skipped` with the reason,
     so the refusal is visible) and again when the item is sent.
@@ -109,9 +108,9 @@ def push_enqueue(
     push_validate(
         trigger_type=trigger_type, ext_group_id=ext_group_id, payload=payload, dedupe_key=dedupe_key
     )
-    existing = LinePushItem.objects.filter(dedupe_key=dedupe_key).first()
+    existing = LinePushItem.objects.filter(tenant=tenant, dedupe_key=dedupe_key).first()
     if existing is not None:
-        return _same_tenant(existing, tenant), False
+        return existing, False
     item = LinePushItem(
         tenant=tenant,
         ext_group_id=ext_group_id,
@@ -127,14 +126,8 @@ def push_enqueue(
         with transaction.atomic():
             item.save(force_insert=True)
     except IntegrityError:  # a concurrent enqueue of the same key won
-        return _same_tenant(LinePushItem.objects.get(dedupe_key=dedupe_key), tenant), False
+        return LinePushItem.objects.get(tenant=tenant, dedupe_key=dedupe_key), False
     return item, True
-
-
-def _same_tenant(item: LinePushItem, tenant: Tenant) -> LinePushItem:
-    if item.tenant_id != tenant.pk:
-        raise DedupeKeyTaken(item.dedupe_key)
-    return item
 
 
 def _initial_status(item: LinePushItem) -> None:
@@ -173,7 +166,7 @@ def push_reject(*, item: LinePushItem, user: AbstractBaseUser) -> bool:
 def push_retry(*, item: LinePushItem) -> bool:
     """A person sends a failed item again: back to the queue as a fresh try; False unless failed.
 
-    The retry key (from the dedupe key) is unchanged, so LINE still answers 409 for a
+    The item's stored retry key is unchanged, so LINE still answers 409 for a
     post it accepted in the last 24 h; the 23-hour guard restarts from this try.
     """
     return (
