@@ -379,6 +379,36 @@ class LinePushAttempt(models.Model):
         return f"{self.item_id} {self.outcome} {self.status_code or ''}"
 
 
+class LinePushProblem(models.Model):
+    """A post a producer could not queue, kept with its source until a later run queues it.
+
+    Producers go on with the other posts (issue 13 §1); this row is how a manager sees
+    that one of them was not queued, and why.
+    """
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="line_push_problems")
+    trigger_type = models.CharField(_("トリガー"), max_length=32, choices=Trigger.choices)
+    source_table = models.CharField(_("発生元テーブル"), max_length=64)
+    source_id = models.CharField(_("発生元ID"), max_length=128)
+    error = models.TextField(_("エラー"))
+    occurrences = models.PositiveIntegerField(_("発生回数"), default=1)
+    first_seen_at = models.DateTimeField(_("初回発生日時"), auto_now_add=True)
+    last_seen_at = models.DateTimeField(_("最終発生日時"))
+
+    class Meta:
+        verbose_name = pgettext_lazy("model", "LINE 投稿の作成エラー")
+        verbose_name_plural = pgettext_lazy("models", "LINE 投稿の作成エラー")
+        ordering = ["-last_seen_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["tenant", "trigger_type", "source_table", "source_id"], name="uniq_line_push_problem"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.trigger_type} {self.source_table}:{self.source_id}"
+
+
 def api_token_hash(token: str) -> str:
     # The token is 256 random bits: a plain SHA-256 is enough (no password stretching needed).
     return hashlib.sha256(token.encode()).hexdigest()

@@ -13,6 +13,7 @@ from datetime import datetime
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.mail import mail_admins
 from django.db import IntegrityError, transaction
+from django.db.models import F
 from django.utils import timezone
 
 from deliveries.channels.base import TransportError
@@ -22,6 +23,7 @@ from deliveries.rendering import validate_line_messages
 from linepush.models import (
     LineMonthlyUsage,
     LinePushItem,
+    LinePushProblem,
     LinePushSettings,
     LineSource,
     LineTriggerPolicy,
@@ -137,6 +139,48 @@ def _initial_status(item: LinePushItem) -> None:
         item.status, item.last_error = LinePushItem.Status.SKIPPED, refusal
     elif LineTriggerPolicy.approval_required(item.tenant, item.trigger_type):
         item.status = LinePushItem.Status.WAITING_APPROVAL
+
+
+# -- problems of producers ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PushSource:
+    """What a producer makes a post from: a content task, a LINE group."""
+
+    tenant: Tenant
+    trigger_type: str
+    source_table: str
+    source_id: str
+
+    def __str__(self) -> str:
+        return f"{self.tenant.slug} {self.trigger_type} {self.source_table}:{self.source_id}"
+
+    def key(self) -> dict:
+        return {
+            "tenant": self.tenant,
+            "trigger_type": self.trigger_type,
+            "source_table": self.source_table,
+            "source_id": self.source_id,
+        }
+
+
+def push_problem_record(*, source: PushSource, error: str) -> None:
+    """Keep why a post of `source` could not be queued, for its tenant's managers to see."""
+    now = timezone.now()
+    rows = LinePushProblem.objects.filter(**source.key())
+    if rows.update(error=error, last_seen_at=now, occurrences=F("occurrences") + 1):
+        return
+    try:
+        with transaction.atomic():
+            LinePushProblem.objects.create(**source.key(), error=error, last_seen_at=now)
+    except IntegrityError:  # a concurrent run recorded it first
+        rows.update(error=error, last_seen_at=now, occurrences=F("occurrences") + 1)
+
+
+def push_problem_clear(*, source: PushSource) -> None:
+    """The source's post was queued after all: its problem is solved."""
+    LinePushProblem.objects.filter(**source.key()).delete()
 
 
 # -- approval ---------------------------------------------------------------------------
