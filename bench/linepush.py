@@ -39,6 +39,7 @@ TARGET_PER_S = 500.0
 
 SEED = """
 import json
+import uuid
 from datetime import timedelta
 from django.utils import timezone
 from deliveries.models import Tenant
@@ -55,7 +56,7 @@ later = timezone.now() + timedelta(days=1)
 LinePushItem.objects.bulk_create([
     LinePushItem(tenant=tenant, ext_group_id=groups[i % len(groups)], trigger_type="task_approved",
                  payload=[{{"type": "text", "text": f"タスクを承りました #{{i}}"}}], dedupe_key=f"bench:{{i}}",
-                 source_table="bench", source_id=str(i), scheduled_at=later, status="pending")
+                 retry_key=str(uuid.uuid4()), source_table="bench", source_id=str(i), scheduled_at=later, status="pending")
     for i in range({items})
 ], batch_size=1000)
 print(LinePushItem.objects.count())
@@ -65,7 +66,7 @@ RELEASE = """
 from django.utils import timezone
 from linepush.models import LinePushItem
 now = timezone.now()
-LinePushItem.objects.filter(dedupe_key__startswith="bench:").update(scheduled_at=now)
+LinePushItem.objects.filter(tenant__slug="bench", dedupe_key__startswith="bench:").update(scheduled_at=now)
 print(now.timestamp())
 """
 
@@ -73,7 +74,7 @@ STATUS = """
 import json
 from django.db.models import Count
 from linepush.models import LinePushAttempt, LinePushItem
-items = LinePushItem.objects.filter(dedupe_key__startswith="{prefix}")
+items = LinePushItem.objects.filter(tenant__slug="bench", dedupe_key__startswith="{prefix}")
 print(json.dumps({{
     "status": {{r["status"]: r["n"] for r in items.values("status").annotate(n=Count("id"))}},
     "attempts": {{r["outcome"]: r["n"] for r in LinePushAttempt.objects.filter(item__in=items).values("outcome").annotate(n=Count("id"))}},

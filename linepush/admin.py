@@ -19,6 +19,7 @@ from linepush.models import (
     LinePlan,
     LinePushAttempt,
     LinePushItem,
+    LinePushProblem,
     LinePushSettings,
     LineSource,
     LineSurveyRule,
@@ -210,6 +211,33 @@ class LineMonthlyUsageAdmin(TenantScopedAdmin):
 class LineTriggerPolicyAdmin(TenantScopedAdmin):
     list_display = ("tenant", "trigger_type", "requires_approval")
     list_filter = ("tenant",)
+
+
+@admin.register(LinePushProblem)
+class LinePushProblemAdmin(TenantScopedAdmin):
+    """Posts a producer could not queue (the others went on); a row goes away once queued."""
+
+    list_display = (
+        "last_seen_at",
+        "tenant",
+        "trigger_type",
+        "source_table",
+        "source_id",
+        "error",
+        "occurrences",
+    )
+    list_filter = ("trigger_type", "tenant")
+    search_fields = ("source_id",)
+    readonly_fields = [f.name for f in LinePushProblem._meta.fields]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return request.user.is_superuser  # e.g. the problem of a task deleted since
 
 
 @admin.register(LineApiToken)

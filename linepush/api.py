@@ -2,9 +2,12 @@
 
 Authentication: `Authorization: Bearer <token>` with a per-tenant token
 (`manage.py linepush_token SLUG`); only its SHA-256 is stored. The body is the item's
-fields; 201 = created, 200 = an item with this dedupe_key already exists (returned
-as it is), 400 = the reasons, 401 = no or a bad token, 413 = a body over
-DATA_UPLOAD_MAX_MEMORY_SIZE (Django's 2.5 MB by default, above LINE's own 2 MB per push).
+fields; 201 = created, 200 = an item of this tenant with this dedupe_key already exists
+(returned as it is), 400 = the reasons, 401 = no or a bad token, 413 = a body over
+DATA_UPLOAD_MAX_MEMORY_SIZE (Django's 2.5 MB by default, above LINE's own 2 MB per
+push). Dedupe keys are per tenant: another tenant's item with the same key is invisible
+here (the answer is 201, as for a new key), so the API never tells whether a key exists
+elsewhere.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from rest_framework.views import APIView
 from deliveries.models import Tenant
 from deliveries.rendering import validate_line_messages
 from linepush.models import LineApiToken, LinePushItem, Trigger, api_token_hash
-from linepush.services import DedupeKeyTaken, PushInvalid, push_enqueue
+from linepush.services import PushInvalid, push_enqueue
 
 GROUP_ID = re.compile(r"[CR][0-9A-Za-z_\-]{1,63}")
 
@@ -152,11 +155,12 @@ class PushItemCreateView(APIView):
         request=PushItemIn,
         responses={
             201: PushItemOut,
-            200: OpenApiResponse(PushItemOut, description="同じ dedupe_key の投稿が既にある（何もしない）"),
+            200: OpenApiResponse(
+                PushItemOut, description="このテナントに同じ dedupe_key の投稿が既にある（何もしない）"
+            ),
             400: OpenApiResponse(description="入力の問題（項目ごとの理由）"),
             401: OpenApiResponse(description="API トークンがない、または無効"),
             413: OpenApiResponse(description="リクエストの本文が大きすぎる"),
-            409: OpenApiResponse(description="dedupe_key が別のテナントで使われている"),
         },
     )
     def post(self, request) -> Response:
@@ -166,10 +170,6 @@ class PushItemCreateView(APIView):
             item, created = push_enqueue(tenant=request.user.tenant, **data.validated_data)
         except PushInvalid as exc:
             return Response({"non_field_errors": exc.problems}, status=status.HTTP_400_BAD_REQUEST)
-        except DedupeKeyTaken:
-            return Response(
-                {"dedupe_key": ["この dedupe_key は使用できません。"]}, status=status.HTTP_409_CONFLICT
-            )
         return Response(
             PushItemOut(item).data, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK
         )

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import secrets
+import uuid
 from datetime import datetime, timedelta
 from functools import lru_cache
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -28,6 +29,7 @@ from deliveries.models import Tenant
 
 API_TOKEN_PREFIX = "lp_"
 logger = logging.getLogger(__name__)
+RETRY_KEY_NAMESPACE = uuid.UUID("0b7f4c3e-8a51-4d6e-b2f9-51c3a8e0d7a4")
 
 
 class Trigger(models.TextChoices):
@@ -278,7 +280,12 @@ class LinePushItem(models.Model):
     payload = models.JSONField(_("メッセージ"), help_text=_("LINE メッセージオブジェクトの配列（1〜5 件）"))
     source_table = models.CharField(_("発生元テーブル"), max_length=64, blank=True)
     source_id = models.CharField(_("発生元ID"), max_length=128, blank=True)
-    dedupe_key = models.CharField(_("重複排除キー"), max_length=255, unique=True)
+    # Unique per tenant (Meta): a key is a tenant's own name for a post, never a claim on
+    # another tenant's (issue 13 §1).
+    dedupe_key = models.CharField(_("重複排除キー"), max_length=255)
+    # The `X-Line-Retry-Key` of every attempt, fixed when the item is created: a later change
+    # of how keys are derived never changes the key of a post LINE may already have accepted.
+    retry_key = models.CharField(_("再送キー"), max_length=36, blank=True, editable=False)
     scheduled_at = models.DateTimeField(_("送信予定"))
     status = models.CharField(_("状態"), max_length=20, choices=Status.choices, default=Status.PENDING)
     attempt_count = models.PositiveSmallIntegerField(_("試行回数"), default=0)
@@ -316,6 +323,9 @@ class LinePushItem(models.Model):
         verbose_name = pgettext_lazy("model", "LINE 投稿")
         verbose_name_plural = pgettext_lazy("models", "LINE 投稿")
         ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "dedupe_key"], name="uniq_line_push_dedupe_key")
+        ]
         indexes = [
             models.Index(fields=["status", "scheduled_at"], name="line_push_status_sched_idx"),
             models.Index(fields=["tenant", "ext_group_id", "reserved_at"], name="line_push_window_idx"),
@@ -323,6 +333,20 @@ class LinePushItem(models.Model):
 
     def __str__(self) -> str:
         return self.dedupe_key
+
+    def save(self, *args, **kwargs) -> None:
+        if not self.retry_key:
+            self.retry_key = self.derived_retry_key()
+        super().save(*args, **kwargs)
+
+    def derived_retry_key(self) -> str:
+        """A UUID from tenant and dedupe key: two tenants' equal keys never share one.
+
+        LINE accepts a request with a given retry key once in 24 h
+        (https://developers.line.biz/en/docs/messaging-api/retrying-api-request/), and tenants
+        may post through the same channel.
+        """
+        return str(uuid.uuid5(RETRY_KEY_NAMESPACE, f"{self.tenant_id}:{self.dedupe_key}"))
 
     def may_send(self, source: LineSource | None) -> str:
         """Why this item may not be posted to `source`; empty when it may."""
@@ -365,6 +389,36 @@ class LinePushAttempt(models.Model):
 
     def __str__(self) -> str:
         return f"{self.item_id} {self.outcome} {self.status_code or ''}"
+
+
+class LinePushProblem(models.Model):
+    """A post a producer could not queue, kept with its source until a later run queues it.
+
+    Producers go on with the other posts (issue 13 §1); this row is how a manager sees
+    that one of them was not queued, and why.
+    """
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="line_push_problems")
+    trigger_type = models.CharField(_("トリガー"), max_length=32, choices=Trigger.choices)
+    source_table = models.CharField(_("発生元テーブル"), max_length=64)
+    source_id = models.CharField(_("発生元ID"), max_length=128)
+    error = models.TextField(_("エラー"))
+    occurrences = models.PositiveIntegerField(_("発生回数"), default=1)
+    first_seen_at = models.DateTimeField(_("初回発生日時"), auto_now_add=True)
+    last_seen_at = models.DateTimeField(_("最終発生日時"))
+
+    class Meta:
+        verbose_name = pgettext_lazy("model", "LINE 投稿の作成エラー")
+        verbose_name_plural = pgettext_lazy("models", "LINE 投稿の作成エラー")
+        ordering = ["-last_seen_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["tenant", "trigger_type", "source_table", "source_id"], name="uniq_line_push_problem"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.trigger_type} {self.source_table}:{self.source_id}"
 
 
 def api_token_hash(token: str) -> str:

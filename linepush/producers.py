@@ -3,7 +3,9 @@
 A content task names the LINE group told about it with the optional item
 `- 連絡グループ: <groupId>` in its `## 配信メタ` (backlog_bridge.parser). Every producer
 is idempotent through its dedupe key, so a job that runs twice (django-q2 is
-at-least-once) or overlaps the previous run posts nothing twice.
+at-least-once) or overlaps the previous run posts nothing twice. A post that cannot be
+queued never stops the others: the problem is logged and kept as a `LinePushProblem`
+of its source (the task or the group) until a later run queues it.
 
 | trigger | when | dedupe key |
 |---|---|---|
@@ -15,18 +17,34 @@ at-least-once) or overlaps the previous run posts nothing twice.
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
 from datetime import date, datetime, time, timedelta
+from functools import partial
+from typing import TypeVar
 
 from django.conf import settings
+from django.db import transaction
 
 from deliveries.models import STATUS_APPROVED, STATUS_DELIVERED, STATUS_ERROR, ContentTask, Tenant
 from linepush.models import LinePushItem, LineSource, Trigger
-from linepush.services import push_enqueue, push_settings
+from linepush.services import (
+    PushInvalid,
+    PushSource,
+    push_enqueue,
+    push_problem_clear,
+    push_problem_record,
+    push_settings,
+)
+
+logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 WEEKDAYS = "月火水木金土日"
 OVERDUE_GRACE = timedelta(hours=1)
 DIGEST_CATCH_UP_HOURS = 4  # a digest missed at 08:00 (workers down) still goes out until 12:00
 SOURCE_TABLE = "content_task"
+DIGEST_SOURCE_TABLE = "line_source"
 
 
 def _group_of(task: ContentTask) -> str:
@@ -63,6 +81,33 @@ def _linked(tasks) -> list[ContentTask]:
     return [t for t in tasks.select_related("tenant") if _group_of(t)]
 
 
+def _of_task(task: ContentTask, trigger: str) -> PushSource:
+    return PushSource(task.tenant, trigger, SOURCE_TABLE, task.issue_key)
+
+
+def _produce(source: PushSource, make: Callable[[], T]) -> T | None:
+    """One post of a batch: any problem is recorded on its source, never raised (issue 13 §1).
+
+    The savepoint keeps a failed insert from breaking the caller's transaction (the
+    Backlog webhook's approval runs in one).
+    """
+    try:
+        with transaction.atomic():
+            made = make()
+    except PushInvalid as exc:
+        logger.warning("line post of %s not queued: %s", source, exc)
+        push_problem_record(source=source, error=str(exc))
+        return None
+    except Exception:  # a loop boundary: the other posts go on
+        logger.exception("line post of %s not queued", source)
+        push_problem_record(
+            source=source, error="内部エラーのため投稿を作成できませんでした（詳細はサーバーのログ）。"
+        )
+        return None
+    push_problem_clear(source=source)
+    return made
+
+
 # -- task_approved ---------------------------------------------------------------------------
 
 
@@ -71,6 +116,10 @@ def task_approved_enqueue(*, task: ContentTask) -> LinePushItem | None:
     task = ContentTask.objects.select_related("tenant").get(pk=task.pk)
     if not _group_of(task):
         return None
+    return _produce(_of_task(task, Trigger.TASK_APPROVED), partial(_task_approved_one, task))
+
+
+def _task_approved_one(task: ContentTask) -> LinePushItem:
     zone = push_settings(tenant=task.tenant).zone
     when = _when(task.publish_at, zone) if task.publish_at else "未定"
     text = f"【タスク承認】「{task.summary}」を承りました。\n投稿予定: {when}\n（{task.issue_key}）"
@@ -90,14 +139,16 @@ def reminders_produce(*, now: datetime) -> int:
         publish_at__gt=now,
         publish_at__lte=now + timedelta(hours=24),
     )
-    created = 0
-    for task in _linked(due):
-        zone = push_settings(tenant=task.tenant).zone
-        local = task.publish_at.astimezone(zone)
-        text = f"【リマインダー】{_day_word(task.publish_at, now, zone)} {local:%H:%M} 「{task.summary}」の投稿予定です。\n（{task.issue_key}）"
-        key = f"reminder:{task.tenant.slug}:{task.issue_key}:{local.date().isoformat()}"
-        created += _enqueue(task, Trigger.REMINDER, key, text)[1]
-    return created
+    made = [_produce(_of_task(task, Trigger.REMINDER), partial(_remind, task, now)) for task in _linked(due)]
+    return sum(bool(created) for created in made)
+
+
+def _remind(task: ContentTask, now: datetime) -> bool:
+    zone = push_settings(tenant=task.tenant).zone
+    local = task.publish_at.astimezone(zone)
+    text = f"【リマインダー】{_day_word(task.publish_at, now, zone)} {local:%H:%M} 「{task.summary}」の投稿予定です。\n（{task.issue_key}）"
+    key = f"reminder:{task.tenant.slug}:{task.issue_key}:{local.date().isoformat()}"
+    return _enqueue(task, Trigger.REMINDER, key, text)[1]
 
 
 # -- escalation -------------------------------------------------------------------------------
@@ -120,19 +171,29 @@ def escalations_produce(*, now: datetime) -> int:
         delivered_at__isnull=True,
         publish_at__lte=now - OVERDUE_GRACE,
     )
-    created = 0
-    for task in _linked(erroring):
-        waited = int((now - task.last_synced_at).total_seconds() // 3600)
-        text = f"【要対応】「{task.summary}」（{task.issue_key}）は配信エラーのまま {waited} 時間が経過しています。Backlog で内容を確認し、もう一度承認してください。"
-        created += _escalate(task, now, text)
-    for task in _linked(overdue):
-        zone = push_settings(tenant=task.tenant).zone
-        text = f"【要対応】「{task.summary}」（{task.issue_key}）は投稿予定 {_when(task.publish_at, zone)} を過ぎても配信されていません。Backlog で状態を確認してください。"
-        created += _escalate(task, now, text)
-    return created
+    made = [
+        _produce(_of_task(t, Trigger.ESCALATION), partial(_escalate_error, t, now)) for t in _linked(erroring)
+    ]
+    made += [
+        _produce(_of_task(t, Trigger.ESCALATION), partial(_escalate_overdue, t, now))
+        for t in _linked(overdue)
+    ]
+    return sum(bool(created) for created in made)
 
 
-def _escalate(task: ContentTask, now: datetime, text: str) -> int:
+def _escalate_error(task: ContentTask, now: datetime) -> bool:
+    waited = int((now - task.last_synced_at).total_seconds() // 3600)
+    text = f"【要対応】「{task.summary}」（{task.issue_key}）は配信エラーのまま {waited} 時間が経過しています。Backlog で内容を確認し、もう一度承認してください。"
+    return _escalate(task, now, text)
+
+
+def _escalate_overdue(task: ContentTask, now: datetime) -> bool:
+    zone = push_settings(tenant=task.tenant).zone
+    text = f"【要対応】「{task.summary}」（{task.issue_key}）は投稿予定 {_when(task.publish_at, zone)} を過ぎても配信されていません。Backlog で状態を確認してください。"
+    return _escalate(task, now, text)
+
+
+def _escalate(task: ContentTask, now: datetime, text: str) -> bool:
     zone = push_settings(tenant=task.tenant).zone
     key = f"escalation:{task.tenant.slug}:{task.issue_key}:{now.astimezone(zone).date().isoformat()}"
     return _enqueue(task, Trigger.ESCALATION, key, text)[1]
@@ -169,10 +230,11 @@ def _digests_for(tenant: Tenant, day: date, at: datetime) -> int:
     for task in tasks:
         by_group.setdefault(_group_of(task), []).append(task)
     created = 0
-    for source in _digest_groups(tenant):
-        todays = by_group.get(source.group_id)
+    for group in _digest_groups(tenant):
+        todays = by_group.get(group.group_id)
         if todays:
-            created += _digest_one(tenant, source, day, todays, at, zone)
+            source = PushSource(tenant, Trigger.MORNING_DIGEST, DIGEST_SOURCE_TABLE, group.group_id)
+            created += bool(_produce(source, partial(_digest_one, tenant, group, day, todays, at, zone)))
     return created
 
 
@@ -181,7 +243,7 @@ def _digest_groups(tenant: Tenant) -> list[LineSource]:
     return [s for s in sources if Trigger.MORNING_DIGEST in (s.push_opt_in_triggers or [])]
 
 
-def _digest_one(tenant, source, day: date, tasks, at: datetime, zone) -> int:
+def _digest_one(tenant, source, day: date, tasks, at: datetime, zone) -> bool:
     lines = [f"・{t.publish_at.astimezone(zone):%H:%M} {t.summary}（{t.issue_key}）" for t in tasks]
     text = f"【本日の配信予定】{day.month}月{day.day}日({WEEKDAYS[day.weekday()]})\n" + "\n".join(lines)
     _, created = push_enqueue(
@@ -190,8 +252,8 @@ def _digest_one(tenant, source, day: date, tasks, at: datetime, zone) -> int:
         trigger_type=Trigger.MORNING_DIGEST,
         payload=_text(text[:5000]),
         dedupe_key=f"morning_digest:{tenant.slug}:{source.group_id}:{day.isoformat()}",
-        source_table="line_source",
+        source_table=DIGEST_SOURCE_TABLE,
         source_id=source.group_id,
         scheduled_at=at,
     )
-    return int(created)
+    return created

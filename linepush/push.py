@@ -4,8 +4,9 @@
 and decides, in one short transaction, everything that needs the database — the
 group's opt-in, the per-group and per-tenant rate limits, the monthly quota — and
 reserves the item's place in those windows. django-q2 workers then push each claimed
-item (`push_send`) with `X-Line-Retry-Key` = uuid5(dedupe_key), and record the
-outcome. No transaction is held across an HTTP call.
+item (`push_send`) with the item's stored `X-Line-Retry-Key` (uuid5 of tenant and
+dedupe key, fixed at creation), and record the outcome. No transaction is held across
+an HTTP call.
 
 Exactly once: a key LINE already accepted answers 409, which is `sent`; a worker that
 dies after the push leaves its claim to expire, and the resend with the same key is
@@ -37,17 +38,8 @@ from deliveries.models import Tenant
 from linepush.models import LineMonthlyUsage, LinePushAttempt, LinePushItem, LinePushSettings, LineSource
 from linepush.services import month_of, quota_limit, quota_warn_once
 
-RETRY_KEY_NAMESPACE = uuid.UUID("0b7f4c3e-8a51-4d6e-b2f9-51c3a8e0d7a4")
 Status = LinePushItem.Status
 PUSH_QUEUE = "deliveries"
-
-
-def push_retry_key(dedupe_key: str) -> str:
-    """The same dedupe key always gives the same `X-Line-Retry-Key` (a UUID).
-
-    https://developers.line.biz/en/docs/messaging-api/retrying-api-request/
-    """
-    return str(uuid.uuid5(RETRY_KEY_NAMESPACE, dedupe_key))
 
 
 def _lease() -> timedelta:
@@ -243,6 +235,7 @@ def _apply(decisions: _Decisions, now: datetime) -> list[Claim]:
 
 
 def _reserve(tenant_id: int, items: list[tuple[LinePushItem, int]], now: datetime) -> list[Claim]:
+    _keep_retry_keys([item for item, _ in items])
     by_cost: dict[int, list[int]] = defaultdict(list)
     for item, cost in items:
         by_cost[cost].append(item.pk)
@@ -263,6 +256,14 @@ def _reserve(tenant_id: int, items: list[tuple[LinePushItem, int]], now: datetim
     ids = [item.pk for item, _ in items]
     size = settings.LINEPUSH_BATCH_SIZE
     return [Claim(token=token, item_ids=ids[i : i + size]) for i in range(0, len(ids), size)]
+
+
+def _keep_retry_keys(items: list[LinePushItem]) -> None:
+    """An item made without `save()` (bulk_create) gets its retry key before its first attempt."""
+    keyless = [item for item in items if not item.retry_key]
+    for item in keyless:
+        item.retry_key = item.derived_retry_key()
+    LinePushItem.objects.bulk_update(keyless, ["retry_key"])
 
 
 # -- sending ------------------------------------------------------------------------------
@@ -293,7 +294,7 @@ def push_items(items: list[LinePushItem]) -> list[Outcome]:
 
 
 def _push_one(transport: LineTransport, item: LinePushItem) -> Outcome:
-    key = push_retry_key(item.dedupe_key)
+    key = item.retry_key
     if not item.tenant.line_channel_token:
         error = TransportError("LINE チャネルアクセストークンが設定されていません", permanent=True, auth=True)
         return Outcome(item, key, error=error)

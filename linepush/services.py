@@ -13,6 +13,7 @@ from datetime import datetime
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.mail import mail_admins
 from django.db import IntegrityError, transaction
+from django.db.models import F
 from django.utils import timezone
 
 from deliveries.channels.base import TransportError
@@ -22,6 +23,7 @@ from deliveries.rendering import validate_line_messages
 from linepush.models import (
     LineMonthlyUsage,
     LinePushItem,
+    LinePushProblem,
     LinePushSettings,
     LineSource,
     LineTriggerPolicy,
@@ -39,10 +41,6 @@ class PushInvalid(ValueError):
     def __init__(self, problems: list[str]):
         self.problems = problems
         super().__init__("\n".join(problems))
-
-
-class DedupeKeyTaken(Exception):
-    """The dedupe key belongs to another tenant's item."""
 
 
 # -- settings -------------------------------------------------------------------------
@@ -101,7 +99,10 @@ def push_enqueue(
     source_id: str = "",
     scheduled_at: datetime | None = None,
 ) -> tuple[LinePushItem, bool]:
-    """Queue one post; an existing dedupe_key is a no-op returning that item (created=False).
+    """Queue one post; the tenant's existing dedupe_key is a no-op returning that item (created=False).
+
+    Dedupe keys are the tenant's own: another tenant's item with the same key is neither
+    found nor in the way (issue 13 §1).
 
     The group's opt-in is checked now (an opted-out group ends `skipped` with the reason,
     so the refusal is visible) and again when the item is sent.
@@ -109,9 +110,9 @@ def push_enqueue(
     push_validate(
         trigger_type=trigger_type, ext_group_id=ext_group_id, payload=payload, dedupe_key=dedupe_key
     )
-    existing = LinePushItem.objects.filter(dedupe_key=dedupe_key).first()
+    existing = LinePushItem.objects.filter(tenant=tenant, dedupe_key=dedupe_key).first()
     if existing is not None:
-        return _same_tenant(existing, tenant), False
+        return existing, False
     item = LinePushItem(
         tenant=tenant,
         ext_group_id=ext_group_id,
@@ -127,14 +128,8 @@ def push_enqueue(
         with transaction.atomic():
             item.save(force_insert=True)
     except IntegrityError:  # a concurrent enqueue of the same key won
-        return _same_tenant(LinePushItem.objects.get(dedupe_key=dedupe_key), tenant), False
+        return LinePushItem.objects.get(tenant=tenant, dedupe_key=dedupe_key), False
     return item, True
-
-
-def _same_tenant(item: LinePushItem, tenant: Tenant) -> LinePushItem:
-    if item.tenant_id != tenant.pk:
-        raise DedupeKeyTaken(item.dedupe_key)
-    return item
 
 
 def _initial_status(item: LinePushItem) -> None:
@@ -144,6 +139,48 @@ def _initial_status(item: LinePushItem) -> None:
         item.status, item.last_error = LinePushItem.Status.SKIPPED, refusal
     elif LineTriggerPolicy.approval_required(item.tenant, item.trigger_type):
         item.status = LinePushItem.Status.WAITING_APPROVAL
+
+
+# -- problems of producers ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PushSource:
+    """What a producer makes a post from: a content task, a LINE group."""
+
+    tenant: Tenant
+    trigger_type: str
+    source_table: str
+    source_id: str
+
+    def __str__(self) -> str:
+        return f"{self.tenant.slug} {self.trigger_type} {self.source_table}:{self.source_id}"
+
+    def key(self) -> dict:
+        return {
+            "tenant": self.tenant,
+            "trigger_type": self.trigger_type,
+            "source_table": self.source_table,
+            "source_id": self.source_id,
+        }
+
+
+def push_problem_record(*, source: PushSource, error: str) -> None:
+    """Keep why a post of `source` could not be queued, for its tenant's managers to see."""
+    now = timezone.now()
+    rows = LinePushProblem.objects.filter(**source.key())
+    if rows.update(error=error, last_seen_at=now, occurrences=F("occurrences") + 1):
+        return
+    try:
+        with transaction.atomic():
+            LinePushProblem.objects.create(**source.key(), error=error, last_seen_at=now)
+    except IntegrityError:  # a concurrent run recorded it first
+        rows.update(error=error, last_seen_at=now, occurrences=F("occurrences") + 1)
+
+
+def push_problem_clear(*, source: PushSource) -> None:
+    """The source's post was queued after all: its problem is solved."""
+    LinePushProblem.objects.filter(**source.key()).delete()
 
 
 # -- approval ---------------------------------------------------------------------------
@@ -173,7 +210,7 @@ def push_reject(*, item: LinePushItem, user: AbstractBaseUser) -> bool:
 def push_retry(*, item: LinePushItem) -> bool:
     """A person sends a failed item again: back to the queue as a fresh try; False unless failed.
 
-    The retry key (from the dedupe key) is unchanged, so LINE still answers 409 for a
+    The item's stored retry key is unchanged, so LINE still answers 409 for a
     post it accepted in the last 24 h; the 23-hour guard restarts from this try.
     """
     return (

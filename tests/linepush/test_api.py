@@ -118,15 +118,19 @@ def test_a_revoked_token_is_refused(client, tenant, token):
     assert post(client, body(group(tenant)), token).status_code == 401
 
 
-def test_a_token_only_reaches_its_own_tenant(client, tenant, token):
+def test_another_tenants_key_answers_as_a_new_key_and_blocks_nothing(client, tenant, token):
     other = TenantFactory(slug="other")
     other_token = LineApiToken.issue(tenant=other, name="x")[1]
-    post(client, body(group(tenant)), token)
+    team, their_team = group(tenant), group(other)
+    mine = post(client, body(team), token).json()
 
-    response = post(client, body(group(other)), other_token)
+    theirs = post(client, body(their_team, payload=[{"type": "text", "text": "別テナント"}]), other_token)
 
-    assert response.status_code == 409
-    assert LinePushItem.objects.get().tenant == tenant
+    assert theirs.status_code == 201  # as for a key nobody uses: nothing tells it exists elsewhere
+    assert theirs.json()["id"] != mine["id"] and theirs.json()["ext_group_id"] == their_team.group_id
+    assert sorted(LinePushItem.objects.values_list("tenant__slug", flat=True)) == ["other", "shop"]
+    again = post(client, body(team, payload=[{"type": "text", "text": "二回目"}]), token)
+    assert again.status_code == 200 and again.json() == mine  # the tenant's own item, unchanged
 
 
 def test_the_token_is_stored_hashed_and_issued_by_a_command(tenant, capsys):
@@ -145,7 +149,7 @@ def test_the_schema_documents_the_endpoint(client):
     assert response.status_code == 200
     schema = response.json()
     operation = schema["paths"][URL]["post"]
-    assert set(operation["responses"]) == {"200", "201", "400", "401", "409", "413"}
+    assert set(operation["responses"]) == {"200", "201", "400", "401", "413"}
     assert operation["security"] == [{"linepushToken": []}]
     assert schema["components"]["securitySchemes"]["linepushToken"]["scheme"] == "bearer"
     assert list(schema["paths"]) == [URL]  # webhooks are not part of the public API

@@ -7,7 +7,7 @@ from django.contrib.auth.models import User
 from django.urls import reverse
 
 from linepush.models import LinePushItem, LineTriggerPolicy
-from linepush.services import DedupeKeyTaken, PushInvalid, push_enqueue
+from linepush.services import PushInvalid, push_enqueue
 from tests.factories import TenantFactory
 from tests.linepush.helpers import PUSH, enqueue, group, reload, shop, step
 
@@ -37,12 +37,15 @@ def test_it_returns_the_existing_item_for_a_known_dedupe_key(tenant):
     assert reload(first).payload == [{"type": "text", "text": "一回目"}]
 
 
-def test_it_refuses_a_dedupe_key_of_another_tenant(tenant):
-    enqueue(tenant, group(tenant), key="shared-key")
+def test_it_keeps_dedupe_keys_per_tenant(tenant):
+    mine = enqueue(tenant, group(tenant), key="shared-key", text="acme")
     other = TenantFactory(slug="other")
 
-    with pytest.raises(DedupeKeyTaken):
-        enqueue(other, group(other), key="shared-key")
+    theirs = enqueue(other, group(other), key="shared-key", text="other")
+
+    assert theirs.pk != mine.pk and theirs.tenant == other
+    assert reload(mine).payload == [{"type": "text", "text": "acme"}]
+    assert enqueue(other, group(other), key="shared-key").pk == theirs.pk  # same tenant, same key
 
 
 def test_it_skips_a_group_that_does_not_allow_pushes(tenant):

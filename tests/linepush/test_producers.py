@@ -6,14 +6,20 @@ from datetime import datetime, timedelta
 
 import pytest
 import time_machine
+from django.urls import reverse
 
 from automedia_site.timeutil import JST
+from backlog_bridge.models import BacklogEvent
 from backlog_bridge.parser import parse_issue
-from linepush.models import LinePushItem, LinePushSettings
+from console.models import TenantMembership
+from linepush import producers
+from linepush.models import LinePushItem, LinePushProblem, LinePushSettings
 from linepush.producers import digests_produce, escalations_produce, reminders_produce
-from tests.backlog_bridge.test_lifecycle import body
-from tests.factories import ContentTaskFactory
-from tests.linepush.helpers import PUSH, group, step
+from linepush.services import PushInvalid, push_enqueue
+from tests.backlog_bridge.test_lifecycle import body, texts
+from tests.console.helpers import member
+from tests.factories import ContentTaskFactory, TenantFactory
+from tests.linepush.helpers import PUSH, enqueue, group, step
 
 pytestmark = pytest.mark.django_db
 GROUP = "C0123456789abcdef0123456789abcdef"
@@ -216,3 +222,160 @@ def test_the_digest_follows_the_tenants_time_zone(tenant):
 
     assert digests_produce(now=datetime(2026, 12, 10, 9, 5, tzinfo=JST)) == 1  # 07:05 in Bangkok
     assert items("morning_digest")[0].scheduled_at == datetime(2026, 12, 10, 10, 0, tzinfo=JST)
+
+
+# -- one post that cannot be queued never stops the others (issue 13 §1) ---------------------------
+
+
+@pytest.fixture
+def fail_for(monkeypatch):
+    """push_enqueue fails for dedupe keys containing one of `marks` (a bad post in a batch)."""
+
+    def arm(*marks: str, error: Exception | None = None) -> None:
+        def enqueue_or_fail(**fields):
+            if any(mark in fields["dedupe_key"] for mark in marks):
+                raise error or RuntimeError("database is on fire")
+            return push_enqueue(**fields)
+
+        monkeypatch.setattr(producers, "push_enqueue", enqueue_or_fail)
+
+    return arm
+
+
+def problem_of(source_id: str) -> tuple:
+    row = LinePushProblem.objects.get(source_id=source_id)
+    return row.tenant.slug, row.trigger_type, row.source_table, row.error, row.occurrences
+
+
+def test_it_queues_the_other_reminders_when_one_fails_and_records_the_problem_on_its_task(
+    tenant, fail_for, monkeypatch
+):
+    group(tenant, GROUP)
+    first, bad, last = (task(tenant, publish_at=NOW + timedelta(hours=h)) for h in (2, 3, 4))
+    fail_for(bad.issue_key, error=PushInvalid(["メッセージが長すぎます。"]))
+
+    assert reminders_produce(now=NOW) == 2
+
+    assert [i.source_id for i in items("reminder")] == [first.issue_key, last.issue_key]
+    assert problem_of(bad.issue_key) == ("acme", "reminder", "content_task", "メッセージが長すぎます。", 1)
+    reminders_produce(now=NOW)
+    assert problem_of(bad.issue_key)[-1] == 2  # one row per source, counted
+    monkeypatch.undo()
+    assert reminders_produce(now=NOW) == 1  # fixed: queued, and the problem goes away
+    assert not LinePushProblem.objects.exists()
+
+
+def test_an_unexpected_error_is_logged_and_shown_without_its_text(tenant, fail_for, caplog):
+    group(tenant, GROUP)
+    bad, good = (
+        task(tenant, publish_at=NOW + timedelta(hours=2)),
+        task(tenant, publish_at=NOW + timedelta(hours=3)),
+    )
+    fail_for(bad.issue_key)
+
+    assert reminders_produce(now=NOW) == 1
+
+    assert items("reminder")[0].source_id == good.issue_key
+    error = problem_of(bad.issue_key)[3]
+    assert "内部エラー" in error and "fire" not in error  # the details are in the log only
+    assert (
+        "database is on fire" in caplog.text and f"acme reminder content_task:{bad.issue_key}" in caplog.text
+    )
+
+
+def test_it_queues_the_other_escalations_when_one_fails(tenant, fail_for):
+    group(tenant, GROUP)
+    stuck = task(tenant, status="automediaエラー", last_synced_at=NOW - timedelta(hours=30))
+    bad = task(tenant, status="automediaエラー", last_synced_at=NOW - timedelta(hours=30))
+    overdue = task(tenant, publish_at=NOW - timedelta(hours=2))
+    fail_for(bad.issue_key)
+
+    assert escalations_produce(now=NOW) == 2
+
+    assert [i.source_id for i in items("escalation")] == [stuck.issue_key, overdue.issue_key]
+    assert problem_of(bad.issue_key)[:3] == ("acme", "escalation", "content_task")
+
+
+def test_it_queues_the_other_digests_when_one_group_fails(tenant, fail_for):
+    other_group = "C" + "f" * 32
+    for group_id in (GROUP, other_group):
+        group(tenant, group_id, triggers=["morning_digest"])
+        task(tenant, publish_at=datetime(2026, 12, 10, 15, 0, tzinfo=JST), group_id=group_id)
+    fail_for(GROUP)
+
+    assert digests_produce(now=datetime(2026, 12, 10, 7, 5, tzinfo=JST)) == 1
+
+    assert [i.ext_group_id for i in items("morning_digest")] == [other_group]
+    assert problem_of(GROUP)[:3] == ("acme", "morning_digest", "line_source")
+
+
+def test_another_tenants_item_with_a_guessed_key_blocks_no_reminder(tenant):
+    """automedia's keys are guessable; another tenant taking one first used to stop the run."""
+    group(tenant, GROUP)
+    due = task(tenant, publish_at=datetime(2026, 12, 10, 10, 0, tzinfo=JST))
+    other = TenantFactory(slug="other")
+    enqueue(other, group(other), key=f"reminder:acme:{due.issue_key}:2026-12-10")
+
+    assert reminders_produce(now=NOW) == 1
+
+    [mine] = LinePushItem.objects.filter(tenant=tenant)
+    assert mine.dedupe_key == f"reminder:acme:{due.issue_key}:2026-12-10"
+
+
+def test_an_approval_is_scheduled_and_commented_when_its_group_post_fails(
+    approve, fake_backlog, tenant, fail_for
+):
+    group(tenant, GROUP, triggers=["task_approved"])
+    fail_for("task_approved:")
+
+    key = approve(with_group(body()))
+
+    assert any("配信を予約しました" in t for t in texts(fake_backlog, key))
+    assert not BacklogEvent.objects.filter(outcome=BacklogEvent.Outcome.FAILED).exists()
+    assert problem_of(key)[:3] == ("acme", "task_approved", "content_task")
+    assert not items("task_approved")
+
+
+def test_an_approval_posts_even_if_another_tenant_took_its_key_first(approve, fake_backlog, tenant):
+    group(tenant, GROUP, triggers=["task_approved"])
+    other = TenantFactory(slug="other")
+    enqueue(other, group(other), key="task_approved:acme:ACME-1:1")
+
+    key = approve(with_group(body()))
+
+    assert key == "ACME-1"
+    assert any("配信を予約しました" in t for t in texts(fake_backlog, key))
+    assert not BacklogEvent.objects.filter(outcome=BacklogEvent.Outcome.FAILED).exists()
+    assert LinePushItem.objects.get(tenant=tenant).dedupe_key == "task_approved:acme:ACME-1:1"
+
+
+def test_a_manager_sees_the_problems_of_their_own_tenant_only_and_cannot_edit_them(client, tenant, fail_for):
+    group(tenant, GROUP)
+    bad = task(tenant, publish_at=NOW + timedelta(hours=2), summary="自社")
+    fail_for(bad.issue_key)
+    reminders_produce(now=NOW)
+    other = TenantFactory(slug="other")
+    LinePushProblem.objects.create(
+        tenant=other,
+        trigger_type="reminder",
+        source_table="content_task",
+        source_id="OTHER-9",
+        error="x",
+        last_seen_at=NOW,
+    )
+    client.force_login(member("yamada", tenant, TenantMembership.Role.MANAGER))
+
+    page = client.get(reverse("admin:linepush_linepushproblem_changelist")).content.decode()
+
+    assert bad.issue_key in page and "OTHER-9" not in page
+    mine = LinePushProblem.objects.get(tenant=tenant)
+    assert client.get(reverse("admin:linepush_linepushproblem_add")).status_code == 403
+    url = reverse("admin:linepush_linepushproblem_change", args=[mine.pk])
+    assert 'name="_save"' not in client.get(url).content.decode()
+    assert (
+        client.post(
+            reverse("admin:linepush_linepushproblem_delete", args=[mine.pk]), {"post": "yes"}
+        ).status_code
+        == 403
+    )
+    assert LinePushProblem.objects.filter(pk=mine.pk).exists()

@@ -11,9 +11,17 @@ from django.core import mail
 from django.utils import timezone
 
 from deliveries.models import Tenant
-from linepush.models import LineMonthlyUsage, LinePlan, LinePushAttempt, LinePushItem, LinePushSettings
-from linepush.push import RETRY_KEY_NAMESPACE, push_claim, push_items, push_retry_key
+from linepush.models import (
+    RETRY_KEY_NAMESPACE,
+    LineMonthlyUsage,
+    LinePlan,
+    LinePushAttempt,
+    LinePushItem,
+    LinePushSettings,
+)
+from linepush.push import push_claim, push_items
 from linepush.services import month_of
+from tests.factories import TenantFactory
 from tests.linepush.helpers import PUSH, enqueue, group, reload, shop, step
 
 pytestmark = pytest.mark.django_db
@@ -45,13 +53,61 @@ def test_it_pushes_a_due_item_on_the_next_scheduler_pass(line, tenant, team):
     assert step() is False
 
 
-def test_it_sends_x_line_retry_key_derived_from_the_dedupe_key(line, tenant, team):
-    enqueue(tenant, team, key="task:abc-123:approved")
+def test_it_sends_x_line_retry_key_derived_from_the_tenant_and_the_dedupe_key(line, tenant, team):
+    item = enqueue(tenant, team, key="task:abc-123:approved")
     step()
 
     [sent] = line.sent(PUSH)
-    expected = str(uuid.uuid5(RETRY_KEY_NAMESPACE, "task:abc-123:approved"))
-    assert sent.headers["x-line-retry-key"] == expected == push_retry_key("task:abc-123:approved")
+    expected = str(uuid.uuid5(RETRY_KEY_NAMESPACE, f"{tenant.pk}:task:abc-123:approved"))
+    assert sent.headers["x-line-retry-key"] == expected == item.retry_key == reload(item).retry_key
+
+
+def test_it_posts_for_two_tenants_with_the_same_dedupe_key_on_one_channel(line, tenant, team):
+    """Keys taken from uuid5(dedupe key) alone made LINE answer 409 to the second tenant:
+    its item ended `sent` and nothing was posted."""
+    other = TenantFactory(slug="other", line_channel_token=tenant.line_channel_token)
+    mine = enqueue(tenant, team, key="reminder:x:1")
+    theirs = enqueue(other, group(other), key="reminder:x:1")
+
+    step()
+
+    assert mine.retry_key != theirs.retry_key
+    assert len(line.sent(PUSH)) == 2
+    assert [a.outcome for a in LinePushAttempt.objects.order_by("item__tenant__slug")] == ["sent", "sent"]
+
+
+def test_it_sends_the_retry_key_stored_on_the_item(line, tenant, team):
+    """An item first tried before retry keys included the tenant keeps its old key: LINE's
+    409 still covers the post it may have accepted."""
+    item = enqueue(tenant, team, key="task:abc-123:approved")
+    old = str(uuid.uuid5(RETRY_KEY_NAMESPACE, "task:abc-123:approved"))
+    LinePushItem.objects.filter(pk=item.pk).update(retry_key=old)
+
+    step()
+
+    assert [r.headers["x-line-retry-key"] for r in line.requests if r.path == PUSH] == [old]
+
+
+def test_an_item_made_without_save_gets_its_retry_key_before_the_first_attempt(line, tenant, team):
+    [item] = LinePushItem.objects.bulk_create(
+        [
+            LinePushItem(
+                tenant=tenant,
+                ext_group_id=team.group_id,
+                trigger_type="reminder",
+                payload=[{"type": "text", "text": "明日"}],
+                dedupe_key="bulk-1",
+                scheduled_at=timezone.now(),
+            )
+        ]
+    )
+    assert item.retry_key == ""
+
+    step()
+
+    item = LinePushItem.objects.get(dedupe_key="bulk-1")
+    assert item.status == Status.SENT and item.retry_key == item.derived_retry_key()
+    assert line.requests[-1].headers["x-line-retry-key"] == item.retry_key
 
 
 def test_it_waits_for_scheduled_at(line, tenant, team):
@@ -119,7 +175,7 @@ def test_it_retries_a_timeout_with_the_same_key(line, tenant, team, settings):
     assert item.status == Status.SENT
     assert "タイムアウト" in item.attempts.order_by("id").first().error
     keys = {r.headers["x-line-retry-key"] for r in line.requests if r.path == PUSH}
-    assert keys == {push_retry_key("k1")}
+    assert keys == {item.retry_key}
     assert [r.status for r in line.requests if r.path == PUSH] == [409]  # the timed-out one is answered later
     assert len(line.sent(PUSH)) == 0 or line.sent(PUSH)[0].status == 200
 
