@@ -4,6 +4,8 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 PORT   ?= 8000
 # The sandbox's fake Instagram / TikTok / HubSpot (manage.py sandbox starts them).
+# The sandbox's fake Backlog is on loopback: only a listed host gets a tenant's API key.
+SANDBOX_BACKLOG := BACKLOG_ALLOWED_HOSTS=127.0.0.1,localhost
 SANDBOX_PLATFORMS := INSTAGRAM_GRAPH_BASE_URL=http://127.0.0.1:8083 TIKTOK_API_BASE_URL=http://127.0.0.1:8084 HUBSPOT_API_BASE_URL=http://127.0.0.1:8085 TIKTOK_CLIENT_KEY=sandbox-client-key TIKTOK_CLIENT_SECRET=sandbox-client-secret
 
 .PHONY: venv test run migrate seed lint format bench-webhook bench-scan bench-delivery bench-linepush clean
@@ -34,8 +36,8 @@ test: venv $(CHROMIUM)
 run: venv
 	rm -rf .run/prometheus && mkdir -p .run/prometheus
 	DEBUG=1 $(PY) manage.py migrate --noinput
-	DEBUG=1 $(PY) manage.py seed_demo --base-url http://127.0.0.1:$(PORT)
-	DEBUG=1 PORT=$(PORT) LINE_API_BASE_URL=http://127.0.0.1:8082 $(SANDBOX_PLATFORMS) PROMETHEUS_MULTIPROC_DIR=$(CURDIR)/.run/prometheus PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/honcho start -f Procfile
+	DEBUG=1 $(SANDBOX_BACKLOG) $(PY) manage.py seed_demo --base-url http://127.0.0.1:$(PORT)
+	DEBUG=1 $(SANDBOX_BACKLOG) PORT=$(PORT) LINE_API_BASE_URL=http://127.0.0.1:8082 $(SANDBOX_PLATFORMS) PROMETHEUS_MULTIPROC_DIR=$(CURDIR)/.run/prometheus PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/honcho start -f Procfile
 
 lint: venv
 	$(VENV)/bin/ruff check .

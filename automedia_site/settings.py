@@ -177,6 +177,10 @@ ANTHROPIC_MODEL = env.str("ANTHROPIC_MODEL", default="claude-sonnet-5")
 ANTHROPIC_BASE_URL = env.str("ANTHROPIC_BASE_URL", default="https://api.anthropic.com")
 AI_REVIEW_TIMEOUT_SECONDS = env.float("AI_REVIEW_TIMEOUT_SECONDS", default=20.0)
 BACKLOG_TIMEOUT_SECONDS = env.float("BACKLOG_TIMEOUT_SECONDS", default=10.0)
+# A tenant's Backlog URL must be https://{space}.backlog.jp|backlog.com|backlogtool.com;
+# any other host (the sandbox's fake Backlog on loopback) must be listed here, or the
+# tenant's API key is never sent to it (issue 13).
+BACKLOG_ALLOWED_HOSTS = env.list("BACKLOG_ALLOWED_HOSTS", default=[])
 # Instagram (Instagram Login: graph.instagram.com; the version is pinned), TikTok Content
 # Posting API, HubSpot. One timeout for the three; TikTok's app credentials refresh tokens.
 INSTAGRAM_GRAPH_BASE_URL = env.str("INSTAGRAM_GRAPH_BASE_URL", default="https://graph.instagram.com")

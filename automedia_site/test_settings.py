@@ -16,3 +16,4 @@ BACKLOG_EVENT_BATCH_SECONDS = 0.0  # every webhook enqueues its drain (runs inli
 LOGGING = {**LOGGING, "loggers": {**LOGGING["loggers"], "django-q": {"level": "WARNING"}}}  # noqa: F405
 ADMINS = [("運用担当", "ops@example.jp")]
 LINE_TIMEOUT_SECONDS = 1.0  # the fake LINE timeout fault waits longer than this
+BACKLOG_ALLOWED_HOSTS = ["127.0.0.1", "localhost"]  # the fake Backlog of tests/conftest.py

@@ -1,10 +1,15 @@
 """The one Backlog API v2 client. Nothing else builds Backlog URLs.
 
-Facts: `?apiKey=` on every call (https://developer.nulab.com/docs/backlog/auth; also
-writes, and no trailing slash: third-party, https://qiita.com/tentatsu/items/e7b9f90cc126592c54a5),
-form-encoded bodies (nulab/backlog-js:src/request.ts), errors as
-`{"errors":[{"message","code","moreInfo"}]}` (https://developer.nulab.com/docs/backlog/error-response),
-429 with `X-RateLimit-Reset` (UTC epoch seconds; https://developer.nulab.com/docs/backlog/rate-limit).
+Facts from the Backlog API docs: `?apiKey=` on every call, also writes
+(https://developer.nulab.com/docs/backlog/auth); form-encoded bodies
+(https://github.com/nulab/backlog-js, src/request.ts); no trailing slash
+(https://qiita.com/tentatsu/items/e7b9f90cc126592c54a5); errors as
+`{"errors":[{"message","code","moreInfo"}]}`
+(https://developer.nulab.com/docs/backlog/error-response); 429 with `X-RateLimit-Reset`
+in UTC epoch seconds (https://developer.nulab.com/docs/backlog/rate-limit).
+
+The API key goes only to a Backlog space's own host (`base_url_problem`): a tenant's
+stored URL is checked before every request, not only when it was typed in.
 """
 
 from __future__ import annotations
@@ -14,11 +19,13 @@ import re
 import time
 from collections.abc import Iterator
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlsplit
 
 import httpx
 from django.conf import settings
 from django.core.cache import cache
+from django.core.exceptions import ValidationError
+from django.utils.translation import gettext as _
 
 from automedia_site import metrics
 from automedia_site.http import ClientCache, ssl_context
@@ -107,6 +114,54 @@ def _id_like(value: object) -> bool:
     return id_valid(value)
 
 
+class BacklogHostRefused(BacklogError):
+    """The base URL is not a Backlog space's (nor a listed host): no request was sent."""
+
+    @property
+    def retryable(self) -> bool:
+        return False  # a setting or the tenant's URL must change first
+
+    def __str__(self) -> str:
+        return f"Backlog API を呼び出しませんでした: {self.message}"
+
+
+# A space's host: https://{spaceId}.backlog.com / .backlog.jp / .backlogtool.com
+# (https://developer.nulab.com/ja/docs/backlog/api/2/get-issue, the request example).
+SPACE_HOST = re.compile(r"[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.(?:backlog\.jp|backlog\.com|backlogtool\.com)")
+
+
+def base_url_problem(url: str) -> str:
+    """Why a tenant's API key must not be sent to `url`; empty when it may.
+
+    Anything but a space's own https origin (another server, a cloud metadata address
+    such as 169.254.169.254, a path or a user name in the URL) is refused unless its
+    host is in BACKLOG_ALLOWED_HOSTS (the sandbox's fake Backlog on loopback).
+    """
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError for a bad port
+    except ValueError:
+        return _("Backlog URL として読めません。")
+    host = parts.hostname or ""
+    if "@" in parts.netloc or parts.path not in ("", "/") or parts.query or parts.fragment:
+        return _("Backlog URL にはスペースの URL（例: https://acme.backlog.jp）だけを指定してください。")
+    if host in settings.BACKLOG_ALLOWED_HOSTS and parts.scheme in ("http", "https"):
+        return ""
+    if parts.scheme != "https" or parts.netloc.lower() != host or not SPACE_HOST.fullmatch(host):
+        return _(
+            "Backlog URL は https://スペースID.backlog.jp / .backlog.com / .backlogtool.com のいずれかです"
+            "（ほかのホストは設定 BACKLOG_ALLOWED_HOSTS への登録が必要です）。"
+        )
+    return ""
+
+
+def validate_base_url(value: str) -> None:
+    """The model field's and forms' check of a tenant's Backlog URL (`base_url_problem`)."""
+    problem = base_url_problem(value)
+    if problem:
+        raise ValidationError(problem, code="backlog_host")
+
+
 def _error_from_response(response: httpx.Response) -> BacklogError:
     message, code = response.reason_phrase or "error", None
     try:
@@ -162,6 +217,9 @@ class BacklogClient:
     # -- transport -------------------------------------------------------------
 
     def _request(self, method: str, path: str, *, params=None, data=None) -> Any:
+        problem = base_url_problem(self.base_url)
+        if problem:  # a URL stored before the check, or a setting changed since
+            raise BacklogHostRefused(problem)
         path = "/api/v2/" + path.strip("/")  # Backlog rejects a trailing slash
         query = [("apiKey", self._api_key), *_pairs(params)]
         for attempt in range(QUICK_RETRIES + 1):

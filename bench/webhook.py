@@ -85,6 +85,7 @@ def base_env(database_url: str) -> dict[str, str]:
         FIELD_ENCRYPTION_KEY=Fernet.generate_key().decode(),
         DATABASE_URL=database_url,
         LOG_LEVEL="WARNING",
+        BACKLOG_ALLOWED_HOSTS=f"{HOST},localhost",  # the tenants' Backlog is a local fake
     )
     return env
 

@@ -114,9 +114,12 @@ class TenantScopedAdmin(admin.ModelAdmin):
 
     tenant_path = "tenant"  # lookup from the model to its Tenant; "" for Tenant itself
     shared_without_tenant = False  # rows without a tenant are shared (read-only for managers)
-    # Encrypted secrets: a read-only page would print them in the clear, so viewers get them
-    # masked instead (managers edit them write-only through the admin's own form).
+    # Encrypted secrets: only a superuser types one in (write-only, through the admin's own
+    # form); everyone else gets them masked, as a read-only page would print them in the clear.
     secret_fields: tuple[str, ...] = ()
+    # Integration endpoints (hosts the server calls with the tenant's secrets): a superuser
+    # changes them, everyone else reads them (issue 13: a manager must not redirect a key).
+    superuser_fields: tuple[str, ...] = ()
 
     def get_queryset(self, request: HttpRequest) -> QuerySet:
         qs = super().get_queryset(request)
@@ -157,7 +160,7 @@ class TenantScopedAdmin(admin.ModelAdmin):
     # -- secrets: never in the clear on a read-only page -----------------------------
 
     def _hides_secrets(self, request: HttpRequest, obj) -> bool:
-        return bool(self.secret_fields) and obj is not None and not self.has_change_permission(request, obj)
+        return bool(self.secret_fields) and not request.user.is_superuser
 
     def get_form(self, request: HttpRequest, obj=None, change=False, **kwargs):
         if self._hides_secrets(request, obj):
@@ -171,7 +174,9 @@ class TenantScopedAdmin(admin.ModelAdmin):
         return fields
 
     def get_readonly_fields(self, request: HttpRequest, obj=None):
-        readonly = super().get_readonly_fields(request, obj)
+        readonly = tuple(super().get_readonly_fields(request, obj))
+        if not request.user.is_superuser:
+            readonly += tuple(f for f in self.superuser_fields if f not in readonly)
         return (*readonly, "secrets_masked") if self.secret_fields else readonly
 
     @admin.display(description=_("秘密情報（伏せ字）"))
@@ -213,6 +218,20 @@ class TenantScopedAdmin(admin.ModelAdmin):
     @admin.display(description=_("管理画面での操作履歴"))
     def audit_trail(self, obj) -> str:
         return audit_trail_html(obj)
+
+
+class RecordAdmin(TenantScopedAdmin):
+    """Audit and attempt rows (what happened and who did it): nobody adds or edits one in the
+    admin, and only a superuser deletes one, so a manager cannot erase the trail (issue 13)."""
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
+        return request.user.is_superuser
 
 
 class ScopedFormSetMixin:

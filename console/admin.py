@@ -10,7 +10,7 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
 
-from console.access import TenantScopedAdmin, may_act, may_act_somewhere
+from console.access import RecordAdmin, TenantScopedAdmin, may_act, may_act_somewhere
 from console.actions import bulk_action, object_action
 from console.models import DeliveryOutcome, PushApproval, ScanRun, TenantMembership
 from console.services import push_item_approve, push_item_reject
@@ -116,19 +116,8 @@ class PushApprovalAdmin(TenantScopedAdmin):
         return buttons
 
 
-class ReadOnlyScopedAdmin(TenantScopedAdmin):
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
-        return False
-
-
 @admin.register(DeliveryOutcome)
-class DeliveryOutcomeAdmin(ReadOnlyScopedAdmin):
+class DeliveryOutcomeAdmin(RecordAdmin):
     list_display = ("created_at", "tenant", "task", "kind", "detail")
     list_filter = ("kind", "tenant")
     search_fields = ("task__issue_key",)

@@ -26,7 +26,7 @@ from console.audit import action_record
 from deliveries.models import STATUS_APPROVED, STATUS_ERROR, ContentTask, DeliverySchedule
 from deliveries.preview import Preview, preview_build
 from linepush.models import LinePushItem
-from linepush.services import push_approve, push_reject, push_retry
+from linepush.services import push_approve, push_reject, push_resume, push_retry
 
 APPROVE = gettext_noop("承認")
 RETRY = gettext_noop("再実行（再承認）")
@@ -176,4 +176,11 @@ def push_item_retry(*, item: LinePushItem, user) -> ActionResult:
     if not push_retry(item=item):
         return ActionResult(False, _("%(item)s は失敗した投稿ではありません。") % {"item": item})
     action_record(user=user, obj=item, message="LINE 投稿を再実行")
+    return ActionResult(True, _("%(item)s を送信待ちに戻しました。") % {"item": item})
+
+
+def push_item_resume(*, item: LinePushItem, user) -> ActionResult:
+    if not push_resume(item=item):
+        return ActionResult(False, _("%(item)s は保留中ではありません。") % {"item": item})
+    action_record(user=user, obj=item, message="保留中の LINE 投稿を再開")
     return ActionResult(True, _("%(item)s を送信待ちに戻しました。") % {"item": item})

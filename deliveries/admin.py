@@ -22,7 +22,7 @@ from django.utils.translation import gettext_lazy as _
 from automedia_site.crypto import mask
 from automedia_site.timeutil import iso_jst
 from backlog_bridge.models import AIReview, CommandRun
-from console.access import ScopedInlineMixin, TenantScopedAdmin, may_act
+from console.access import RecordAdmin, ScopedInlineMixin, TenantScopedAdmin, may_act
 from console.actions import object_action
 from console.filters import ChannelFilter, PublishDateFilter
 from console.preview import preview_page
@@ -39,10 +39,15 @@ from deliveries.models import (
 )
 
 SECRET_FIELDS = ("backlog_api_key", "line_channel_token", "line_channel_secret")
+ENDPOINT_FIELDS = ("backlog_base_url", "backlog_project_key")
 
 
 class TenantForm(forms.ModelForm):
-    """Secrets are write-only: shown masked, kept when the field is left empty."""
+    """The superusers' form. Secrets are write-only: shown masked, kept when the field is left empty.
+
+    A new Backlog URL needs the API key typed again in the same save: the stored key is
+    never sent to a host that the person who knows the key did not confirm.
+    """
 
     class Meta:
         model = Tenant
@@ -62,6 +67,12 @@ class TenantForm(forms.ModelForm):
 
     def clean(self):
         cleaned = super().clean()
+        moved = self.instance.pk and "backlog_base_url" in self.changed_data
+        if moved and not cleaned.get("backlog_api_key"):
+            self.add_error(
+                "backlog_api_key",
+                _("Backlog URL を変更するときは、同じ保存で API キーも入力し直してください。"),
+            )
         for name in SECRET_FIELDS:
             if not cleaned.get(name) and self.instance.pk:
                 cleaned[name] = getattr(self.instance, name)
@@ -70,11 +81,13 @@ class TenantForm(forms.ModelForm):
 
 @admin.register(Tenant)
 class TenantAdmin(TenantScopedAdmin):
-    """Managers edit their own tenant (e.g. a renewed LINE token); only superusers add or delete."""
+    """Managers edit their own tenant's settings (operators, quiet hours, …) and see its Backlog
+    URL, project and secrets read-only and masked; only superusers change those, add or delete."""
 
     tenant_path = ""
     form = TenantForm
     secret_fields = (*SECRET_FIELDS, "webhook_token")
+    superuser_fields = ENDPOINT_FIELDS
     list_display = (
         "slug",
         "name",
@@ -345,6 +358,9 @@ def _cell(text: str) -> str:
 
 @admin.register(DeliverySchedule)
 class DeliveryScheduleAdmin(TenantScopedAdmin):
+    """Schedules come from approvals; a manager removes one only with 取消 (cancel), which checks
+    the stage and moves the Backlog status back: deleting the row here would skip both."""
+
     list_display = ("name", "due_at", "reason", "attempts", "lease_until", "last_error")
     list_filter = ("tenant", "reason")
     search_fields = ("name",)
@@ -352,6 +368,12 @@ class DeliveryScheduleAdmin(TenantScopedAdmin):
 
     def has_add_permission(self, request):
         return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return request.user.is_superuser
 
 
 @admin.register(MessageTemplate)
@@ -419,24 +441,30 @@ class ChannelAccountForm(forms.ModelForm):
 
 @admin.register(ChannelAccount)
 class ChannelAccountAdmin(TenantScopedAdmin):
+    """A platform account's tokens and ids are integration settings: superusers (or `add_channel`)
+    set them; managers and viewers see the account with its tokens masked (console.access)."""
+
     form = ChannelAccountForm
-    secret_fields = CHANNEL_SECRET_FIELDS  # masked for viewers (console.access)
+    secret_fields = CHANNEL_SECRET_FIELDS
     list_display = ("tenant", "channel", "expires_at", "refreshed_at", "token_invalid_at", "hubspot_mode")
     list_filter = ("tenant", "channel")
     readonly_fields = ("token_invalid_at", "refreshed_at", "refresh_lease_until", "created_at", "updated_at")
 
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return request.user.is_superuser
+
+    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
+        return request.user.is_superuser
+
+    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
+        return request.user.is_superuser
+
 
 @admin.register(ChannelPost)
-class ChannelPostAdmin(TenantScopedAdmin):
+class ChannelPostAdmin(RecordAdmin):
     """Where each publication stands: the platform ids saved at every step."""
 
     list_display = ("task", "approval_seq", "channel", "phase", "post_id", "permalink", "published_at")
     list_filter = ("tenant", "channel", "phase")
     search_fields = ("task__issue_key", "post_id", "container_id", "publish_id", "note_id")
     readonly_fields = [f.name for f in ChannelPost._meta.fields]
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False

@@ -11,6 +11,7 @@ from django.utils.translation import gettext, pgettext_lazy
 from django.utils.translation import gettext_lazy as _
 
 from automedia_site.crypto import EncryptedTextField
+from backlog_bridge.client import validate_base_url
 from deliveries.quiet_hours import QuietHours
 
 # Backlog status names (seed 001), resolved to ids per project through the API.
@@ -47,7 +48,10 @@ class Tenant(models.Model):
 
     slug = models.SlugField(_("スラッグ"), unique=True)
     name = models.CharField(_("名前"), max_length=200)
-    backlog_base_url = models.URLField("Backlog URL", help_text=_("例: https://acme.backlog.jp"))
+    # The API key is sent to this host: a space's own, or one listed in BACKLOG_ALLOWED_HOSTS.
+    backlog_base_url = models.URLField(
+        "Backlog URL", help_text=_("例: https://acme.backlog.jp"), validators=[validate_base_url]
+    )
     backlog_api_key = EncryptedTextField(_("Backlog APIキー"))
     backlog_project_key = models.CharField(_("Backlog プロジェクトキー"), max_length=64)
     webhook_token = EncryptedTextField(_("Webhook トークン"), default=new_webhook_token)

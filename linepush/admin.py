@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 from django import forms
-from django.contrib import admin, messages
+from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.urls import path
 from django.utils.translation import gettext_lazy as _
 
-from console.access import ScopedInlineMixin, TenantScopedAdmin, may_act
+from console.access import RecordAdmin, ScopedInlineMixin, TenantScopedAdmin, may_act, may_act_somewhere
 from console.actions import bulk_action, object_action
-from console.services import push_item_approve, push_item_reject, push_item_retry
+from console.services import push_item_approve, push_item_reject, push_item_resume, push_item_retry
 from linepush.models import (
     LineApiToken,
     LineContact,
@@ -27,7 +27,6 @@ from linepush.models import (
     LineWebhookEvent,
     Trigger,
 )
-from linepush.services import held_release
 
 
 @admin.register(LineContact)
@@ -97,6 +96,10 @@ def _retry(item, user):
     return push_item_retry(item=item, user=user)
 
 
+def _resume(item, user):
+    return push_item_resume(item=item, user=user)
+
+
 class AttemptInline(ScopedInlineMixin, admin.TabularInline):
     model = LinePushAttempt
     extra = 0
@@ -148,6 +151,24 @@ class LinePushItemAdmin(TenantScopedAdmin):
     actions = ["approve", "reject", "retry", "resume_held"]
     change_form_template = "admin/linepush/linepushitem/change_form.html"
 
+    # The queue is read-only here: items come from the producers and the API (which check
+    # the approval rule, the payload and the dedupe key); a person acts on an item only
+    # through approve / reject / retry / resume (issue 13).
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
+        return request.user.is_superuser  # its attempts (the audit log) would go with it
+
+    def get_actions(self, request: HttpRequest):
+        actions = super().get_actions(request)
+        if not may_act_somewhere(request.user):
+            return {}
+        return actions
+
     def get_urls(self):
         view = self.admin_site.admin_view
         retry = path("<path:object_id>/retry/", view(self.retry_view), name="linepush_linepushitem_retry")
@@ -174,13 +195,9 @@ class LinePushItemAdmin(TenantScopedAdmin):
     def retry(self, request, queryset: QuerySet[LinePushItem]) -> None:
         bulk_action(self, request, queryset, _retry, done_text=_("%(count)d 件を送信待ちに戻しました。"))
 
-    @admin.action(description=_("保留中の投稿を再開する（テナント単位）"))
+    @admin.action(description=_("選択した保留中の投稿を再開する"))
     def resume_held(self, request, queryset: QuerySet[LinePushItem]) -> None:
-        tenants = {item.tenant for item in queryset.filter(status=LinePushItem.Status.HELD)}
-        done = sum(held_release(tenant=tenant) for tenant in tenants)
-        self.message_user(
-            request, _("%(count)d 件を送信待ちに戻しました。") % {"count": done}, messages.SUCCESS
-        )
+        bulk_action(self, request, queryset, _resume, done_text=_("%(count)d 件を送信待ちに戻しました。"))
 
 
 @admin.register(LinePushSettings)
@@ -194,7 +211,9 @@ class LinePlanAdmin(admin.ModelAdmin):
 
 
 @admin.register(LineMonthlyUsage)
-class LineMonthlyUsageAdmin(TenantScopedAdmin):
+class LineMonthlyUsageAdmin(RecordAdmin):
+    """The month's count that the quota hold reads: never edited by hand."""
+
     list_display = (
         "tenant",
         "month",
@@ -253,7 +272,7 @@ class LineApiTokenAdmin(TenantScopedAdmin):
 
 
 @admin.register(LineWebhookEvent)
-class LineWebhookEventAdmin(TenantScopedAdmin):
+class LineWebhookEventAdmin(RecordAdmin):
     list_display = ("webhook_event_id", "tenant", "type", "outcome", "received_at", "processed_at")
     list_filter = ("outcome", "type", "tenant")
     readonly_fields = (

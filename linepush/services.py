@@ -234,6 +234,16 @@ def held_release(*, tenant: Tenant) -> int:
     )
 
 
+def push_resume(*, item: LinePushItem) -> bool:
+    """A manager sends one held item on (the claim checks the quota again); False unless held."""
+    return (
+        LinePushItem.objects.filter(pk=item.pk, status=LinePushItem.Status.HELD).update(
+            status=LinePushItem.Status.PENDING
+        )
+        == 1
+    )
+
+
 # -- quota --------------------------------------------------------------------------------
 
 

@@ -344,6 +344,7 @@ class Stack:
             LOG_LEVEL="INFO",
             DJANGO_Q_LOG_LEVEL="INFO",  # each task in the logs: what a failed test's log tail needs
             ALLOWED_HOSTS=f"{HOST},localhost",
+            BACKLOG_ALLOWED_HOSTS=f"{HOST},localhost",  # the fake Backlog
             # Empty = the ORM broker; set explicitly so that a developer's .env cannot add Redis.
             REDIS_URL="",
         )

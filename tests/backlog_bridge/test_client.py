@@ -9,7 +9,13 @@ import httpx
 import pytest
 import respx
 
-from backlog_bridge.client import BacklogClient, BacklogError, InvalidIdentifier
+from backlog_bridge.client import (
+    BacklogClient,
+    BacklogError,
+    BacklogHostRefused,
+    InvalidIdentifier,
+    base_url_problem,
+)
 
 BASE = "https://acme.backlog.jp"
 
@@ -32,6 +38,46 @@ def test_it_sends_the_api_key_as_a_query_parameter_without_a_trailing_slash(back
     request = route.calls.last.request
     assert request.url.path == "/api/v2/issues/ACME-1"
     assert request.url.params["apiKey"] == "secret-key"
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://169.254.169.254",  # a cloud metadata address
+        "https://evil.example.com",
+        "http://acme.backlog.jp",  # the key would travel in the clear
+        "https://acme.backlog.jp.evil.com",
+        "https://acme.backlog.jp@evil.com",
+        "https://evil.com/?x=.backlog.jp",
+        "https://acme.backlog.jp:8443",
+        "https://acme.backlog.jp/api/v2/../../x",
+    ],
+)
+def test_it_sends_no_request_to_a_base_url_that_is_no_backlog_space(url):
+    client = BacklogClient(base_url=url, api_key="secret-key")
+
+    with respx.mock(assert_all_called=False) as router:
+        anything = router.route().respond(json={"id": 1})
+        with pytest.raises(BacklogHostRefused) as refused:
+            client.get_issue("ACME-1")
+
+    assert anything.call_count == 0
+    assert not refused.value.retryable  # the URL or the setting must change first
+
+
+@pytest.mark.parametrize(
+    "url", ["https://acme.backlog.jp", "https://acme.backlog.com/", "https://my-space1.backlogtool.com"]
+)
+def test_it_accepts_each_backlog_domain(url):
+    assert base_url_problem(url) == ""
+
+
+def test_it_accepts_another_host_only_when_the_settings_list_it(settings):
+    settings.BACKLOG_ALLOWED_HOSTS = []
+    refused = base_url_problem("http://127.0.0.1:8081")
+    settings.BACKLOG_ALLOWED_HOSTS = ["127.0.0.1"]
+
+    assert refused and base_url_problem("http://127.0.0.1:8081") == ""
 
 
 def test_it_writes_status_field_and_comment_in_one_form_encoded_patch(backlog, mock):

@@ -89,11 +89,11 @@ def test_it_labels_a_list_its_filters_choices_and_actions_in_english(as_manager,
 
     english = page(as_manager, "admin:linepush_linepushitem_changelist")
 
-    assert "Select LINE post to change" in english
+    assert "Select LINE post to view" in english  # the queue is read-only
     assert "Dedupe key</a>" in english and "Attempts</a>" in english  # column headers
     assert "By Trigger" in english and ">Waiting for approval<" in english  # filters and their choices
     assert '<td class="field-trigger_type">Reminder</td>' in english
-    assert "Retry the selected failed posts" in english and "Resume held posts (per tenant)" in english
+    assert "Retry the selected failed posts" in english and "Resume the selected held posts" in english
     japanese = page(as_manager, "admin:linepush_linepushitem_changelist", language="ja")
     assert (
         "重複排除キー</a>" in japanese
@@ -102,14 +102,15 @@ def test_it_labels_a_list_its_filters_choices_and_actions_in_english(as_manager,
     )
 
 
-def test_it_labels_a_change_form_and_its_help_in_english(as_manager, tenant):
-    english = page(as_manager, "admin:deliveries_tenant_change", tenant.pk)
+def test_it_labels_a_change_form_and_its_help_in_english(client, superuser, tenant):
+    client.force_login(superuser)  # the form a superuser edits: secrets write-only, with a hint
+    english = page(client, "admin:deliveries_tenant_change", tenant.pk)
 
     assert "Change tenant" in english
     assert "Backlog project key:</label>" in english and "e.g. https://acme.backlog.jp" in english
     assert "Current: ••••••••-key" in english  # the masked secret's help
     assert "Withdraw the approval (invalidate)" in english
-    japanese = page(as_manager, "admin:deliveries_tenant_change", tenant.pk, language="ja")
+    japanese = page(client, "admin:deliveries_tenant_change", tenant.pk, language="ja")
     assert "Backlog プロジェクトキー:</label>" in japanese and "現在: ••••••••-key" in japanese
 
 

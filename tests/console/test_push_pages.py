@@ -187,3 +187,70 @@ def test_it_refuses_a_list_edit_of_a_group_the_user_only_views(client, tenant, o
 
     assert response.status_code == 200 and "閲覧のみのテナントの行" in response.content.decode()
     assert LineSource.objects.get(pk=group.pk).allow_outbound_push is False
+
+
+def resume(client, *items):
+    form = {"action": "resume_held", "_selected_action": [i.pk for i in items]}
+    return client.post(reverse("admin:linepush_linepushitem_changelist"), form, follow=True)
+
+
+def test_it_resumes_only_the_selected_held_item(as_manager, manager, tenant, group):
+    chosen, other = (
+        item(tenant, status=Status.HELD, key="held-1"),
+        item(tenant, status=Status.HELD, key="held-2"),
+    )
+
+    response = resume(as_manager, chosen)
+
+    chosen.refresh_from_db()
+    other.refresh_from_db()
+    assert (chosen.status, other.status) == (Status.PENDING, Status.HELD)
+    assert "1 件を送信待ちに戻しました。" in messages_of(response)
+    assert (
+        LogEntry.objects.get(object_id=str(chosen.pk), user=manager).change_message
+        == "保留中の LINE 投稿を再開"
+    )
+
+
+def test_it_lets_no_viewer_resume_held_items(client, viewer, tenant, group):
+    held = item(tenant, status=Status.HELD)
+    client.force_login(viewer)
+
+    resume(client, held)
+
+    held.refresh_from_db()
+    assert held.status == Status.HELD and not LogEntry.objects.exists()
+
+
+def test_it_lets_no_one_add_a_push_item_in_the_admin(client, as_manager, superuser, tenant, group):
+    add = reverse("admin:linepush_linepushitem_add")
+    form = {
+        "tenant": str(tenant.pk),
+        "ext_group_id": "Cgroup",
+        "trigger_type": "escalation",
+        "payload": '[{"type": "bogus"}]',
+        "dedupe_key": "taken-first",
+        "scheduled_at_0": "2026-12-01",
+        "scheduled_at_1": "09:00:00",
+    }
+
+    assert as_manager.get(add).status_code == 403
+    assert as_manager.post(add, form).status_code == 403
+    client.force_login(superuser)
+    assert client.get(add).status_code == 403
+    assert not LinePushItem.objects.exists()
+
+
+def test_it_refuses_a_managers_edit_of_a_push_item(as_manager, tenant, group):
+    waiting = item(tenant)
+    form = {
+        "trigger_type": "reminder",
+        "payload": '[{"type": "text", "text": "書き換え"}]',
+        "dedupe_key": "x",
+    }
+
+    response = as_manager.post(reverse("admin:linepush_linepushitem_change", args=[waiting.pk]), form)
+
+    assert response.status_code == 403
+    waiting.refresh_from_db()
+    assert (waiting.trigger_type, waiting.dedupe_key) == ("escalation", "esc-1")

@@ -129,6 +129,34 @@ def test_it_rejects_a_backlog_url_that_is_not_a_url():
 
 
 @pytest.mark.django_db
+@pytest.mark.parametrize(
+    "url", ["http://169.254.169.254/", "https://acme.backlog.jp.evil.com", "http://127.0.0.2"]
+)
+def test_it_rejects_a_backlog_url_that_is_no_backlog_space(url):
+    with pytest.raises(CommandError, match="BACKLOG_ALLOWED_HOSTS"):
+        run("acme", "--backlog-url", url, "--backlog-api-key", "k", "--backlog-project", "ACME")
+
+    assert not Tenant.objects.exists()
+
+
+@pytest.mark.django_db
+def test_it_accepts_a_host_listed_in_the_settings(settings):
+    settings.BACKLOG_ALLOWED_HOSTS = ["backlog.internal"]
+
+    run(
+        "acme",
+        "--backlog-url",
+        "http://backlog.internal:8081",
+        "--backlog-api-key",
+        "k",
+        "--backlog-project",
+        "A",
+    )
+
+    assert Tenant.objects.get().backlog_base_url == "http://backlog.internal:8081"
+
+
+@pytest.mark.django_db
 def test_it_stores_secrets_encrypted_at_rest():
     run(
         "acme",

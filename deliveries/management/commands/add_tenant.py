@@ -9,6 +9,7 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 from django.core.validators import URLValidator
 
+from backlog_bridge.client import validate_base_url
 from deliveries.models import Tenant, new_webhook_token
 from deliveries.quiet_hours import QuietHours
 from deliveries.services import tenant_webhook_urls
@@ -92,6 +93,10 @@ def _check_url(url: str) -> None:
         URLValidator(schemes=["http", "https"])(url)
     except ValidationError as exc:
         raise CommandError(f"--backlog-url is not a URL: {url}") from exc
+    try:
+        validate_base_url(url)  # the API key is sent to this host
+    except ValidationError as exc:
+        raise CommandError(f"--backlog-url {url}: {_messages(exc)}") from exc
 
 
 def _quiet_hours_from(path: Path) -> dict:
