@@ -203,14 +203,37 @@ PUBLIC_BASE_URL = env.str("PUBLIC_BASE_URL", default="http://127.0.0.1:8000")
 ADMINS = [tuple(a.split(":", 1)) for a in env.list("ADMINS", default=[]) if ":" in a]
 EMAIL_BACKEND = env.str("EMAIL_BACKEND", default="django.core.mail.backends.console.EmailBackend")
 
+# Error reports (ADMINS' mails, DEBUG's 500 page) mask the Backlog webhook token.
+DEFAULT_EXCEPTION_REPORTER = "automedia_site.reporting.MaskingExceptionReporter"
+
 LOG_LEVEL = env.str("LOG_LEVEL", default="INFO")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    # The Backlog webhook path carries the tenant's token: the loggers that print request
+    # paths (`Not Found: /hooks/backlog/…`, runserver's access log) mask it.
+    "filters": {"mask_webhook_tokens": {"()": "automedia_site.logmask.MaskWebhookTokens"}},
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
+        "django.server": {  # Django's own (DEFAULT_LOGGING), redeclared to add the filter
+            "()": "django.utils.log.ServerFormatter",
+            "format": "[{server_time}] {message}",
+            "style": "{",
+        },
+    },
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": "plain"},
+        "django.server": {"level": "INFO", "class": "logging.StreamHandler", "formatter": "django.server"},
+    },
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
     "loggers": {
+        "django.request": {"filters": ["mask_webhook_tokens"]},
+        "django.server": {
+            "handlers": ["django.server"],
+            "level": "INFO",
+            "propagate": False,
+            "filters": ["mask_webhook_tokens"],
+        },
         "httpx": {"level": "WARNING"},  # httpx logs full URLs, which carry Backlog's apiKey
         "httpcore": {"level": "WARNING"},
         # django-q2 logs every enqueue and task at INFO: noise, and a cost per webhook.
