@@ -257,6 +257,8 @@ SCHEDULER_POLL_SECONDS = env.float("SCHEDULER_POLL_SECONDS", default=0.5)
 DELIVERY_TASK_SIZE = env.int("DELIVERY_TASK_SIZE", default=10)
 HEALTH_HEARTBEAT_MAX_AGE = env.int("HEALTH_HEARTBEAT_MAX_AGE", default=30)
 HEALTH_OVERDUE_MAX_SECONDS = env.int("HEALTH_OVERDUE_MAX_SECONDS", default=60)
+# Set in production: /metrics then answers only `Authorization: Bearer <METRICS_TOKEN>`.
+METRICS_TOKEN = env.str("METRICS_TOKEN", default="")
 
 # LINE group posts (linepush): the claim lease of a queued post, the longest wait
 # before the first retry (doubled each time, 3 attempts), posts per worker task,
