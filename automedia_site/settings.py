@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import base64
 import hashlib
+from datetime import timedelta
 from pathlib import Path
 
 import environ
 from cryptography.fernet import Fernet
 from django.core.exceptions import ImproperlyConfigured
+from django.utils.translation import gettext_lazy as _
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -30,6 +32,35 @@ if not DEBUG and (SECRET_KEY == DEV_SECRET_KEY or len(SECRET_KEY) < 32):
 
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "testserver"])
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
+
+# HTTPS: on by default when DEBUG is off, each switched by the variable of its own name.
+SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=not DEBUG)
+# Load balancer and Prometheus probes often reach the process over plain HTTP inside the
+# network: /healthz and /metrics answer there instead of redirecting (/metrics has its token).
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^metrics$"]
+SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=0 if DEBUG else 31536000)
+# automedia is served from a host of its own (automedia.example.jp): includeSubDomains
+# covers only names below that host, which automedia never serves over plain HTTP.
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=True)
+SESSION_COOKIE_SECURE = env.bool("SESSION_COOKIE_SECURE", default=not DEBUG)
+CSRF_COOKIE_SECURE = env.bool("CSRF_COOKIE_SECURE", default=not DEBUG)
+
+
+def _proxy_ssl_header() -> tuple[str, str] | None:
+    """`HTTP_X_FORWARDED_PROTO,https` behind a TLS-terminating proxy that sets the header
+    (and strips it from clients); unset when the process itself speaks TLS or no proxy."""
+    value = env.str("SECURE_PROXY_SSL_HEADER", default="")
+    if not value:
+        return None
+    header, _, proto = (part.strip() for part in value.partition(","))
+    if not header.startswith("HTTP_") or not proto:
+        raise ImproperlyConfigured(
+            "SECURE_PROXY_SSL_HEADER must be `HTTP_<HEADER>,<value>`, e.g. HTTP_X_FORWARDED_PROTO,https"
+        )
+    return header, proto
+
+
+SECURE_PROXY_SSL_HEADER = _proxy_ssl_header()
 
 
 def _field_encryption_key() -> str:
@@ -61,6 +92,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "django_q",
+    "axes",  # admin login lockout
     "automedia_site",
     "deliveries",
     "linepush",
@@ -79,7 +111,34 @@ MIDDLEWARE = [
     "automedia_site.middleware.AuthenticationMiddleware",
     "automedia_site.middleware.MessageMiddleware",
     "automedia_site.middleware.XFrameOptionsMiddleware",
+    # Last, as django-axes asks: it only turns a locked-out login into its 429 answer.
+    "axes.middleware.AxesMiddleware",
 ]
+# Django's checks look for their middleware by exact name and miss the subclasses above
+# (installed; they skip /hooks/ only). CSRF_COOKIE_SECURE and X_FRAME_OPTIONS, which
+# those checks would then also check, are asserted by tests/automedia_site/test_production_settings.py.
+SILENCED_SYSTEM_CHECKS = [
+    "security.W002",  # XFrameOptionsMiddleware: automedia_site.middleware's subclass is installed
+    "security.W003",  # CsrfViewMiddleware: automedia_site.middleware's subclass is installed
+    # HSTS preload is a commitment for the whole registrable domain (hstspreload.org), the
+    # operator's decision, not automedia's default.
+    "security.W021",
+]
+
+# Admin logins: django-axes locks a (username, IP address) pair out after
+# AXES_FAILURE_LIMIT failed attempts, for AXES_COOLOFF_HOURS. A successful login resets
+# the count. Attempts are rows (superusers see them in the admin); `manage.py axes_reset` unlocks.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",  # first: refuses a locked-out pair before any password check
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = env.int("AXES_FAILURE_LIMIT", default=5)
+AXES_COOLOFF_TIME = timedelta(hours=env.float("AXES_COOLOFF_HOURS", default=1.0))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_COOLOFF_MESSAGE = _(
+    "ログインの失敗が続いたため、しばらくログインできません。時間をおいてもう一度お試しください。"
+)
 
 ROOT_URLCONF = "automedia_site.urls"
 WSGI_APPLICATION = "automedia_site.wsgi.application"

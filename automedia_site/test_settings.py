@@ -16,3 +16,8 @@ BACKLOG_EVENT_BATCH_SECONDS = 0.0  # every webhook enqueues its drain (runs inli
 LOGGING = {**LOGGING, "loggers": {**LOGGING["loggers"], "django-q": {"level": "WARNING"}}}  # noqa: F405
 ADMINS = [("運用担当", "ops@example.jp")]
 LINE_TIMEOUT_SECONDS = 1.0  # the fake LINE timeout fault waits longer than this
+# The test client and the live server of the browser tests speak plain HTTP; the
+# production values are checked by tests/automedia_site/test_production_settings.py.
+SECURE_SSL_REDIRECT = False
+SESSION_COOKIE_SECURE = False
+CSRF_COOKIE_SECURE = False

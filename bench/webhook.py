@@ -85,6 +85,7 @@ def base_env(database_url: str) -> dict[str, str]:
         FIELD_ENCRYPTION_KEY=Fernet.generate_key().decode(),
         DATABASE_URL=database_url,
         LOG_LEVEL="WARNING",
+        SECURE_SSL_REDIRECT="0",  # plain HTTP on loopback
     )
     return env
 
