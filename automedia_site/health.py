@@ -1,7 +1,10 @@
-"""Operability: `/healthz` (JSON, 200 or 503 naming each check) and `/metrics`."""
+"""Operability: `/healthz` (JSON, 200 or 503 naming each check) and `/metrics`
+(Prometheus; a bearer token when METRICS_TOKEN is set)."""
 
 from __future__ import annotations
 
+import hmac
+import logging
 import os
 from collections.abc import Callable
 from datetime import datetime, timedelta
@@ -15,6 +18,8 @@ from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, 
 from prometheus_client.core import GaugeMetricFamily
 
 from deliveries.models import DeliverySchedule, SchedulerHeartbeat
+
+logger = logging.getLogger(__name__)
 
 
 def _overdue(now: datetime) -> Q:
@@ -59,15 +64,23 @@ CHECKS: dict[str, Callable[[datetime], dict]] = {
 
 
 def healthz(request) -> JsonResponse:
+    """Each check's name and state only: /healthz is public, and a failure's details
+    (exception text with internal host names and ports, ages) go to the log."""
     now = timezone.now()
-    results = {}
-    for name, check in CHECKS.items():
-        try:
-            results[name] = check(now)
-        except Exception as exc:  # a failing dependency is a result, not a 500
-            results[name] = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
-    ok = all(r["ok"] for r in results.values())
-    return JsonResponse({"status": "ok" if ok else "fail", "checks": results}, status=200 if ok else 503)
+    states = {name: "ok" if _check_passes(name, check, now) else "fail" for name, check in CHECKS.items()}
+    ok = all(state == "ok" for state in states.values())
+    return JsonResponse({"status": "ok" if ok else "fail", "checks": states}, status=200 if ok else 503)
+
+
+def _check_passes(name: str, check: Callable[[datetime], dict], now: datetime) -> bool:
+    try:
+        result = check(now)
+    except Exception:  # a failing dependency is a result, not a 500
+        logger.warning("health check %s failed", name, exc_info=True)
+        return False
+    if not result["ok"]:
+        logger.warning("health check %s failed: %s", name, result)
+    return result["ok"]
 
 
 class ScheduleCollector:
@@ -85,6 +98,10 @@ class ScheduleCollector:
 
 
 def metrics_view(request) -> HttpResponse:
+    if not _metrics_allowed(request):
+        response = HttpResponse("metrics need Authorization: Bearer <METRICS_TOKEN>\n", status=401)
+        response["WWW-Authenticate"] = 'Bearer realm="metrics"'
+        return response
     registry = REGISTRY
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         from prometheus_client import multiprocess
@@ -93,6 +110,17 @@ def metrics_view(request) -> HttpResponse:
         multiprocess.MultiProcessCollector(registry)
     output = generate_latest(registry) + generate_latest(_schedule_registry())
     return HttpResponse(output, content_type=CONTENT_TYPE_LATEST)
+
+
+def _metrics_allowed(request) -> bool:
+    """Open when METRICS_TOKEN is unset (development); else the bearer token, compared in
+    constant time."""
+    if not settings.METRICS_TOKEN:
+        return True
+    scheme, _, given = request.headers.get("Authorization", "").partition(" ")
+    return scheme.lower() == "bearer" and hmac.compare_digest(
+        given.strip().encode(), settings.METRICS_TOKEN.encode()
+    )
 
 
 def _schedule_registry() -> CollectorRegistry:

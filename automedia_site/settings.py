@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import base64
 import hashlib
+from datetime import timedelta
 from pathlib import Path
 
 import environ
 from cryptography.fernet import Fernet
 from django.core.exceptions import ImproperlyConfigured
+from django.utils.translation import gettext_lazy as _
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -30,6 +32,35 @@ if not DEBUG and (SECRET_KEY == DEV_SECRET_KEY or len(SECRET_KEY) < 32):
 
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "testserver"])
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
+
+# HTTPS: on by default when DEBUG is off, each switched by the variable of its own name.
+SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=not DEBUG)
+# Load balancer and Prometheus probes often reach the process over plain HTTP inside the
+# network: /healthz and /metrics answer there instead of redirecting (/metrics has its token).
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^metrics$"]
+SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=0 if DEBUG else 31536000)
+# automedia is served from a host of its own (automedia.example.jp): includeSubDomains
+# covers only names below that host, which automedia never serves over plain HTTP.
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=True)
+SESSION_COOKIE_SECURE = env.bool("SESSION_COOKIE_SECURE", default=not DEBUG)
+CSRF_COOKIE_SECURE = env.bool("CSRF_COOKIE_SECURE", default=not DEBUG)
+
+
+def _proxy_ssl_header() -> tuple[str, str] | None:
+    """`HTTP_X_FORWARDED_PROTO,https` behind a TLS-terminating proxy that sets the header
+    (and strips it from clients); unset when the process itself speaks TLS or no proxy."""
+    value = env.str("SECURE_PROXY_SSL_HEADER", default="")
+    if not value:
+        return None
+    header, _, proto = (part.strip() for part in value.partition(","))
+    if not header.startswith("HTTP_") or not proto:
+        raise ImproperlyConfigured(
+            "SECURE_PROXY_SSL_HEADER must be `HTTP_<HEADER>,<value>`, e.g. HTTP_X_FORWARDED_PROTO,https"
+        )
+    return header, proto
+
+
+SECURE_PROXY_SSL_HEADER = _proxy_ssl_header()
 
 
 def _field_encryption_key() -> str:
@@ -61,6 +92,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "django_q",
+    "axes",  # admin login lockout
     "automedia_site",
     "deliveries",
     "linepush",
@@ -79,7 +111,34 @@ MIDDLEWARE = [
     "automedia_site.middleware.AuthenticationMiddleware",
     "automedia_site.middleware.MessageMiddleware",
     "automedia_site.middleware.XFrameOptionsMiddleware",
+    # Last, as django-axes asks: it only turns a locked-out login into its 429 answer.
+    "axes.middleware.AxesMiddleware",
 ]
+# Django's checks look for their middleware by exact name and miss the subclasses above
+# (installed; they skip /hooks/ only). CSRF_COOKIE_SECURE and X_FRAME_OPTIONS, which
+# those checks would then also check, are asserted by tests/automedia_site/test_production_settings.py.
+SILENCED_SYSTEM_CHECKS = [
+    "security.W002",  # XFrameOptionsMiddleware: automedia_site.middleware's subclass is installed
+    "security.W003",  # CsrfViewMiddleware: automedia_site.middleware's subclass is installed
+    # HSTS preload is a commitment for the whole registrable domain (hstspreload.org), the
+    # operator's decision, not automedia's default.
+    "security.W021",
+]
+
+# Admin logins: django-axes locks a (username, IP address) pair out after
+# AXES_FAILURE_LIMIT failed attempts, for AXES_COOLOFF_HOURS. A successful login resets
+# the count. Attempts are rows (superusers see them in the admin); `manage.py axes_reset` unlocks.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",  # first: refuses a locked-out pair before any password check
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = env.int("AXES_FAILURE_LIMIT", default=5)
+AXES_COOLOFF_TIME = timedelta(hours=env.float("AXES_COOLOFF_HOURS", default=1.0))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_COOLOFF_MESSAGE = _(
+    "ログインの失敗が続いたため、しばらくログインできません。時間をおいてもう一度お試しください。"
+)
 
 ROOT_URLCONF = "automedia_site.urls"
 WSGI_APPLICATION = "automedia_site.wsgi.application"
@@ -207,14 +266,37 @@ PUBLIC_BASE_URL = env.str("PUBLIC_BASE_URL", default="http://127.0.0.1:8000")
 ADMINS = [tuple(a.split(":", 1)) for a in env.list("ADMINS", default=[]) if ":" in a]
 EMAIL_BACKEND = env.str("EMAIL_BACKEND", default="django.core.mail.backends.console.EmailBackend")
 
+# Error reports (ADMINS' mails, DEBUG's 500 page) mask the Backlog webhook token.
+DEFAULT_EXCEPTION_REPORTER = "automedia_site.reporting.MaskingExceptionReporter"
+
 LOG_LEVEL = env.str("LOG_LEVEL", default="INFO")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    # The Backlog webhook path carries the tenant's token: the loggers that print request
+    # paths (`Not Found: /hooks/backlog/…`, runserver's access log) mask it.
+    "filters": {"mask_webhook_tokens": {"()": "automedia_site.logmask.MaskWebhookTokens"}},
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
+        "django.server": {  # Django's own (DEFAULT_LOGGING), redeclared to add the filter
+            "()": "django.utils.log.ServerFormatter",
+            "format": "[{server_time}] {message}",
+            "style": "{",
+        },
+    },
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": "plain"},
+        "django.server": {"level": "INFO", "class": "logging.StreamHandler", "formatter": "django.server"},
+    },
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
     "loggers": {
+        "django.request": {"filters": ["mask_webhook_tokens"]},
+        "django.server": {
+            "handlers": ["django.server"],
+            "level": "INFO",
+            "propagate": False,
+            "filters": ["mask_webhook_tokens"],
+        },
         "httpx": {"level": "WARNING"},  # httpx logs full URLs, which carry Backlog's apiKey
         "httpcore": {"level": "WARNING"},
         # django-q2 logs every enqueue and task at INFO: noise, and a cost per webhook.
@@ -238,6 +320,8 @@ SCHEDULER_POLL_SECONDS = env.float("SCHEDULER_POLL_SECONDS", default=0.5)
 DELIVERY_TASK_SIZE = env.int("DELIVERY_TASK_SIZE", default=10)
 HEALTH_HEARTBEAT_MAX_AGE = env.int("HEALTH_HEARTBEAT_MAX_AGE", default=30)
 HEALTH_OVERDUE_MAX_SECONDS = env.int("HEALTH_OVERDUE_MAX_SECONDS", default=60)
+# Set in production: /metrics then answers only `Authorization: Bearer <METRICS_TOKEN>`.
+METRICS_TOKEN = env.str("METRICS_TOKEN", default="")
 
 # LINE group posts (linepush): the claim lease of a queued post, the longest wait
 # before the first retry (doubled each time, 3 attempts), posts per worker task,

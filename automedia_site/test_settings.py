@@ -17,3 +17,8 @@ LOGGING = {**LOGGING, "loggers": {**LOGGING["loggers"], "django-q": {"level": "W
 ADMINS = [("運用担当", "ops@example.jp")]
 LINE_TIMEOUT_SECONDS = 1.0  # the fake LINE timeout fault waits longer than this
 BACKLOG_ALLOWED_HOSTS = ["127.0.0.1", "localhost"]  # the fake Backlog of tests/conftest.py
+# The test client and the live server of the browser tests speak plain HTTP; the
+# production values are checked by tests/automedia_site/test_production_settings.py.
+SECURE_SSL_REDIRECT = False
+SESSION_COOKIE_SECURE = False
+CSRF_COOKIE_SECURE = False

@@ -144,9 +144,19 @@ def _shown(value: object) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
+_EVENT_COLUMNS = (
+    "tenant_id, activity_id, type, issue_key, payload, source, outcome, detail, attempts, received_at"
+)
 _INSERT_EVENT = (
-    "INSERT INTO {table} (tenant_id, activity_id, type, issue_key, payload, source, outcome,"
-    " detail, attempts, received_at) VALUES (%s, %s, %s, %s, %s, %s, %s, '', 0, %s)"
+    "INSERT INTO {table} (" + _EVENT_COLUMNS + ") VALUES (%s, %s, %s, %s, %s, %s, %s, '', 0, %s)"
+    " ON CONFLICT (tenant_id, activity_id) DO NOTHING RETURNING id"
+)
+# The webhook's: the tenant row must still be active and hold the webhook token (as stored,
+# encrypted) the receiver checked, read maybe minutes ago. A rotation writes a new
+# ciphertext, so an old token stores nothing, in the same single statement.
+_INSERT_WEBHOOK_EVENT = (
+    "INSERT INTO {table} (" + _EVENT_COLUMNS + ") SELECT %s, %s, %s, %s, %s, %s, %s, '', 0, %s"
+    " FROM {tenants} WHERE id = %s AND is_active AND webhook_token = %s"
     " ON CONFLICT (tenant_id, activity_id) DO NOTHING RETURNING id"
 )
 
@@ -156,9 +166,12 @@ def activity_handled(activity: dict) -> bool:
     return activity["type"] in HANDLED_TYPES
 
 
-def activity_store(*, tenant: Tenant, activity: dict, source: str) -> int | None:
+def activity_store(
+    *, tenant: Tenant, activity: dict, source: str, stored_token: str | None = None
+) -> int | None:
     """Store a raw activity once per (tenant, activity id): the new row's id, or None
-    when it was stored before (a duplicate).
+    when it was stored before (a duplicate) or, given `stored_token` (the webhook token's
+    column as the receiver read it), when the tenant no longer holds it.
 
     One `INSERT … ON CONFLICT DO NOTHING RETURNING` (SQLite ≥ 3.35 and PostgreSQL): no
     read before, and no savepoint, on the webhook's hot path.
@@ -175,7 +188,12 @@ def activity_store(*, tenant: Tenant, activity: dict, source: str) -> int | None
         outcome,
         field("received_at").get_db_prep_save(timezone.now(), connection),
     ]
-    row = _insert_event(_INSERT_EVENT.format(table=BacklogEvent._meta.db_table), params)
+    table = BacklogEvent._meta.db_table
+    if stored_token is None:
+        row = _insert_event(_INSERT_EVENT.format(table=table), params)
+    else:
+        sql = _INSERT_WEBHOOK_EVENT.format(table=table, tenants=Tenant._meta.db_table)
+        row = _insert_event(sql, [*params, tenant.pk, stored_token])
     return None if row is None else row[0]
 
 
@@ -215,14 +233,15 @@ def _fetchone(sql: str, params: list) -> tuple | None:
         return cursor.fetchone()
 
 
-def webhook_accept(*, tenant: Tenant, payload: object) -> str:
+def webhook_accept(*, tenant: Tenant, payload: object, stored_token: str | None = None) -> str:
     """Validate, store and hand to a drain; returns "accepted", "duplicate" or "ignored".
 
     The stored event row is the queue: one INSERT (autocommit) is all a webhook
     writes. Processing is a django-q2 drain task that takes every pending event.
+    With `stored_token`, "duplicate" also means the tenant no longer holds that token.
     """
     activity = webhook_validate(tenant=tenant, payload=payload)
-    if activity_store(tenant=tenant, activity=activity, source="webhook") is None:
+    if activity_store(tenant=tenant, activity=activity, source="webhook", stored_token=stored_token) is None:
         return "duplicate"
     if not activity_handled(activity):
         return "ignored"

@@ -86,6 +86,7 @@ def base_env(database_url: str) -> dict[str, str]:
         DATABASE_URL=database_url,
         LOG_LEVEL="WARNING",
         BACKLOG_ALLOWED_HOSTS=f"{HOST},localhost",  # the tenants' Backlog is a local fake
+        SECURE_SSL_REDIRECT="0",  # plain HTTP on loopback
     )
     return env
 

@@ -6,24 +6,28 @@ import json
 
 from django.conf import settings
 from django.db import transaction
-from django.http import Http404
 from rest_framework.response import Response
 
 from automedia_site.webhooks import WebhookView
 from deliveries.models import Tenant
 from linepush.events import line_events_accept, signature_valid
 
+# Never a channel secret: an unknown tenant's body is checked against it, so that it
+# takes the same work and gets the same answer as a bad signature.
+NO_TENANT_SECRET = "no-tenant"  # noqa: S105
+
 
 class LineWebhookView(WebhookView):
     def post(self, request, slug: str) -> Response:
-        tenant = Tenant.objects.filter(slug=slug, is_active=True).first()
-        if tenant is None:
-            raise Http404
         limit = settings.LINE_WEBHOOK_MAX_BYTES
         if int(request.META.get("CONTENT_LENGTH") or 0) > limit or len(request.body) > limit:
             return Response({"error": f"body larger than {limit} bytes"}, status=413)
+        tenant = Tenant.objects.filter(slug=slug, is_active=True).first()
+        # An unknown tenant answers as a bad signature does: the answer never tells which
+        # slugs exist.
+        secret = tenant.line_channel_secret if tenant else NO_TENANT_SECRET
         signature = request.headers.get("X-Line-Signature", "")
-        if not signature_valid(secret=tenant.line_channel_secret, body=request.body, signature=signature):
+        if not signature_valid(secret=secret, body=request.body, signature=signature) or tenant is None:
             return Response({"error": "invalid X-Line-Signature"}, status=401)
         try:
             payload = json.loads(request.body)

@@ -345,6 +345,10 @@ class Stack:
             DJANGO_Q_LOG_LEVEL="INFO",  # each task in the logs: what a failed test's log tail needs
             ALLOWED_HOSTS=f"{HOST},localhost",
             BACKLOG_ALLOWED_HOSTS=f"{HOST},localhost",  # the fake Backlog
+            # Plain HTTP on loopback: no redirect to HTTPS, cookies usable over HTTP.
+            SECURE_SSL_REDIRECT="0",
+            SESSION_COOKIE_SECURE="0",
+            CSRF_COOKIE_SECURE="0",
             # Empty = the ORM broker; set explicitly so that a developer's .env cannot add Redis.
             REDIS_URL="",
         )

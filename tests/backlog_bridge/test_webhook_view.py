@@ -6,10 +6,13 @@ import json
 
 import pytest
 import respx
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
+from backlog_bridge import services
 from backlog_bridge.models import BacklogEvent
 from backlog_bridge.services import events_drain
-from deliveries.models import DeliverySchedule
+from deliveries.models import DeliverySchedule, Tenant
 from tests.conftest import comment_in_backlog, load_fixture, webhook_url
 from tests.factories import TenantFactory
 
@@ -268,3 +271,52 @@ def test_it_says_which_identifier_is_wrong(client, tenant):
 
     assert response.status_code == 400
     assert response.json() == {"error": "`content.key_id` must be a positive integer, not '1/../OTHER-1'"}
+
+
+def test_it_refuses_a_token_rotated_in_another_process_at_once(client, tenant, enqueued):
+    old = webhook_url(tenant)
+    post(client, old, load_fixture("backlog/issue_updated.json"))  # this process knows the tenant now
+    # Another process (the admin, add_tenant) rotates it: no signal reaches this one.
+    Tenant.objects.filter(pk=tenant.pk).update(webhook_token="rotated-token")
+
+    assert post(client, old, load_fixture("backlog/issue_created.json")).status_code == 404
+    assert post(client, old, load_fixture("backlog/issue_created.json")).status_code == 404
+    assert not BacklogEvent.objects.filter(activity_id=11).exists()
+    response = post(client, "/hooks/backlog/acme/rotated-token", load_fixture("backlog/issue_created.json"))
+    assert response.json() == {"result": "accepted"}
+
+
+def test_it_refuses_a_tenant_deactivated_in_another_process_at_once(client, tenant, enqueued):
+    post(client, webhook_url(tenant), load_fixture("backlog/issue_updated.json"))
+    Tenant.objects.filter(pk=tenant.pk).update(is_active=False)
+
+    assert post(client, webhook_url(tenant), load_fixture("backlog/issue_created.json")).status_code == 404
+    assert not BacklogEvent.objects.filter(activity_id=11).exists()
+
+
+def test_it_reads_a_tenant_edited_in_another_process_when_its_project_key_no_longer_fits(
+    client, tenant, enqueued
+):
+    post(client, webhook_url(tenant), load_fixture("backlog/issue_updated.json"))
+    # Another process edits the tenant; a save() writes the same token as a new ciphertext.
+    Tenant.objects.filter(pk=tenant.pk).update(backlog_project_key="NEW", webhook_token=tenant.webhook_token)
+    payload = load_fixture("backlog/issue_created.json")
+    payload["project"]["projectKey"] = "NEW"
+
+    assert post(client, webhook_url(tenant), payload).json() == {"result": "accepted"}
+
+
+def test_a_known_tenants_webhook_is_one_statement(client, tenant, enqueued, monkeypatch):
+    post(client, webhook_url(tenant), load_fixture("backlog/issue_updated.json"))  # the tenant is known now
+    statements = []
+    real = services._fetchone  # on PostgreSQL it bypasses Django's query log
+    monkeypatch.setattr(
+        services, "_fetchone", lambda sql, params: statements.append(sql) or real(sql, params)
+    )
+
+    with CaptureQueriesContext(connection) as queries:
+        response = post(client, webhook_url(tenant), load_fixture("backlog/issue_created.json"))
+
+    assert response.json() == {"result": "accepted"}
+    assert len(statements) == 1 and "webhook_token" in statements[0]  # the INSERT checks the token
+    assert [q["sql"] for q in queries if not q["sql"].startswith("INSERT")] == []

@@ -105,15 +105,17 @@ def test_it_answers_200_to_lines_empty_verification_call(client, tenant):
     assert response.json() == {"accepted": 0, "duplicate": 0, "ignored": 0}
 
 
-def test_it_answers_404_for_an_unknown_tenant(client, tenant):
+def test_it_answers_an_unknown_tenant_as_it_answers_a_bad_signature(client, tenant):
     raw = json.dumps(fixture("follow")).encode()
 
-    assert (
-        client.post(
-            "/hooks/line/nobody", raw, content_type="application/json", HTTP_X_LINE_SIGNATURE=sign(raw)
-        ).status_code
-        == 404
+    unknown = client.post(
+        "/hooks/line/nobody", raw, content_type="application/json", HTTP_X_LINE_SIGNATURE=sign(raw)
     )
+    bad_signature = deliver(client, raw, signature=sign(b"other body"))
+
+    assert (unknown.status_code, unknown.content) == (bad_signature.status_code, bad_signature.content)
+    assert unknown.status_code == 401
+    assert not LineWebhookEvent.objects.exists()
 
 
 def test_it_answers_400_to_a_signed_body_that_is_not_a_callback(client, tenant):
