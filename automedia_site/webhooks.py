@@ -9,6 +9,8 @@ A database that refuses the body or cannot be reached gets a clear answer, never
 
 from __future__ import annotations
 
+import json
+
 from django.db import DatabaseError, DataError
 from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.parsers import JSONParser
@@ -17,6 +19,43 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 WEBHOOK_PATH_PREFIX = "/hooks/"
+# Backlog's and LINE's bodies nest a few levels (LINE's deepest, a postback in a message
+# event, about 5); far deeper is no sender's body, and Python's json recurses per level.
+MAX_JSON_DEPTH = 32
+
+
+def body_json(raw: bytes) -> object:
+    """A webhook body as JSON, or ValueError: not UTF-8 JSON, NaN / Infinity (which
+    json.loads would accept), or nested deeper than MAX_JSON_DEPTH (`[[[[…` once made
+    json.loads raise RecursionError, a 500)."""
+    try:
+        value = json.loads(raw, parse_constant=_no_constant)
+    except RecursionError:
+        raise ValueError("body nests too deep") from None
+    except UnicodeDecodeError as exc:
+        raise ValueError("body is not UTF-8") from exc
+    if _depth(value) > MAX_JSON_DEPTH:
+        raise ValueError("body nests too deep")
+    return value
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not JSON")
+
+
+def _depth(value: object) -> int:
+    """How deep containers nest in a parsed JSON value (iterative: no recursion)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        if children is None:
+            continue
+        deepest = max(deepest, depth)
+        if deepest > MAX_JSON_DEPTH:
+            return deepest
+        stack.extend((child, depth + 1) for child in children)
+    return deepest
 
 
 class JSONOnly(BaseContentNegotiation):

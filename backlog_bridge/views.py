@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hmac
-import json
 
 from django.conf import settings
 from django.db.models import ExpressionWrapper, F, TextField
@@ -12,7 +11,7 @@ from django.dispatch import receiver
 from django.http import Http404
 from rest_framework.response import Response
 
-from automedia_site.webhooks import WebhookView
+from automedia_site.webhooks import WebhookView, body_json
 from backlog_bridge.services import PayloadError, webhook_accept
 from deliveries.models import Tenant
 
@@ -52,10 +51,6 @@ def _tenant_for(slug: str, token: str) -> tuple[Tenant, bool]:
     return tenant, False
 
 
-def _no_constant(name: str):
-    raise ValueError(f"{name} is not JSON")  # json.loads would accept NaN and Infinity
-
-
 class BacklogWebhookView(WebhookView):
     def post(self, request, slug: str, token: str) -> Response:
         tenant, remembered = _tenant_for(slug, token)
@@ -75,8 +70,8 @@ class BacklogWebhookView(WebhookView):
         if int(request.META.get("CONTENT_LENGTH") or 0) > limit or len(request.body) > limit:
             return Response({"error": f"body larger than {limit} bytes"}, status=413)
         try:
-            payload = json.loads(request.body, parse_constant=_no_constant)
-        except (ValueError, UnicodeDecodeError):
+            payload = body_json(request.body)
+        except ValueError:
             return Response({"error": "body is not valid JSON"}, status=400)
         try:
             # One INSERT (autocommit), made only while the tenant's row holds the token read.

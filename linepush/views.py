@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import json
-
 from django.conf import settings
 from django.db import transaction
 from rest_framework.response import Response
 
-from automedia_site.webhooks import WebhookView
+from automedia_site.webhooks import WebhookView, body_json
 from deliveries.models import Tenant
 from linepush.events import line_events_accept, signature_valid
 
@@ -30,8 +28,8 @@ class LineWebhookView(WebhookView):
         if not signature_valid(secret=secret, body=request.body, signature=signature) or tenant is None:
             return Response({"error": "invalid X-Line-Signature"}, status=401)
         try:
-            payload = json.loads(request.body)
-        except (ValueError, UnicodeDecodeError):
+            payload = body_json(request.body)
+        except ValueError:
             return Response({"error": "body is not valid JSON"}, status=400)
         events = payload.get("events") if isinstance(payload, dict) else None
         if not isinstance(events, list):

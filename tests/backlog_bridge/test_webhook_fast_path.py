@@ -96,6 +96,18 @@ def test_it_answers_400_for_non_json_numbers(client, tenant, constant):
     assert not BacklogEvent.objects.exists()
 
 
+@pytest.mark.parametrize("depth", [33, 100_000], ids=["past-the-limit", "past-pythons-recursion"])
+def test_it_answers_400_for_json_nested_too_deep(client, tenant, depth):
+    payload = load_fixture("backlog/issue_updated.json")
+    body = json.dumps(payload).replace('"id": 12', '"id": 12, "x": ' + "[" * depth + "]" * depth, 1)
+
+    response = post(client, webhook_url(tenant), body)
+
+    assert response.status_code == 400
+    assert "not valid JSON" in response.json()["error"]
+    assert not BacklogEvent.objects.exists()
+
+
 @pytest.mark.django_db(transaction=True)
 def test_a_nul_character_is_refused_with_a_reason_where_the_database_cannot_store_it(client, tenant):
     payload = load_fixture("backlog/issue_updated.json")

@@ -83,6 +83,22 @@ def test_the_fixtures_validate_against_lines_webhook_spec(name):
 # -- receiving --------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'{"destination": "U1", "events": [], "x": NaN}',
+        b'{"events": [], "x": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+    ],
+    ids=["nan", "nested-too-deep"],
+)
+def test_it_answers_400_to_a_signed_body_that_is_not_plain_json(client, tenant, raw):
+    response = deliver(client, raw)
+
+    assert response.status_code == 400
+    assert response.json() == {"error": "body is not valid JSON"}
+    assert not LineWebhookEvent.objects.exists()
+
+
 @pytest.mark.parametrize("signature", ["", "bm90IHRoZSBzaWduYXR1cmU=", sign(b"other body")])
 def test_it_answers_401_to_a_bad_signature_and_stores_nothing(client, tenant, signature):
     response = deliver(client, fixture("follow"), signature=signature)
