@@ -18,7 +18,7 @@ from datetime import date, datetime, time
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from deliveries.audience import AudienceError, parse_audience
+from backlog_bridge.audience import AudienceError, parse_audience
 
 JST = ZoneInfo("Asia/Tokyo")
 

@@ -14,7 +14,7 @@ RECURRING = {
         "minutes": 10,
     },
     "automedia-scan-backlog": {
-        "func": "backlog_bridge.tasks.scan_daily",
+        "func": "deliveries.tasks.scan_daily",
         "schedule_type": "D",  # daily: the safety net (manage.py scan_backlog)
     },
     # Instagram / TikTok token refresh before expiry (deliveries/tokens.py).

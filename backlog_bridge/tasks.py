@@ -5,9 +5,8 @@ from __future__ import annotations
 import logging
 
 from backlog_bridge.client import BacklogClient, BacklogError
-from backlog_bridge.scan import scan_alert, scan_all, scan_totals
-from backlog_bridge.services import catchup_run, event_process, events_drain, pending_events_retry
-from console.records import scan_record
+from backlog_bridge.events import event_process, events_drain
+from backlog_bridge.services import catchup_run, pending_events_retry
 from deliveries.models import Tenant
 
 logger = logging.getLogger(__name__)
@@ -34,11 +33,3 @@ def catchup_all() -> dict[str, int]:
             logger.warning("catch-up for %s failed: %s", tenant.slug, exc)
     recovered["_retried"] = pending_events_retry()
     return recovered
-
-
-def scan_daily() -> dict[str, int]:
-    """Daily safety net: rescue approved issues without a schedule; alert ADMINS on any leak."""
-    results = scan_all(tenants=Tenant.objects.filter(is_active=True), dry_run=False)
-    scan_alert(results)
-    scan_record(results=results, totals=scan_totals(results), dry_run=False)  # for the dashboard
-    return scan_totals(results)

@@ -12,7 +12,8 @@ from django.http import Http404
 from rest_framework.response import Response
 
 from automedia_site.webhooks import WebhookView, body_json
-from backlog_bridge.services import PayloadError, webhook_accept
+from backlog_bridge.activities import PayloadError
+from backlog_bridge.services import webhook_accept
 from deliveries.models import Tenant
 
 _tenants: dict[str, Tenant] = {}

@@ -12,6 +12,13 @@ class ConsoleConfig(AppConfig):
     name = "console"
     verbose_name = _("管理画面")
 
+    def ready(self) -> None:
+        # The dashboard records each scan; the lifecycle below it does not import console.
+        from console.records import scan_finished_received
+        from deliveries.signals import scan_finished
+
+        scan_finished.connect(scan_finished_received, dispatch_uid="console.scan_record")
+
 
 class AutomediaAdminConfig(admin_apps.AdminConfig):
     """`django.contrib.admin` with automedia's site: the dashboard as its index page."""

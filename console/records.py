@@ -22,5 +22,10 @@ def delivery_outcome_record(*, tenant_id: int, task_id: int, result: str) -> Del
 
 
 def scan_record(*, results: list, totals: dict[str, int], dry_run: bool) -> ScanRun:
-    """`results`: backlog_bridge.scan.ScanResult per tenant."""
+    """`results`: deliveries.scan.ScanResult per tenant."""
     return ScanRun.objects.create(dry_run=dry_run, totals=totals, results=[r.to_json() for r in results])
+
+
+def scan_finished_received(sender, *, results: list, totals: dict[str, int], dry_run: bool, **kwargs) -> None:
+    """deliveries.signals.scan_finished: keep the run for the dashboard."""
+    scan_record(results=results, totals=totals, dry_run=dry_run)

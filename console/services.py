@@ -20,9 +20,11 @@ from django.utils.translation import gettext_noop
 
 from automedia_site.timeutil import fmt_jst
 from backlog_bridge.client import BacklogClient, BacklogError
-from backlog_bridge.command_runner import OWN_PREFIX, schedule_cancel
-from backlog_bridge.services import BacklogConfigError, ConcurrentChange, issue_read, issue_reconcile
+from backlog_bridge.statuses import BacklogConfigError, status_id_require
 from console.audit import action_record
+from deliveries.commands.run import OWN_PREFIX, schedule_cancel
+from deliveries.issues import issue_read
+from deliveries.lifecycle import ConcurrentChange, issue_reconcile
 from deliveries.models import STATUS_APPROVED, STATUS_ERROR, ContentTask, DeliverySchedule
 from deliveries.preview import Preview, preview_build
 from linepush.models import LinePushItem
@@ -80,11 +82,9 @@ def _approve_problem(task: ContentTask) -> str:
 def _approve(task: ContentTask, user, *, verb: str) -> ActionResult:
     tenant = task.tenant
     with BacklogClient.for_tenant(tenant) as backlog:
-        status_id = backlog.status_id(tenant.backlog_project_key, STATUS_APPROVED)
-        if status_id is None:
-            raise BacklogConfigError(
-                f"プロジェクト {tenant.backlog_project_key} に状態「{STATUS_APPROVED}」がありません"
-            )
+        status_id = status_id_require(
+            client=backlog, project_key=tenant.backlog_project_key, name=STATUS_APPROVED
+        )
         comment = f"{OWN_PREFIX} 管理画面で {user.get_username()} さんが{verb}しました。"
         backlog.update_issue(task.issue_key, status_id=status_id, comment=comment)
         outcome = issue_reconcile(tenant=tenant, issue_key=task.issue_key, client=backlog)

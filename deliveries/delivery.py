@@ -22,15 +22,18 @@ from django.utils import timezone
 
 from automedia_site import metrics
 from automedia_site.timeutil import fmt_jst, iso_jst
+from backlog_bridge.audience import AudienceError, parse_audience
 from backlog_bridge.client import BacklogClient, BacklogError, shared_client
 from backlog_bridge.parser import ParsedTask, TemplateRef
-from backlog_bridge.services import IssueState, issue_read, issue_reconcile, issue_state
+from backlog_bridge.statuses import BacklogConfigError, status_id_require
 from deliveries import publishers
-from deliveries.audience import AudienceError, parse_audience
 from deliveries.channel_templates import describe
 from deliveries.channels.base import TransportError
 from deliveries.channels.line import MULTICAST_MAX, aggregation_unit, line_transport
+from deliveries.contacts import line_users_matching
 from deliveries.effects import effect_reports_plan
+from deliveries.issues import IssueState, issue_read, issue_state
+from deliveries.lifecycle import issue_reconcile
 from deliveries.models import (
     CHANNEL_LABELS,
     FIELD_DELIVERED_AT,
@@ -44,11 +47,11 @@ from deliveries.models import (
     DeliverySchedule,
     Tenant,
 )
+from deliveries.quiet_hours import QuietAction, quiet_hours_apply
 from deliveries.rendering import RenderError, render_messages, template_resolve
 from deliveries.retry import next_delay, writeback_delay
 from deliveries.scheduler import lease_length, lease_release, lease_renew
 from deliveries.tokens import token_expired_notice
-from linepush.models import LineContact
 
 logger = logging.getLogger(__name__)
 
@@ -247,13 +250,12 @@ def _recheck(run: Run, state: IssueState | None, backlog: BacklogClient) -> str:
         run.release()
         issue_reconcile(tenant=tenant, issue_key=task.issue_key, client=backlog)
         return "changed since approval"
-    quiet = tenant.quiet_hours_config()
-    verdict = quiet.check(run.now)
-    if verdict.inside:
-        if quiet.mode == "defer":
-            run.release(due_at=verdict.window_end)
-            return f"deferred to {verdict.window_end.isoformat()}"
-        return _fail(run, DeliveryFailed(f"配信時刻が静粛時間帯です。{verdict.message}"), backlog)
+    quiet = quiet_hours_apply(quiet=tenant.quiet_hours_config(), when=run.now)
+    if quiet.action == QuietAction.DEFER:
+        run.release(due_at=quiet.due_at)
+        return f"deferred to {quiet.due_at.isoformat()}"
+    if quiet.action == QuietAction.REJECT:
+        return _fail(run, DeliveryFailed(f"配信時刻が静粛時間帯です。{quiet.verdict.message}"), backlog)
     return ""
 
 
@@ -306,8 +308,7 @@ def audience_plan(*, tenant: Tenant, expression: str) -> list[tuple[str, object]
         raise DeliveryFailed(f"対象タグを解釈できません: {exc}") from exc
     if audience.is_group_target:
         return [("push", group) for group in audience.groups]
-    contacts = LineContact.objects.filter(tenant=tenant, blocked=False).order_by("user_id")
-    users = [c.user_id for c in contacts.only("user_id", "tags") if audience.matches(set(c.tags))]
+    users = line_users_matching(tenant=tenant, audience=audience)
     if not users:
         raise DeliveryFailed(f"対象者がいません（対象タグ: {expression}）")
     return [("multicast", users[i : i + MULTICAST_MAX]) for i in range(0, len(users), MULTICAST_MAX)]
@@ -575,10 +576,11 @@ def _already_written(backlog: BacklogClient, task: ContentTask, outcome: dict) -
 
 
 def _status_id(backlog: BacklogClient, project: str, name: str) -> int:
-    status_id = backlog.status_id(project, name)
-    if status_id is None:
-        raise BacklogError(f"プロジェクト {project} に状態「{name}」がありません", status=400)
-    return status_id
+    try:
+        return status_id_require(client=backlog, project_key=project, name=name)
+    except BacklogConfigError as exc:
+        # Retried like a failed PATCH: a manager may add the status.
+        raise BacklogError(str(exc), status=400) from exc
 
 
 def _finish(run: Run, outcome: dict, backlog: BacklogClient | None = None) -> str:

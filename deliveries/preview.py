@@ -4,21 +4,20 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from automedia_site.timeutil import fmt_jst
+from backlog_bridge.audience import AudienceError
 from backlog_bridge.parser import ParsedTask
-from backlog_bridge.services import IssueState
 from deliveries import publishers
-from deliveries.audience import AudienceError
 from deliveries.channels.platform import PlatformError
 from deliveries.delivery import DeliveryFailed, audience_plan, delivery_render
+from deliveries.issues import IssueState
 from deliveries.models import CHANNEL_LABELS, ChannelAccount, DeliverySchedule, Tenant
 from deliveries.publishers import hubspot
-from deliveries.quiet_hours import QuietVerdict
+from deliveries.quiet_hours import QuietVerdict, quiet_hours_apply
 from deliveries.review import review_messages
-
-MIN_LEAD = timedelta(seconds=5)
+from deliveries.services import schedule_due_at
 
 KIND_LABELS = {
     "image": "画像の投稿",
@@ -207,9 +206,9 @@ def _when(preview: Preview, tenant: Tenant, issue_key: str, state: IssueState, n
     if schedule is not None:
         preview.due_at, preview.scheduled = schedule.due_at, True
     elif state.parsed.publish_at is not None:
-        preview.due_at = max(state.parsed.publish_at, now + MIN_LEAD)
+        preview.due_at = schedule_due_at(publish_at=state.parsed.publish_at, now=now)
     if preview.due_at is not None:
-        preview.quiet = tenant.quiet_hours_config().check(preview.due_at)
+        preview.quiet = quiet_hours_apply(quiet=tenant.quiet_hours_config(), when=preview.due_at).verdict
 
 
 def preview_comment(preview: Preview) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
+from enum import StrEnum
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -22,7 +23,7 @@ from automedia_site.i18n import japanese
 
 REJECT = "reject"
 DEFER = "defer"
-MODES = (REJECT, DEFER)
+MODES = (REJECT, DEFER)  # the `mode` values of project.yml
 KEYS = ("enabled", "timezone", "ranges", "mode")
 RANGE_KEYS = ("from", "to")
 DEFAULT_TIMEZONE = "Asia/Tokyo"
@@ -42,6 +43,21 @@ class QuietVerdict:
     def message(self) -> str:
         """In Japanese whatever the request's language: Backlog comments and stored errors."""
         return japanese(self.display)
+
+
+class QuietAction(StrEnum):
+    """What a delivery time inside or outside the quiet hours leads to."""
+
+    SEND = "send"  # outside: keep the time
+    DEFER = "defer"  # inside, mode defer: move to the window's end
+    REJECT = "reject"  # inside, mode reject: refuse the time
+
+
+@dataclass(frozen=True)
+class QuietDecision:
+    action: QuietAction
+    due_at: datetime  # the time asked for, or the window's end when deferred
+    verdict: QuietVerdict
 
 
 @dataclass(frozen=True)
@@ -342,3 +358,13 @@ def _hhmm_to(moment: time) -> str:
 def _show(moment: datetime) -> str:
     pattern = "%Y-%m-%d %H:%M:%S" if moment.second else "%Y-%m-%d %H:%M"
     return f"{moment.strftime(pattern)} ({moment.tzname()})"
+
+
+def quiet_hours_apply(*, quiet: QuietHours, when: datetime) -> QuietDecision:
+    """The one place the quiet-hours mode is applied to a delivery time (seed 000)."""
+    verdict = quiet.check(when)
+    if not verdict.inside:
+        return QuietDecision(QuietAction.SEND, when, verdict)
+    if quiet.mode == DEFER:
+        return QuietDecision(QuietAction.DEFER, verdict.window_end, verdict)
+    return QuietDecision(QuietAction.REJECT, when, verdict)

@@ -2,9 +2,21 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 
+from django.db.models import F
+
+from deliveries.issues import IssueState
 from deliveries.models import ContentTask, DeliverySchedule, Tenant
+
+# seed 000: a delivery is scheduled at(max(投稿日時, now+5s)); "send now" is at(now+5s),
+# through the same scheduler.
+MIN_LEAD = timedelta(seconds=5)
+
+
+def schedule_due_at(*, publish_at: datetime | None, now: datetime) -> datetime:
+    """When a delivery asked for `publish_at` (None: now) is due: never sooner than MIN_LEAD."""
+    return max(publish_at or now, now + MIN_LEAD)
 
 
 def schedule_upsert(*, task: ContentTask, due_at: datetime, reason: str) -> DeliverySchedule:
@@ -23,6 +35,21 @@ def schedule_upsert(*, task: ContentTask, due_at: datetime, reason: str) -> Deli
         },
     )
     return schedule
+
+
+def approval_record(
+    *, task: ContentTask, state: IssueState, now: datetime, override: dict | None = None
+) -> None:
+    """Record what was approved: the body, time and template a later change is compared
+    with (seed 001), and a new approval number. `override`: a `/automedia send`'s values."""
+    ContentTask.objects.filter(pk=task.pk).update(
+        approved_at=now,
+        approval_fingerprint=state.fingerprint,
+        approved_publish_at=state.parsed.publish_at,
+        approved_template_ref=str(state.parsed.template or ""),
+        approval_seq=F("approval_seq") + 1,
+        command_override=override or {},
+    )
 
 
 def schedule_delete(*, task: ContentTask) -> bool:

@@ -7,7 +7,8 @@ import logging
 from console.records import delivery_outcome_record
 from deliveries.delivery import delivery_run, issues_prefetch
 from deliveries.effects import effect_reports_run
-from deliveries.models import DeliverySchedule
+from deliveries.models import DeliverySchedule, Tenant
+from deliveries.scan import scan_alert, scan_run, scan_totals
 
 logger = logging.getLogger(__name__)
 
@@ -64,3 +65,10 @@ def channel_tokens() -> dict[str, int]:
     from deliveries.tokens import channel_tokens_upkeep
 
     return channel_tokens_upkeep()
+
+
+def scan_daily() -> dict[str, int]:
+    """Daily safety net: rescue approved issues without a schedule; alert ADMINS on any leak."""
+    results = scan_run(tenants=Tenant.objects.filter(is_active=True), dry_run=False)
+    scan_alert(results)
+    return scan_totals(results)

@@ -111,6 +111,11 @@ def _produce(source: PushSource, make: Callable[[], T]) -> T | None:
 # -- task_approved ---------------------------------------------------------------------------
 
 
+def task_approved_received(sender, *, task: ContentTask, **kwargs) -> None:
+    """deliveries.signals.task_approved: an approval was registered."""
+    task_approved_enqueue(task=task)
+
+
 def task_approved_enqueue(*, task: ContentTask) -> LinePushItem | None:
     """Called when an approval is registered; None when the task names no LINE group."""
     task = ContentTask.objects.select_related("tenant").get(pk=task.pk)

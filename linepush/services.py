@@ -16,11 +16,13 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from backlog_bridge.audience import Audience
 from deliveries.channels.base import TransportError
 from deliveries.channels.line import LineTransport
 from deliveries.models import Tenant
 from deliveries.rendering import validate_line_messages
 from linepush.models import (
+    LineContact,
     LineMonthlyUsage,
     LinePushItem,
     LinePushProblem,
@@ -308,3 +310,9 @@ def quota_check_all() -> dict[str, str]:
             logger.warning("LINE quota check of %s failed: %s", tenant.slug, exc.message)
             results[tenant.slug] = f"error: {exc.message}"
     return results
+
+
+def contacts_matching(*, tenant: Tenant, audience: Audience) -> list[str]:
+    """The followers a LINE delivery's tag audience reaches (deliveries.contacts' lookup)."""
+    contacts = LineContact.objects.filter(tenant=tenant, blocked=False).order_by("user_id")
+    return [c.user_id for c in contacts.only("user_id", "tags") if audience.matches(set(c.tags))]

@@ -14,7 +14,7 @@ from automedia_site.timeutil import JST
 from deliveries.delivery import delivery_run
 from deliveries.models import DeliverySchedule, MessageTemplate
 from deliveries.scheduler import schedules_claim
-from tests.backlog_bridge.test_lifecycle import body
+from tests.deliveries.test_lifecycle import body
 from tests.factories import LineContactFactory
 
 DUE = datetime(2026, 12, 10, 10, 0, tzinfo=JST)

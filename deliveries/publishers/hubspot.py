@@ -30,7 +30,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from automedia_site.timeutil import JST, iso_jst
-from deliveries.audience import Audience, AudienceError, parse_audience
+from backlog_bridge.audience import Audience, AudienceError, parse_audience
 from deliveries.channels.hubspot import (
     ASSOCIATE_BATCH,
     CONTACTS,

@@ -14,7 +14,7 @@ from backlog_bridge.schedules import RECURRING
 from backlog_bridge.services import catchup_run, pending_events_retry, webhook_accept
 from backlog_bridge.tasks import catchup_all
 from deliveries.models import DeliverySchedule, Tenant
-from tests.backlog_bridge.test_lifecycle import body
+from tests.deliveries.test_lifecycle import body
 
 
 def client_for(tenant) -> BacklogClient:

@@ -11,12 +11,12 @@ import respx
 import time_machine
 from django.utils import timezone
 
-from backlog_bridge import services
+from backlog_bridge import events
+from backlog_bridge.events import CLAIMED_ELSEWHERE, event_process, events_drain, events_stranded_drain
 from backlog_bridge.models import BacklogEvent
-from backlog_bridge.services import CLAIMED_ELSEWHERE, event_process, events_drain, events_stranded_drain
 from deliveries.models import DeliverySchedule
-from tests.backlog_bridge.test_lifecycle import body
 from tests.conftest import webhook_url
+from tests.deliveries.test_lifecycle import body
 
 
 @pytest.fixture
@@ -53,7 +53,7 @@ def test_a_burst_of_webhooks_enqueues_one_drain_per_window(
     client, tenant, fake_backlog, approvals, enqueued, settings, monkeypatch
 ):
     settings.BACKLOG_EVENT_BATCH_SECONDS = 60.0
-    monkeypatch.setattr(services, "_drain_requested_at", float("-inf"))
+    monkeypatch.setattr(events, "_drain_requested_at", float("-inf"))
 
     codes = post_all(client, tenant, fake_backlog)
 
@@ -67,7 +67,7 @@ def test_one_drain_processes_every_pending_event_in_arrival_order(
 ):
     post_all(client, tenant, fake_backlog)
 
-    with mock.patch.object(services, "event_process", wraps=services.event_process) as process:
+    with mock.patch.object(events, "event_process", wraps=events.event_process) as process:
         assert events_drain() == 6
 
     ids = [call.kwargs["event_id"] for call in process.call_args_list]
@@ -98,14 +98,14 @@ def test_an_unexpected_error_fails_that_event_and_the_drain_goes_on(
 ):
     post_all(client, tenant, fake_backlog)
     first = BacklogEvent.objects.order_by("pk").first()
-    real_route = services._route
+    real_route = events._route
 
     def route(event, client):
         if event.pk == first.pk:
             raise RuntimeError("bug")
         return real_route(event, client)
 
-    monkeypatch.setattr(services, "_route", route)
+    monkeypatch.setattr(events, "_route", route)
 
     assert events_drain() == 6
     failed = BacklogEvent.objects.get(pk=first.pk)
@@ -118,7 +118,7 @@ def test_a_drain_over_its_budget_hands_the_rest_to_a_new_drain(
 ):
     post_all(client, tenant, fake_backlog)
     enqueued.clear()
-    monkeypatch.setattr(services, "EVENT_BATCH", 2)
+    monkeypatch.setattr(events, "EVENT_BATCH", 2)
 
     assert events_drain(budget=-1.0) == 2  # one round, then over budget
 
@@ -129,12 +129,12 @@ def test_a_drain_over_its_budget_hands_the_rest_to_a_new_drain(
 def test_run_scheduler_drains_an_event_that_no_drain_took(
     client, tenant, fake_backlog, approvals, enqueued, monkeypatch
 ):
-    monkeypatch.setattr(services, "_stranded_checked_at", float("-inf"))
+    monkeypatch.setattr(events, "_stranded_checked_at", float("-inf"))
     post_all(client, tenant, fake_backlog)
     enqueued.clear()  # the broker lost those drains
 
     assert events_stranded_drain(now=timezone.now()) is False  # younger than 2 s: a drain may be on its way
-    monkeypatch.setattr(services, "_stranded_checked_at", float("-inf"))
+    monkeypatch.setattr(events, "_stranded_checked_at", float("-inf"))
     later = timezone.now() + timedelta(seconds=3)
     assert events_stranded_drain(now=later) is True
     assert enqueued == [("backlog_bridge.tasks.process_events",)]
@@ -149,7 +149,7 @@ def test_the_view_writes_no_task_row_per_event_with_the_orm_broker(
 
     monkeypatch.setattr(Conf, "SYNC", False)  # a real enqueue into the ORM broker
     settings.BACKLOG_EVENT_BATCH_SECONDS = 60.0
-    monkeypatch.setattr(services, "_drain_requested_at", float("-inf"))
+    monkeypatch.setattr(events, "_drain_requested_at", float("-inf"))
 
     post_all(client, tenant, fake_backlog)
 

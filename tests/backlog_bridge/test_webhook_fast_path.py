@@ -75,7 +75,7 @@ def test_it_answers_503_and_accepts_nothing_when_the_database_is_unreachable(cli
     def unreachable(sql, params):
         raise OperationalError("connection refused")
 
-    monkeypatch.setattr("backlog_bridge.services._fetchone", unreachable)
+    monkeypatch.setattr("backlog_bridge.events._fetchone", unreachable)
 
     response = post(client, webhook_url(tenant), load_fixture("backlog/issue_updated.json"))
 

@@ -9,9 +9,9 @@ import respx
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from backlog_bridge import services
+from backlog_bridge import events
+from backlog_bridge.events import events_drain
 from backlog_bridge.models import BacklogEvent
-from backlog_bridge.services import events_drain
 from deliveries.models import DeliverySchedule, Tenant
 from tests.conftest import comment_in_backlog, load_fixture, webhook_url
 from tests.factories import TenantFactory
@@ -309,9 +309,9 @@ def test_it_reads_a_tenant_edited_in_another_process_when_its_project_key_no_lon
 def test_a_known_tenants_webhook_is_one_statement(client, tenant, enqueued, monkeypatch):
     post(client, webhook_url(tenant), load_fixture("backlog/issue_updated.json"))  # the tenant is known now
     statements = []
-    real = services._fetchone  # on PostgreSQL it bypasses Django's query log
+    real = events._fetchone  # on PostgreSQL it bypasses Django's query log
     monkeypatch.setattr(
-        services, "_fetchone", lambda sql, params: statements.append(sql) or real(sql, params)
+        events, "_fetchone", lambda sql, params: statements.append(sql) or real(sql, params)
     )
 
     with CaptureQueriesContext(connection) as queries:

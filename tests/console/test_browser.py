@@ -26,8 +26,8 @@ from deliveries.models import (
     SchedulerHeartbeat,
 )
 from linepush.models import LineMonthlyUsage, LinePlan, LinePushItem, LinePushSettings, LineSource
-from tests.backlog_bridge.test_lifecycle import body
 from tests.console.helpers import member, mirrored_issue
+from tests.deliveries.test_lifecycle import body
 from tests.factories import ContentTaskFactory
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

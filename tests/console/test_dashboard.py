@@ -10,10 +10,10 @@ import time_machine
 from django.urls import reverse
 
 from automedia_site.timeutil import JST
-from backlog_bridge.tasks import scan_daily
 from console.dashboard import Chart, Series
 from console.models import DeliveryOutcome, ScanRun
 from deliveries.models import DeliveryAttempt, DeliverySchedule, SchedulerHeartbeat
+from deliveries.tasks import scan_daily
 from linepush.models import LineMonthlyUsage, LinePlan, LinePushItem, LinePushSettings
 from tests.factories import ContentTaskFactory
 

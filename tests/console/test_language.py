@@ -13,8 +13,8 @@ from django.utils import timezone, translation
 from automedia_site.timeutil import JST
 from deliveries.models import DeliveryAttempt
 from linepush.models import LinePushItem, LineSource, validate_triggers
-from tests.backlog_bridge.test_lifecycle import texts
 from tests.console.helpers import messages_of, mirrored_issue, task_url
+from tests.deliveries.test_lifecycle import texts
 from tests.factories import ContentTaskFactory
 
 pytestmark = pytest.mark.django_db

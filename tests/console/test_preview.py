@@ -11,9 +11,9 @@ import time_machine
 from automedia_site.timeutil import JST
 from console.preview import bubble, post_card
 from deliveries.models import Tenant
-from tests.backlog_bridge.test_lifecycle import body
 from tests.channel_fixtures import channel_body, channel_template
 from tests.console.helpers import mirrored_issue, task_url
+from tests.deliveries.test_lifecycle import body
 
 NOW = datetime(2026, 12, 1, 9, 0, tzinfo=JST)
 BANNER = "https://example.jp/banner.png"

@@ -10,8 +10,8 @@ from django.contrib.admin.models import LogEntry
 
 from automedia_site.timeutil import JST
 from deliveries.models import STATUS_APPROVED, STATUS_ERROR, ContentTask, DeliverySchedule
-from tests.backlog_bridge.test_lifecycle import body, status_of, texts
 from tests.console.helpers import messages_of, mirrored_issue, task_url
+from tests.deliveries.test_lifecycle import body, status_of, texts
 
 NOW = datetime(2026, 12, 1, 9, 0, tzinfo=JST)
 

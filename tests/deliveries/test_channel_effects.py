@@ -19,8 +19,8 @@ import time_machine
 
 from deliveries.effects import effect_reports_run
 from deliveries.models import ChannelAccount, ChannelPost, ContentTask, EffectReport
-from tests.backlog_bridge.test_lifecycle import texts
 from tests.deliveries.conftest import TEMPLATES
+from tests.deliveries.test_lifecycle import texts
 from tests.delivery_fixtures import fire
 from tests.factories import ChannelAccountFactory, ChannelPostFactory, EffectReportFactory
 

@@ -9,7 +9,7 @@ from django.core import mail
 
 from automedia_site.sandbox.hubspot import NOTES, SINGLE_SEND
 from deliveries.models import ChannelAccount, ChannelPost, DeliveryAttempt, DeliverySchedule
-from tests.backlog_bridge.test_lifecycle import texts
+from tests.deliveries.test_lifecycle import texts
 from tests.delivery_fixtures import DUE, fire
 
 pytestmark = pytest.mark.usefixtures("hs_account")

@@ -9,8 +9,8 @@ from django.core import mail
 
 from automedia_site.timeutil import fmt_jst
 from deliveries.models import ChannelAccount, ChannelPost, DeliveryAttempt, DeliverySchedule
-from tests.backlog_bridge.test_lifecycle import texts
 from tests.deliveries.conftest import channel_body
+from tests.deliveries.test_lifecycle import texts
 from tests.delivery_fixtures import DUE, fire
 
 pytestmark = pytest.mark.usefixtures("ig_account")
@@ -314,7 +314,7 @@ def test_an_edit_after_the_publish_call_does_not_strand_the_post(approve_channel
 
 def test_a_preview_shows_the_post_without_line_audience_problems(approve_channel, fake_backlog, tenant):
     from backlog_bridge.client import BacklogClient
-    from backlog_bridge.services import issue_read
+    from deliveries.issues import issue_read
     from deliveries.preview import preview_build, preview_comment
 
     key = approve_channel(

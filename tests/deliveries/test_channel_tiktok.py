@@ -10,8 +10,8 @@ from django.utils import timezone
 
 from deliveries.channels.tiktok import VIDEO_INIT
 from deliveries.models import ChannelAccount, ChannelPost, DeliveryAttempt, DeliverySchedule
-from tests.backlog_bridge.test_lifecycle import texts
 from tests.deliveries.conftest import TEMPLATES, TT_REFRESH, TT_TOKEN
+from tests.deliveries.test_lifecycle import texts
 from tests.delivery_fixtures import DUE, fire
 
 pytestmark = pytest.mark.usefixtures("tt_account")

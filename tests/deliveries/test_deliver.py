@@ -19,7 +19,7 @@ from deliveries.models import (
     MessageTemplate,
     Tenant,
 )
-from tests.backlog_bridge.test_lifecycle import body, texts
+from tests.deliveries.test_lifecycle import body, texts
 from tests.delivery_fixtures import DUE, MULTICAST, fire
 from tests.factories import LineContactFactory
 

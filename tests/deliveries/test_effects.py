@@ -12,7 +12,7 @@ from deliveries import effects
 from deliveries.channels.line import LineTransport
 from deliveries.effects import effect_reports_plan, effect_reports_run, format_effect_comment
 from deliveries.models import ContentTask, EffectReport
-from tests.backlog_bridge.test_lifecycle import texts
+from tests.deliveries.test_lifecycle import texts
 from tests.delivery_fixtures import MULTICAST, fire
 
 INSIGHT = "/v2/bot/insight/message/event/aggregation"

@@ -16,8 +16,8 @@ from linepush import producers
 from linepush.models import LinePushItem, LinePushProblem, LinePushSettings
 from linepush.producers import digests_produce, escalations_produce, reminders_produce
 from linepush.services import PushInvalid, push_enqueue
-from tests.backlog_bridge.test_lifecycle import body, texts
 from tests.console.helpers import member
+from tests.deliveries.test_lifecycle import body, texts
 from tests.factories import ContentTaskFactory, TenantFactory
 from tests.linepush.helpers import PUSH, enqueue, group, step
 

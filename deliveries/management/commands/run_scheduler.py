@@ -20,9 +20,9 @@ from django.db import close_old_connections
 from django.utils import timezone
 from django_q.tasks import async_task
 
-from backlog_bridge.services import events_stranded_drain
+from backlog_bridge.events import events_stranded_drain
 from deliveries.scheduler import heartbeat, next_wakeup, schedules_claim
-from linepush.push import push_step
+from deliveries.scheduler_steps import scheduler_steps_run
 
 logger = logging.getLogger("automedia.scheduler")
 
@@ -70,10 +70,10 @@ class Command(BaseCommand):
         for start in range(0, len(claimed), self.task_size):
             chunk = claimed[start : start + self.task_size]
             async_task("deliveries.tasks.deliver_batch", chunk, cluster=DELIVERY_QUEUE)
-        pushed = push_step(now=now, limit=self.batch)  # LINE group posts (linepush), same loop
+        stepped = scheduler_steps_run(now=now, limit=self.batch)  # e.g. linepush's group posts
         events_stranded_drain(now=now)  # webhook events no drain took (backlog_bridge)
         heartbeat(name=self.name, now=now)
-        return bool(claimed) or pushed
+        return bool(claimed) or stepped
 
     def _stop(self, *_):
         self.stopping = True

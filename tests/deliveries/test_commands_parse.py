@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from backlog_bridge.commands import Command, commands_parse
+from deliveries.commands.parse import Command, commands_parse
 
 
 def verbs(text: str) -> list[str]:

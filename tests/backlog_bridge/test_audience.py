@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from deliveries.audience import Audience, AudienceError, Literal, parse_audience
+from backlog_bridge.audience import Audience, AudienceError, Literal, parse_audience
 
 GROUP_A = "C" + "0123456789abcdef" * 2
 GROUP_B = "C" + "fedcba9876543210" * 2

@@ -11,11 +11,11 @@ import time_machine
 from automedia_site.sandbox.anthropic import AnthropicReply, FakeAnthropic
 from automedia_site.sandbox.backlog import BOT, HUMAN
 from automedia_site.timeutil import JST
+from backlog_bridge.events import event_process
 from backlog_bridge.models import AIReview, BacklogEvent, CommandRun
-from backlog_bridge.services import event_process
 from deliveries.models import DeliverySchedule, MessageTemplate
-from tests.backlog_bridge.test_lifecycle import texts
 from tests.conftest import webhook_url
+from tests.deliveries.test_lifecycle import texts
 from tests.delivery_fixtures import MULTICAST, fire
 
 NOW = datetime(2026, 12, 1, 9, 0, tzinfo=JST)
@@ -97,7 +97,7 @@ def test_it_sends_now_through_the_scheduler_with_the_overrides(approved, say, li
 def test_it_sends_an_issue_that_was_not_approved_yet(
     fake_backlog, say, template, contacts, line, pump, tenant
 ):
-    from tests.backlog_bridge.test_lifecycle import body
+    from tests.deliveries.test_lifecycle import body
 
     key = fake_backlog.create_issue("ACME", summary="即時", description=body(), status="処理中")["issueKey"]
 
@@ -230,8 +230,8 @@ def test_a_quoted_command_does_not_run_again(approved, say, fake_backlog):
 
 
 def test_a_comment_processed_twice_runs_its_command_once(approved, fake_backlog, tenant, client):
+    from backlog_bridge.events import event_process
     from backlog_bridge.models import BacklogEvent
-    from backlog_bridge.services import event_process
 
     key = approved()
     fake_backlog.add_comment(key, "/automedia status")

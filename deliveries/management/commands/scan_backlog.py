@@ -11,9 +11,8 @@ import sys
 
 from django.core.management.base import BaseCommand, CommandError, OutputWrapper
 
-from backlog_bridge.scan import ScanResult, scan_all, scan_totals
-from console.records import scan_record
 from deliveries.models import Tenant
+from deliveries.scan import ScanResult, scan_run, scan_totals
 
 EXIT_LEAKS = 3
 SHOWN_KEYS = 20  # per tenant and kind in the table's details; --json lists them all
@@ -70,10 +69,11 @@ class Command(BaseCommand):
     def handle(self, *args, **opts):
         tenants = _tenants(opts["tenant"])
         bar = ProgressBar(self.stderr, len(tenants)) if self.stderr.isatty() else None
-        results = scan_all(tenants=tenants, dry_run=opts["dry_run"], progress=bar)
+        results = scan_run(
+            tenants=tenants, dry_run=opts["dry_run"], progress=bar
+        )  # recorded for the dashboard
         if bar is not None:
             bar.finish()
-        scan_record(results=results, totals=scan_totals(results), dry_run=opts["dry_run"])  # the dashboard
         if opts["json"]:
             self.stdout.write(json.dumps(_json(results, opts["dry_run"]), ensure_ascii=False, indent=2))
         else:

@@ -15,13 +15,13 @@ from django.core.management.base import CommandError, OutputWrapper
 
 from automedia_site.timeutil import JST
 from backlog_bridge.client import BacklogClient
-from backlog_bridge.management.commands.scan_backlog import ProgressBar
-from backlog_bridge.scan import scan_tenant
 from backlog_bridge.schedules import RECURRING
-from backlog_bridge.tasks import scan_daily
+from deliveries.management.commands.scan_backlog import ProgressBar
 from deliveries.models import ContentTask, DeliverySchedule
-from tests.backlog_bridge.test_lifecycle import approve, body, texts
+from deliveries.scan import scan_tenant
+from deliveries.tasks import scan_daily
 from tests.conftest import API_KEY
+from tests.deliveries.test_lifecycle import approve, body, texts
 from tests.factories import TenantFactory
 
 NOW = datetime(2026, 12, 1, 9, 0, tzinfo=JST)
@@ -317,7 +317,7 @@ def test_it_reports_progress_page_by_page(fake_backlog, tenant):
 def test_the_daily_job_alerts_admins_and_logs_an_error_on_leaks(fake_backlog, tenant, caplog):
     key = leak(fake_backlog)
 
-    with caplog.at_level(logging.ERROR, logger="backlog_bridge.scan"):
+    with caplog.at_level(logging.ERROR, logger="deliveries.scan"):
         totals = scan_daily()
 
     assert (totals["leaks"], totals["rescued"]) == (1, 1)
@@ -329,7 +329,7 @@ def test_the_daily_job_alerts_admins_and_logs_an_error_on_leaks(fake_backlog, te
 
 
 def test_the_daily_job_is_silent_without_leaks(fake_backlog, tenant, scheduled, caplog):
-    with caplog.at_level(logging.WARNING, logger="backlog_bridge.scan"):
+    with caplog.at_level(logging.WARNING, logger="deliveries.scan"):
         totals = scan_daily()
 
     assert (totals["approved"], totals["leaks"]) == (1, 0)

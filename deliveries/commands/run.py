@@ -3,21 +3,22 @@
 from __future__ import annotations
 
 import logging
-from datetime import timedelta
 
 from django.db import IntegrityError, transaction
-from django.db.models import F
 from django.utils import timezone
 
 from automedia_site.timeutil import fmt_jst
+from backlog_bridge.audience import AudienceError, parse_audience
 from backlog_bridge.client import BacklogClient, BacklogError
-from backlog_bridge.commands import USAGE, Command, commands_parse
-from backlog_bridge.models import BacklogEvent, CommandRun
+from backlog_bridge.events import EventHandler, EventIgnored
+from backlog_bridge.models import TYPE_COMMENTED, BacklogEvent, CommandRun
 from backlog_bridge.parser import ParsedTask
-from backlog_bridge.services import EventIgnored, IssueState, issue_read, revert_status_id
+from backlog_bridge.statuses import status_name_of
 from deliveries import publishers
-from deliveries.audience import AudienceError, parse_audience
+from deliveries.actions import revert_status_id
+from deliveries.commands.parse import USAGE, Command, commands_parse
 from deliveries.delivery import DeliveryFailed, delivery_render
+from deliveries.issues import IssueState, issue_read
 from deliveries.models import (
     CHANNEL_LABELS,
     STATUS_APPROVED,
@@ -27,12 +28,11 @@ from deliveries.models import (
     Tenant,
 )
 from deliveries.preview import preview_build, preview_comment
-from deliveries.services import schedule_delete, schedule_upsert
+from deliveries.services import approval_record, schedule_delete, schedule_due_at, schedule_upsert
 
 logger = logging.getLogger(__name__)
 
 OWN_PREFIX = "[automedia]"
-SEND_LEAD = timedelta(seconds=5)  # seed 000: send now = at(now+5s), through the same scheduler
 FOLLOWER_CHANNELS = ("instagram", "tiktok")  # a post on the account: there is no audience to pick
 
 
@@ -166,7 +166,7 @@ def _cancel(*, tenant, issue_key, command, user, client) -> str:
     status_id = revert_status_id(client=client, project_key=tenant.backlog_project_key)
     client.update_issue(issue_key, status_id=status_id)
     schedule_delete(task=task)
-    name = next((s["name"] for s in client.statuses(tenant.backlog_project_key) if s["id"] == status_id), "")
+    name = status_name_of(client=client, project_key=tenant.backlog_project_key, status_id=status_id)
     ContentTask.objects.filter(pk=task.pk).update(status_id=status_id, status_name=name)
     return f"{OWN_PREFIX} 配信予約（{fmt_jst(schedule.due_at)}）を取り消し、状態を「{name}」に戻しました。"
 
@@ -286,18 +286,19 @@ def _send_schedule(tenant: Tenant, issue_key: str, args: dict, state: IssueState
     now = timezone.now()
     with transaction.atomic():
         task, _ = ContentTask.objects.get_or_create(tenant=tenant, issue_key=issue_key)
-        ContentTask.objects.filter(pk=task.pk).update(
-            status_name=STATUS_APPROVED,
-            approved_at=now,
-            approval_fingerprint=state.fingerprint,
-            approved_publish_at=state.parsed.publish_at,
-            approved_template_ref=str(state.parsed.template or ""),
-            approval_seq=F("approval_seq") + 1,
-            command_override=args,
-        )
+        ContentTask.objects.filter(pk=task.pk).update(status_name=STATUS_APPROVED)
+        approval_record(task=task, state=state, now=now, override=args)
         task.refresh_from_db()
-        schedule = schedule_upsert(task=task, due_at=now + SEND_LEAD, reason=DeliverySchedule.Reason.COMMAND)
+        due_at = schedule_due_at(publish_at=None, now=now)  # send now
+        schedule = schedule_upsert(task=task, due_at=due_at, reason=DeliverySchedule.Reason.COMMAND)
     return schedule.due_at
 
 
 HANDLERS = {"status": _status, "cancel": _cancel, "preview": _preview, "send": _send}
+
+
+def _on_commented(event: BacklogEvent, client: BacklogClient) -> str:
+    return comment_handle(event=event, client=client)
+
+
+EVENT_HANDLERS: dict[int, EventHandler] = {TYPE_COMMENTED: _on_commented}

@@ -10,8 +10,8 @@ import time_machine
 
 from automedia_site.timeutil import JST
 from deliveries.models import ChannelAccount, ChannelPost, DeliveryAttempt, DeliverySchedule, MessageTemplate
-from tests.backlog_bridge.test_lifecycle import texts
 from tests.channel_fixtures import channel_body, channel_template
+from tests.deliveries.test_lifecycle import texts
 from tests.delivery_fixtures import fire
 
 NOW = datetime(2026, 12, 1, 9, 0, tzinfo=JST)

@@ -25,8 +25,11 @@ from django.db.models import Q
 from django.utils import timezone
 
 from backlog_bridge.client import MAX_PAGE, BacklogClient, BacklogError
-from backlog_bridge.services import BacklogConfigError, ConcurrentChange, issue_read, issue_reconcile
+from backlog_bridge.statuses import BacklogConfigError, status_id_require
+from deliveries.issues import issue_read
+from deliveries.lifecycle import ConcurrentChange, issue_reconcile
 from deliveries.models import FIELD_DELIVERED_AT, STATUS_APPROVED, ContentTask, DeliverySchedule, Tenant
+from deliveries.signals import scan_finished
 
 logger = logging.getLogger(__name__)
 
@@ -82,9 +85,7 @@ def _scan_approved(
     tenant: Tenant, client: BacklogClient, dry_run: bool, result: ScanResult, progress: Progress
 ) -> set[str]:
     project_key = tenant.backlog_project_key
-    status_id = client.status_id(project_key, STATUS_APPROVED)
-    if status_id is None:
-        raise BacklogConfigError(f"プロジェクト {project_key} に状態「{STATUS_APPROVED}」がありません")
+    status_id = status_id_require(client=client, project_key=project_key, name=STATUS_APPROVED)
     project_id = client.project(project_key)["id"]
     seen: set[str] = set()
     for _ in range(MAX_PASSES):
@@ -232,6 +233,15 @@ def scan_all(
         except Exception as exc:  # one tenant's failure must not stop the others' safety net
             logger.exception("scan of %s failed", tenant.slug)
             results.append(ScanResult(tenant=tenant.slug, errors=[f"{type(exc).__name__}: {exc}"]))
+    return results
+
+
+def scan_run(
+    *, tenants: Iterable[Tenant], dry_run: bool, progress: Progress | None = None
+) -> list[ScanResult]:
+    """scan_all, then `scan_finished` (the dashboard records the run)."""
+    results = scan_all(tenants=tenants, dry_run=dry_run, progress=progress)
+    scan_finished.send(sender=ScanResult, results=results, totals=scan_totals(results), dry_run=dry_run)
     return results
 
 

@@ -1,0 +1,166 @@
+"""What the lifecycle does once it has decided (deliveries.lifecycle): schedule, reschedule,
+unschedule, invalidate or refuse, each with the Backlog comment that says so."""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from automedia_site.timeutil import fmt_jst
+from backlog_bridge.client import BacklogClient, BacklogError
+from backlog_bridge.statuses import BacklogConfigError, status_id_require, status_name_of
+from deliveries.issues import IssueState
+from deliveries.models import (
+    FIELD_DELIVERED_AT,
+    STATUS_APPROVED,
+    STATUS_DEFAULT_REVERT,
+    STATUS_ERROR,
+    ContentTask,
+    DeliverySchedule,
+    Tenant,
+)
+from deliveries.quiet_hours import QuietAction, quiet_hours_apply
+from deliveries.services import approval_record, schedule_delete, schedule_due_at, schedule_upsert
+from deliveries.signals import task_approved
+
+logger = logging.getLogger(__name__)
+
+
+def _act_none(**_) -> str:
+    return "no change"
+
+
+def _act_unschedule(*, tenant, task, state, client, reason) -> str:
+    if not schedule_delete(task=task):
+        return "no change"
+    _comment(
+        client,
+        task,
+        f"[automedia] 状態が「{state.status_name}」に変わったため、配信予約を取り消しました。",
+    )
+    return "schedule deleted"
+
+
+def _act_register(*, tenant, task, state, client, reason) -> str:
+    parsed = state.parsed
+    if not parsed.ok:
+        problems = "\n".join(f"- {e}" for e in parsed.errors)
+        return _reject(client, task, f"課題の内容に問題があるため配信を予約できません。\n{problems}")
+    quiet = quiet_hours_apply(quiet=tenant.quiet_hours_config(), when=parsed.publish_at)
+    if quiet.action == QuietAction.REJECT:
+        return _reject(client, task, quiet.verdict.message)
+    note = f"\n{quiet.verdict.message}" if quiet.action == QuietAction.DEFER else ""
+    schedule = _schedule(task, state, quiet.due_at, DeliverySchedule.Reason.APPROVAL, new_approval=True)
+    # linepush's task_approved post to the task's 連絡グループ (idempotent per approval).
+    task_approved.send(sender=ContentTask, task=task)
+    _comment(
+        client,
+        task,
+        f"[automedia] 配信を予約しました: {fmt_jst(schedule.due_at)}（チャネル: {task.channel_label}、テンプレ: {parsed.template}）{note}",
+    )
+    return f"scheduled at {schedule.due_at.isoformat()}"
+
+
+def _act_reschedule(*, tenant, task, state, client, reason) -> str:
+    quiet = quiet_hours_apply(quiet=tenant.quiet_hours_config(), when=state.parsed.publish_at)
+    if quiet.action == QuietAction.REJECT:
+        schedule_delete(task=task)
+        return _reject(client, task, f"{reason}。{quiet.verdict.message}")
+    schedule = _schedule(task, state, quiet.due_at, DeliverySchedule.Reason.RESCHEDULE, new_approval=False)
+    _comment(
+        client,
+        task,
+        f"[automedia] {reason}。配信予約を {fmt_jst(schedule.due_at)} に更新しました。",
+    )
+    return f"rescheduled at {schedule.due_at.isoformat()}"
+
+
+def _act_invalidate(*, tenant, task, state, client, reason) -> str:
+    # Backlog first: if the PATCH fails the schedule (and so the decision) survives for the retry.
+    status_id = revert_status_id(client=client, project_key=tenant.backlog_project_key)
+    comment = f"[automedia] {reason}。承認を取り消し、配信予約を削除しました。内容を確認して、もう一度「{STATUS_APPROVED}」にしてください。"
+    client.update_issue(task.issue_key, status_id=status_id, comment=comment)
+    schedule_delete(task=task)
+    _mirror_status(task, status_id, client, tenant)
+    return f"invalidated: {reason}"
+
+
+def _act_already_delivered(*, tenant, task, state, client, reason) -> str:
+    _comment(
+        client,
+        task,
+        f"[automedia] この課題は {fmt_jst(state.delivered_at)} に配信済みのため、再配信しません。再配信するにはカスタム属性「{FIELD_DELIVERED_AT}」を空にしてから承認してください。",
+    )
+    return "already delivered"
+
+
+ACTIONS = {
+    "none": _act_none,
+    "unschedule": _act_unschedule,
+    "register": _act_register,
+    "reschedule": _act_reschedule,
+    "invalidate": _act_invalidate,
+    "already_delivered": _act_already_delivered,
+}
+
+
+def _schedule(
+    task: ContentTask, state: IssueState, publish_at: datetime, reason: str, *, new_approval: bool
+) -> DeliverySchedule:
+    now = timezone.now()
+    with transaction.atomic():
+        schedule = schedule_upsert(
+            task=task, due_at=schedule_due_at(publish_at=publish_at, now=now), reason=reason
+        )
+        if new_approval:
+            approval_record(task=task, state=state, now=now)
+        else:
+            ContentTask.objects.filter(pk=task.pk).update(approved_publish_at=state.parsed.publish_at)
+    return schedule
+
+
+def _reject(client: BacklogClient, task: ContentTask, message: str) -> str:
+    """Move an approval automedia cannot honour to automediaエラー, saying why."""
+    tenant = task.tenant
+    status_id = status_id_require(client=client, project_key=tenant.backlog_project_key, name=STATUS_ERROR)
+    client.update_issue(task.issue_key, status_id=status_id, comment=f"[automedia] {message}")
+    _mirror_status(task, status_id, client, tenant)
+    return f"rejected: {message.splitlines()[0]}"
+
+
+def _mirror_status(task: ContentTask, status_id: int, client: BacklogClient, tenant: Tenant) -> None:
+    # Record automedia's own change at once, so the webhook it causes finds nothing to do.
+    name = status_name_of(client=client, project_key=tenant.backlog_project_key, status_id=status_id)
+    ContentTask.objects.filter(pk=task.pk).update(status_id=status_id, status_name=name)
+
+
+def _comment(client: BacklogClient, task: ContentTask, text: str) -> None:
+    """Informational comment: a failure is logged, never undoes the decision."""
+    try:
+        client.add_comment(task.issue_key, text)
+    except BacklogError as exc:
+        logger.warning("comment on %s failed: %s", task.issue_key, exc)
+
+
+def revert_status_id(*, client: BacklogClient, project_key: str) -> int:
+    """Where invalidation sends an issue back (seed 001 precedence).
+
+    NAME set → resolve it, ID is the fallback; only ID set → use it directly;
+    neither → resolve 処理中.
+    """
+    name, fallback = settings.INVALIDATE_REVERT_STATUS_NAME, settings.INVALIDATE_REVERT_STATUS_ID
+    if not name and fallback is not None:
+        return fallback
+    status_id = client.status_id(project_key, name or STATUS_DEFAULT_REVERT)
+    if status_id is not None:
+        return status_id
+    if fallback is not None:
+        return fallback
+    raise BacklogConfigError(
+        f"差し戻し先の状態「{name or STATUS_DEFAULT_REVERT}」がプロジェクト {project_key} にありません"
+        "（INVALIDATE_REVERT_STATUS_NAME / INVALIDATE_REVERT_STATUS_ID で指定できます）"
+    )

@@ -1,0 +1,1 @@
+"""`/automedia …` comment commands on Backlog issues: parse (grammar) and run (seed 001)."""

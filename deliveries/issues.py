@@ -1,0 +1,66 @@
+"""An issue as Backlog says it is now: the authority every lifecycle decision reads."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.utils import timezone
+
+from backlog_bridge.client import BacklogClient, BacklogError
+from backlog_bridge.parser import ParsedTask, content_fingerprint, parse_issue, parse_publish_at
+from deliveries.models import FIELD_DELIVERED_AT, STATUS_APPROVED
+
+
+@dataclass
+class IssueState:
+    """The issue as Backlog says it is now (the authority)."""
+
+    issue_id: int
+    summary: str
+    description: str
+    status_id: int
+    status_name: str
+    parsed: ParsedTask
+    fingerprint: str
+    delivered_at: datetime | None
+
+    @property
+    def approved(self) -> bool:
+        return self.status_name == STATUS_APPROVED
+
+
+def issue_read(*, client: BacklogClient, issue_key: str) -> IssueState | None:
+    try:
+        issue = client.get_issue(issue_key)
+    except BacklogError as exc:
+        if exc.status == 404:
+            return None
+        raise
+    return issue_state(issue)
+
+
+def issue_state(issue: dict) -> IssueState:
+    """An IssueState from Backlog's issue JSON (get-issue or the issue list)."""
+    custom_fields = issue.get("customFields") or []
+    description = issue.get("description") or ""
+    return IssueState(
+        issue_id=issue["id"],
+        summary=issue.get("summary") or "",
+        description=description,
+        status_id=issue["status"]["id"],
+        status_name=issue["status"]["name"],
+        parsed=parse_issue(description=description, custom_fields=custom_fields),
+        fingerprint=content_fingerprint(description),
+        delivered_at=_delivered_at(custom_fields),
+    )
+
+
+def _delivered_at(custom_fields: list[dict]) -> datetime | None:
+    value = next((f.get("value") for f in custom_fields if f.get("name") == FIELD_DELIVERED_AT), None)
+    if not value or not isinstance(value, str):
+        return None
+    try:
+        return parse_publish_at(value)
+    except ValueError:
+        return timezone.now()  # unreadable, but present: it was delivered
