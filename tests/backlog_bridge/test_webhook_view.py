@@ -310,9 +310,7 @@ def test_a_known_tenants_webhook_is_one_statement(client, tenant, enqueued, monk
     post(client, webhook_url(tenant), load_fixture("backlog/issue_updated.json"))  # the tenant is known now
     statements = []
     real = events._fetchone  # on PostgreSQL it bypasses Django's query log
-    monkeypatch.setattr(
-        events, "_fetchone", lambda sql, params: statements.append(sql) or real(sql, params)
-    )
+    monkeypatch.setattr(events, "_fetchone", lambda sql, params: statements.append(sql) or real(sql, params))
 
     with CaptureQueriesContext(connection) as queries:
         response = post(client, webhook_url(tenant), load_fixture("backlog/issue_created.json"))
