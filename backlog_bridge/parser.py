@@ -22,7 +22,10 @@ from backlog_bridge.audience import AudienceError, parse_audience
 
 JST = ZoneInfo("Asia/Tokyo")
 
+# The one list of channels (value of チャネル → label); every other list derives from it.
 CHANNELS = {"line": "LINE", "tiktok": "TikTok", "instagram": "Instagram", "hubspot": "HubSpot"}
+# Channels sent through a platform publisher (deliveries.publishers); LINE is sent inline.
+PLATFORM_CHANNELS = tuple(channel for channel in CHANNELS if channel != "line")
 AUDIENCE_REQUIRED = ("line", "hubspot")
 GROUP_CHANNELS = ("line",)
 

@@ -34,9 +34,10 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
+from backlog_bridge.parser import PLATFORM_CHANNELS
 from deliveries.rendering import PLACEHOLDER, RenderError, _missing_variable, _substitute
 
-CHANNELS = ("instagram", "tiktok", "hubspot")
+CHANNELS = PLATFORM_CHANNELS
 CAPTION_MAX = 2200
 CAROUSEL_ITEMS = (2, 10)
 TIKTOK_TITLE_MAX = 2200

@@ -12,6 +12,7 @@ from django.utils.translation import gettext_lazy as _
 
 from automedia_site.crypto import EncryptedTextField
 from backlog_bridge.client import validate_base_url
+from backlog_bridge.parser import CHANNELS
 from deliveries.quiet_hours import QuietHours
 
 # Backlog status names (seed 001), resolved to ids per project through the API.
@@ -25,7 +26,7 @@ FIELD_PUBLISH_AT = "投稿日時"
 FIELD_DELIVERED_AT = "自動配信実行日時"
 
 
-CHANNEL_LABELS = {"line": "LINE", "instagram": "Instagram", "tiktok": "TikTok", "hubspot": "HubSpot"}
+CHANNEL_LABELS = CHANNELS  # the grammar's list, by value of チャネル
 
 
 def new_webhook_token() -> str:

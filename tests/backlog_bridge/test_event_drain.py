@@ -193,3 +193,16 @@ def test_a_stored_event_with_an_identifier_out_of_format_is_ignored_without_a_re
     event.refresh_from_db()
     assert event.outcome == "ignored" and event.detail.startswith("invalid payload: ")
     assert not anything.called and not fake_backlog.requests
+
+
+def test_it_ignores_an_event_whose_type_no_app_handles(
+    client, tenant, fake_backlog, approvals, enqueued, monkeypatch
+):
+    """The drain knows no lifecycle: without a registered handler the event ends ignored."""
+    post_all(client, tenant, fake_backlog)
+    monkeypatch.setattr(events, "EVENT_HANDLERS", {})
+    events_drain()
+    event = BacklogEvent.objects.filter(issue_key=approvals[0]).last()
+    assert event.outcome == BacklogEvent.Outcome.IGNORED
+    assert event.detail.startswith("no handler for activity type")
+    assert not DeliverySchedule.objects.exists()

@@ -6,7 +6,7 @@ from zoneinfo import ZoneInfo
 import pytest
 from django.core.exceptions import ValidationError
 
-from deliveries.quiet_hours import QuietHours
+from deliveries.quiet_hours import QuietAction, QuietHours, quiet_hours_apply
 
 JST = ZoneInfo("Asia/Tokyo")
 NEW_YORK = ZoneInfo("America/New_York")
@@ -415,3 +415,28 @@ def test_it_names_the_local_zone_abbreviation_in_the_message():
     verdict = hours.check(datetime(2026, 7, 1, 23, 0, tzinfo=NEW_YORK))
 
     assert verdict.message.startswith("投稿日時 2026-07-01 23:00 (EDT) は静粛時間帯 22:00〜08:00")
+
+
+# -- applying the mode: the one function every caller uses ------------------------
+
+
+def test_it_keeps_a_time_outside_the_quiet_hours():
+    quiet = QuietHours.from_config({**SEED_BLOCK, "mode": "defer"})
+    when = datetime(2026, 5, 15, 12, 0, tzinfo=JST)
+    decision = quiet_hours_apply(quiet=quiet, when=when)
+    assert (decision.action, decision.due_at) == (QuietAction.SEND, when)
+
+
+def test_it_defers_a_time_inside_to_the_windows_end_in_defer_mode():
+    quiet = QuietHours.from_config({**SEED_BLOCK, "mode": "defer"})
+    decision = quiet_hours_apply(quiet=quiet, when=datetime(2026, 5, 15, 23, 0, tzinfo=JST))
+    assert decision.action == QuietAction.DEFER
+    assert decision.due_at == datetime(2026, 5, 16, 8, 0, tzinfo=JST)
+
+
+def test_it_rejects_a_time_inside_in_reject_mode():
+    quiet = QuietHours.from_config({**SEED_BLOCK, "mode": "reject"})
+    when = datetime(2026, 5, 15, 23, 0, tzinfo=JST)
+    decision = quiet_hours_apply(quiet=quiet, when=when)
+    assert (decision.action, decision.due_at) == (QuietAction.REJECT, when)
+    assert "静粛時間帯" in decision.verdict.message

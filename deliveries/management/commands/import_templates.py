@@ -15,7 +15,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from deliveries.channel_templates import CHANNELS as PLATFORM_CHANNELS
+from backlog_bridge.parser import CHANNELS, PLATFORM_CHANNELS
 from deliveries.models import Tenant
 from deliveries.rendering import ImportResult, template_import
 
@@ -30,7 +30,7 @@ class Command(BaseCommand):
         parser.add_argument("--tenant", help="このテナント専用にする（省略時は全テナント共通）")
         parser.add_argument(
             "--channel",
-            choices=("line", *PLATFORM_CHANNELS),
+            choices=tuple(CHANNELS),
             help="チャネル（省略時はフォルダ名が instagram / tiktok / hubspot ならそれ、ほかは line）",
         )
 
