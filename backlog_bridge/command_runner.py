@@ -15,8 +15,8 @@ from backlog_bridge.commands import USAGE, Command, commands_parse
 from backlog_bridge.models import BacklogEvent, CommandRun
 from backlog_bridge.parser import ParsedTask
 from backlog_bridge.services import EventIgnored, IssueState, issue_read, revert_status_id
-from deliveries import publishers
 from deliveries.audience import AudienceError, parse_audience
+from deliveries.channels import posts as publishers
 from deliveries.delivery import DeliveryFailed, delivery_render
 from deliveries.models import (
     CHANNEL_LABELS,

@@ -53,9 +53,9 @@ from datetime import datetime
 
 from automedia_site.timeutil import fmt_jst
 from deliveries.channels.base import TransportError
-from deliveries.channels.instagram import InstagramTransport
+from deliveries.channels.instagram.transport import InstagramTransport
 from deliveries.channels.platform import PlatformError
-from deliveries.channels.tiktok import TikTokTransport
+from deliveries.channels.tiktok.transport import TikTokTransport
 from deliveries.models import ChannelAccount, ChannelPost, EffectReport, Tenant
 from deliveries.tokens import RefreshBusy, RefreshFailed, tiktok_access_token
 

@@ -23,10 +23,9 @@ from django.utils import timezone
 from automedia_site.timeutil import JST
 from backlog_bridge.client import BacklogClient, BacklogError
 from deliveries.channel_effects import channel_measure, planned_labels, planned_recipients
-from deliveries.channel_templates import CHANNELS
 from deliveries.channels.base import TransportError
-from deliveries.channels.line import MAX_AGGREGATION_DAYS, LineTransport, aggregation_unit
-from deliveries.models import ChannelPost, ContentTask, DeliveryAttempt, EffectReport
+from deliveries.channels.line.transport import MAX_AGGREGATION_DAYS, LineTransport, aggregation_unit
+from deliveries.models import PLATFORM_CHANNELS, ChannelPost, ContentTask, DeliveryAttempt, EffectReport
 
 logger = logging.getLogger(__name__)
 
@@ -54,7 +53,7 @@ def effect_reports_plan(
     `line_recipients`: a LINE delivery that just ended passes its count, which spares
     the re-read of its attempts (and of a platform post, which a LINE task has none of).
     """
-    if task.channel in CHANNELS:
+    if task.channel in PLATFORM_CHANNELS:
         line_recipients = None  # a platform task's count is not LINE's: read what was sent
     post = None
     if line_recipients is None:

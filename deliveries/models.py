@@ -25,7 +25,19 @@ FIELD_PUBLISH_AT = "投稿日時"
 FIELD_DELIVERED_AT = "自動配信実行日時"
 
 
-CHANNEL_LABELS = {"line": "LINE", "instagram": "Instagram", "tiktok": "TikTok", "hubspot": "HubSpot"}
+class Channel(models.TextChoices):
+    """The one list of channels; each has its package deliveries/channels/<value>/.
+
+    Labels are the brands' own names, the same in every language (Backlog comments use them).
+    """
+
+    LINE = "line", "LINE"
+    INSTAGRAM = "instagram", "Instagram"
+    TIKTOK = "tiktok", "TikTok"
+    HUBSPOT = "hubspot", "HubSpot"
+
+
+CHANNEL_LABELS = dict(Channel.choices)
 
 
 def new_webhook_token() -> str:
@@ -367,10 +379,11 @@ class ChannelAccount(models.Model):
     (`refresh_lease_until` is its claim).
     """
 
+    # The channels published through an account of their own (LINE uses the tenant's token).
     class Channel(models.TextChoices):
-        INSTAGRAM = "instagram", "Instagram"
-        TIKTOK = "tiktok", "TikTok"
-        HUBSPOT = "hubspot", "HubSpot"
+        INSTAGRAM = Channel.INSTAGRAM.value, Channel.INSTAGRAM.label
+        TIKTOK = Channel.TIKTOK.value, Channel.TIKTOK.label
+        HUBSPOT = Channel.HUBSPOT.value, Channel.HUBSPOT.label
 
     class HubSpotMode(models.TextChoices):
         NOTE = "note", _("コンタクトへの CRM ノート")
@@ -471,3 +484,6 @@ class ChannelPost(models.Model):
         """A publish call may have reached the platform: only its outcome may be read now."""
         committed = (self.Phase.PUBLISHING, self.Phase.SENDING, self.Phase.DONE)
         return self.phase in committed or bool(self.publish_id or self.note_id or self.post_id)
+
+
+PLATFORM_CHANNELS = tuple(ChannelAccount.Channel.values)  # ("instagram", "tiktok", "hubspot")

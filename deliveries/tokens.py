@@ -24,10 +24,10 @@ from django.core.mail import mail_admins
 from django.db.models import Q
 from django.utils import timezone
 
-from deliveries.channels.instagram import InstagramTransport
+from deliveries.channels.instagram.transport import InstagramTransport
 from deliveries.channels.platform import PlatformError
-from deliveries.channels.tiktok import TikTokTransport
-from deliveries.models import ChannelAccount
+from deliveries.channels.tiktok.transport import TikTokTransport
+from deliveries.models import ChannelAccount, Tenant
 
 logger = logging.getLogger(__name__)
 
@@ -66,6 +66,13 @@ def token_expired_notice(*, account: ChannelAccount, reason: str, issue_key: str
         + f"理由: {reason}\n"
         "管理画面の「チャネルアカウント」または manage.py add_channel でトークンを更新してください。",
     )
+
+
+def account_token_expired(*, tenant: Tenant, channel: str, issue_key: str, reason: str) -> None:
+    """A publish failed on auth: flag the tenant's account of `channel` (if it still has one)."""
+    account = ChannelAccount.objects.filter(tenant=tenant, channel=channel).first()
+    if account is not None:
+        token_expired_notice(account=account, reason=reason, issue_key=issue_key)
 
 
 # -- TikTok ------------------------------------------------------------------------------

@@ -17,9 +17,9 @@ from django.db.models import F
 from django.utils import timezone
 
 from deliveries.channels.base import TransportError
-from deliveries.channels.line import LineTransport
+from deliveries.channels.line.templates import validate_line_messages
+from deliveries.channels.line.transport import LineTransport
 from deliveries.models import Tenant
-from deliveries.rendering import validate_line_messages
 from linepush.models import (
     LineMonthlyUsage,
     LinePushItem,

@@ -9,7 +9,7 @@ import pytest
 import time_machine
 
 from deliveries import effects
-from deliveries.channels.line import LineTransport
+from deliveries.channels.line.transport import LineTransport
 from deliveries.effects import effect_reports_plan, effect_reports_run, format_effect_comment
 from deliveries.models import ContentTask, EffectReport
 from tests.backlog_bridge.test_lifecycle import texts
