@@ -41,7 +41,6 @@ from deliveries.models import (
 from deliveries.outcome_comments import failure_comment, success_comment
 from deliveries.retry import next_delay, writeback_delay
 from deliveries.scheduler import lease_length, lease_release, lease_renew
-from deliveries.templating import RenderError
 from deliveries.tokens import account_token_expired
 
 logger = logging.getLogger(__name__)
@@ -194,7 +193,7 @@ def delivery_render(*, tenant: Tenant, parsed: ParsedTask, override: dict | None
     override = override or {}
     channel = parsed.channel or ("line" if override else None)
     if channel in posts.CHANNELS:
-        content = post_content(tenant=tenant, channel=channel, parsed=parsed, override=override)
+        content = posts.post_content(tenant=tenant, channel=channel, parsed=parsed, override=override)
         return [posts.post_message(channel, content)]
     if channel != "line":
         raise DeliveryFailed(f"チャネル「{channel or 'なし'}」への配信はまだ対応していません")
@@ -204,19 +203,10 @@ def delivery_render(*, tenant: Tenant, parsed: ParsedTask, override: dict | None
 # -- publishing (deliveries/channels/<kind>/publisher.py) ------------------------------
 
 
-def post_content(*, tenant: Tenant, channel: str, parsed: ParsedTask, override: dict | None = None) -> dict:
-    """The channel template filled and validated, before anything is sent (errors name the field)."""
-    try:
-        posts.account_for(tenant, channel)
-        return posts.post_render(tenant=tenant, channel=channel, parsed=parsed, override=override)
-    except (RenderError, ValueError) as exc:
-        raise DeliveryFailed(f"メッセージを作成できません: {exc}") from exc
-
-
 def _content(tenant: Tenant, channel: str, parsed: ParsedTask, override: dict) -> dict | list[dict]:
     """A platform's post, or LINE's messages (also what an unsupported channel is refused by)."""
     if channel in posts.CHANNELS:
-        return post_content(tenant=tenant, channel=channel, parsed=parsed, override=override)
+        return posts.post_content(tenant=tenant, channel=channel, parsed=parsed, override=override)
     return delivery_render(tenant=tenant, parsed=parsed, override=override)
 
 

@@ -90,10 +90,3 @@ def json_body(response: httpx.Response) -> dict:
             unclear=True,
         )
     return data
-
-
-def retry_after_header(response: httpx.Response) -> float | None:
-    try:
-        return max(0.0, float(response.headers["Retry-After"]))
-    except (KeyError, ValueError):
-        return None

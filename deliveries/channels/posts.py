@@ -38,6 +38,15 @@ def post_render(*, tenant: Tenant, channel: str, parsed: ParsedTask, override: d
     return render_channel_template(channel, template.messages, parsed.variables)
 
 
+def post_content(*, tenant: Tenant, channel: str, parsed: ParsedTask, override: dict | None = None) -> dict:
+    """The channel template filled and validated, before anything is sent (errors name the field)."""
+    try:
+        account_for(tenant, channel)
+        return post_render(tenant=tenant, channel=channel, parsed=parsed, override=override)
+    except (RenderError, ValueError) as exc:
+        raise PublishFailed(f"メッセージを作成できません: {exc}") from exc
+
+
 def post_message(channel: str, content: dict) -> dict:
     """The post in the shape of a rendered message (as `delivery_render` returns it)."""
     return {"type": f"{channel}:{content['type']}", "altText": describe(channel, content), "content": content}
