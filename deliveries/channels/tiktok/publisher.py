@@ -33,6 +33,7 @@ from deliveries.channels.publisher import (
     recorded,
     save,
 )
+from deliveries.channels.tiktok.tokens import tiktok_access_token
 from deliveries.channels.tiktok.transport import (
     CONTENT_INIT,
     CREATOR_INFO,
@@ -42,7 +43,7 @@ from deliveries.channels.tiktok.transport import (
     TikTokTransport,
 )
 from deliveries.models import ChannelAccount, ChannelPost, DeliveryAttempt
-from deliveries.tokens import RefreshBusy, RefreshFailed, tiktok_access_token
+from deliveries.tokens import RefreshBusy, RefreshFailed
 
 RECHECKS = (15, 30, 60, 60, 120, 300, 600)  # seconds; then every LATE_RECHECK
 LATE_RECHECK = 1800
