@@ -8,6 +8,7 @@ from console.records import delivery_outcome_record
 from deliveries.delivery import delivery_run, issues_prefetch
 from deliveries.effects import effect_reports_run
 from deliveries.models import DeliverySchedule
+from deliveries.tokens import channel_tokens_upkeep
 
 logger = logging.getLogger(__name__)
 
@@ -61,6 +62,4 @@ def effect_reports() -> int:
 
 def channel_tokens() -> dict[str, int]:
     """Daily: refresh Instagram / TikTok tokens before they expire (deliveries/tokens.py)."""
-    from deliveries.tokens import channel_tokens_upkeep
-
     return channel_tokens_upkeep()
