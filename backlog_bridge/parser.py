@@ -24,7 +24,7 @@ JST = ZoneInfo("Asia/Tokyo")
 
 # The one list of channels (value of チャネル → label); every other list derives from it.
 CHANNELS = {"line": "LINE", "tiktok": "TikTok", "instagram": "Instagram", "hubspot": "HubSpot"}
-# Channels sent through a platform publisher (deliveries.publishers); LINE is sent inline.
+# Channels published through a channel account (deliveries/channels/<kind>/); LINE uses the tenant's token.
 PLATFORM_CHANNELS = tuple(channel for channel in CHANNELS if channel != "line")
 AUDIENCE_REQUIRED = ("line", "hubspot")
 GROUP_CHANNELS = ("line",)

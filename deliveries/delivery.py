@@ -1,124 +1,58 @@
-"""`deliver`: one claimed schedule → LINE exactly once → one Backlog write-back.
+"""`deliver`: one claimed schedule → its channel's publisher exactly once → one Backlog write-back.
 
 Order of work (seed 000/001): claim → lock per (tenant, issue) →
 idempotency (自動配信実行日時) → re-check in Backlog (still approved, unchanged,
-quiet hours) → render → audience → send each chunk with a deterministic
-X-Line-Retry-Key → record → write back in one PATCH → delete the schedule.
-No transaction or row lock is held across an HTTP call; every step tolerates
-running twice.
+quiet hours) → render → publish (deliveries/channels/<kind>/publisher.py: LINE sends
+each chunk with a deterministic X-Line-Retry-Key) → record → write back in one PATCH →
+delete the schedule. No transaction or row lock is held across an HTTP call; every step
+tolerates running twice.
 """
 
 from __future__ import annotations
 
 import logging
-import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from django.core.mail import mail_admins
-from django.db import connection, transaction
-from django.db.models import Exists, OuterRef, Q
+from django.db import transaction
 from django.utils import timezone
 
 from automedia_site import metrics
-from automedia_site.timeutil import fmt_jst, iso_jst
-from backlog_bridge.audience import AudienceError, parse_audience
+from automedia_site.timeutil import iso_jst
 from backlog_bridge.client import BacklogClient, BacklogError, shared_client
-from backlog_bridge.parser import ParsedTask, TemplateRef
+from backlog_bridge.parser import ParsedTask
 from backlog_bridge.statuses import BacklogConfigError, status_id_require
-from deliveries import publishers
-from deliveries.channel_templates import describe
+from deliveries.channels import posts
 from deliveries.channels.base import TransportError
-from deliveries.channels.line import MULTICAST_MAX, aggregation_unit, line_transport
-from deliveries.contacts import line_users_matching
+from deliveries.channels.line.publisher import line_render
+from deliveries.channels.line.tokens import line_token_expired
+from deliveries.channels.publisher import ClaimLost, Context, Done, PublishFailed, Wait
 from deliveries.effects import effect_reports_plan
 from deliveries.issues import IssueState, issue_read, issue_state
 from deliveries.lifecycle import issue_reconcile
+from deliveries.locks import lock_release, lock_take
 from deliveries.models import (
-    CHANNEL_LABELS,
     FIELD_DELIVERED_AT,
     STATUS_DELIVERED,
     STATUS_ERROR,
-    ChannelAccount,
     ChannelPost,
     ContentTask,
-    DeliveryAttempt,
-    DeliveryLock,
     DeliverySchedule,
     Tenant,
 )
+from deliveries.outcome_comments import failure_comment, success_comment
 from deliveries.quiet_hours import QuietAction, quiet_hours_apply
-from deliveries.rendering import RenderError, render_messages, template_resolve
 from deliveries.retry import next_delay, writeback_delay
 from deliveries.scheduler import lease_length, lease_release, lease_renew
-from deliveries.tokens import token_expired_notice
+from deliveries.tokens import account_token_expired
 
 logger = logging.getLogger(__name__)
 
 WRITEBACK_QUEUED = "sent; write-back queued"
-RETRY_KEY_NAMESPACE = uuid.UUID("6f1c9a52-3b7e-4d2a-9c41-7a0e5d8b2f10")
 
-
-class DeliveryFailed(Exception):
-    """A permanent failure: the task ends in automediaエラー with this reason."""
-
-    def __init__(self, reason: str, *, auth: bool = False):
-        super().__init__(reason)
-        self.reason = reason
-        self.auth = auth
-
-
-def retry_key(*, tenant: Tenant, issue_key: str, approval_seq: int, chunk: int) -> str:
-    """The same (tenant, issue, approval, chunk) always gives the same UUID, so a
-    resend after a crash is recognised by LINE (409) and never posted twice."""
-    return str(uuid.uuid5(RETRY_KEY_NAMESPACE, f"{tenant.slug}:{issue_key}:{approval_seq}:{chunk}"))
-
-
-# -- the lock per (tenant, issue) ----------------------------------------------------
-
-
-def lock_take(*, tenant: Tenant, issue_key: str, owner: str, now: datetime) -> bool:
-    """Take the delivery lock; a second taker gets False.
-
-    A lock is live while it has not expired (1 hour) and its owner still holds a
-    live claim on a schedule; otherwise the next taker may take it over.
-    """
-    expires = now + timedelta(seconds=DeliveryLock.TTL_SECONDS)
-    if _lock_insert(tenant=tenant, issue_key=issue_key, owner=owner, now=now, expires=expires):
-        return True
-    live_claim = DeliverySchedule.objects.filter(claimed_by=OuterRef("owner"), lease_until__gt=now)
-    stale = Q(expires_at__lte=now) | ~Q(Exists(live_claim)) | Q(owner=owner)
-    return (
-        DeliveryLock.objects.filter(tenant=tenant, issue_key=issue_key)
-        .filter(stale)
-        .update(owner=owner, taken_at=now, expires_at=expires)
-        == 1
-    )
-
-
-_INSERT_LOCK = (
-    "INSERT INTO {table} (tenant_id, issue_key, owner, taken_at, expires_at)"
-    " VALUES (%s, %s, %s, %s, %s) ON CONFLICT (tenant_id, issue_key) DO NOTHING"
-)
-
-
-def _lock_insert(*, tenant: Tenant, issue_key: str, owner: str, now: datetime, expires: datetime) -> bool:
-    """One `INSERT … ON CONFLICT DO NOTHING` (SQLite ≥ 3.35, PostgreSQL): no savepoint
-    and no IntegrityError round trip when the lock is held."""
-    stamp = DeliveryLock._meta.get_field("taken_at").get_db_prep_save
-    params = [tenant.pk, issue_key, owner, stamp(now, connection), stamp(expires, connection)]
-    with connection.cursor() as cursor:
-        cursor.execute(_INSERT_LOCK.format(table=DeliveryLock._meta.db_table), params)
-        return cursor.rowcount == 1
-
-
-_DELETE_LOCK = "DELETE FROM {table} WHERE tenant_id = %s AND issue_key = %s AND owner = %s"
-
-
-def lock_release(*, tenant: Tenant, issue_key: str, owner: str) -> None:
-    """One DELETE: the ORM's `.delete()` adds a transaction (and a collector) around it."""
-    with connection.cursor() as cursor:
-        cursor.execute(_DELETE_LOCK.format(table=DeliveryLock._meta.db_table), [tenant.pk, issue_key, owner])
+# A permanent failure: the task ends in automediaエラー with `reason`. One class for every
+# channel's publisher and for the run itself; the name is what callers import.
+DeliveryFailed = PublishFailed
 
 
 # -- entry point ---------------------------------------------------------------------
@@ -131,7 +65,7 @@ class Run:
     schedule: DeliverySchedule
     token: str
     now: datetime
-    channel: str = "line"  # set when an Instagram / TikTok / HubSpot publisher takes over
+    channel: str = "line"  # the channel whose publisher takes over
     issue: dict | None = None  # the issue as read for the whole batch (issues_prefetch)
     sends_follow: bool = False  # the batch still has sends to make after this one
 
@@ -222,19 +156,13 @@ def _deliver(run: Run, backlog: BacklogClient) -> str:
         return _retry_or_fail(run, TransportError(str(exc), permanent=not exc.retryable, status=exc.status))
     # Once a platform publish call may have gone out, only its outcome is read: an edit
     # or quiet hours must not strand a post that is (probably) already public.
-    committed = publishers.committed_post(run.task)
+    committed = posts.committed_post(run.task)
     if committed is None or state is None or state.delivered_at:
         verdict = _recheck(run, state, backlog)
         if verdict:
             return verdict
     channel = committed.channel if committed is not None else state.parsed.channel
-    if channel in publishers.CHANNELS:
-        return _publish(run, state, channel, committed, backlog)
-    try:
-        plan, messages = _prepare(run, state)
-    except DeliveryFailed as exc:
-        return _fail(run, exc, backlog)
-    return _send(run, plan, messages, backlog)
+    return _publish(run, state, channel, committed, backlog)
 
 
 def _recheck(run: Run, state: IssueState | None, backlog: BacklogClient) -> str:
@@ -259,15 +187,6 @@ def _recheck(run: Run, state: IssueState | None, backlog: BacklogClient) -> str:
     return ""
 
 
-def _prepare(run: Run, state: IssueState) -> tuple[list[tuple[str, object]], list[dict]]:
-    command = run.schedule.reason == DeliverySchedule.Reason.COMMAND
-    override = run.task.command_override if command else {}
-    messages = delivery_render(tenant=run.tenant, parsed=state.parsed, override=override)
-    return audience_plan(
-        tenant=run.tenant, expression=override.get("audience") or state.parsed.audience
-    ), messages
-
-
 def delivery_render(*, tenant: Tenant, parsed: ParsedTask, override: dict | None = None) -> list[dict]:
     """The LINE messages exactly as they will be sent (also what a preview shows).
 
@@ -275,158 +194,55 @@ def delivery_render(*, tenant: Tenant, parsed: ParsedTask, override: dict | None
     """
     override = override or {}
     channel = parsed.channel or ("line" if override else None)
-    if channel in publishers.CHANNELS:
-        content = post_content(tenant=tenant, channel=channel, parsed=parsed, override=override)
-        return [
-            {
-                "type": f"{channel}:{content['type']}",
-                "altText": describe(channel, content),
-                "content": content,
-            }
-        ]
+    if channel in posts.CHANNELS:
+        content = posts.post_content(tenant=tenant, channel=channel, parsed=parsed, override=override)
+        return [posts.post_message(channel, content)]
     if channel != "line":
         raise DeliveryFailed(f"チャネル「{channel or 'なし'}」への配信はまだ対応していません")
-    if not tenant.line_channel_token:
-        raise DeliveryFailed("LINE チャネルアクセストークンが設定されていません", auth=True)
-    try:
-        ref = TemplateRef.parse(override["template"]) if override.get("template") else parsed.template
-        if ref is None:
-            raise DeliveryFailed("テンプレが指定されていません")
-        template = template_resolve(tenant=tenant, ref=ref)
-        return render_messages(
-            messages=template.messages, variables=parsed.variables, attachments=parsed.attachments
-        )
-    except (RenderError, ValueError) as exc:
-        raise DeliveryFailed(f"メッセージを作成できません: {exc}") from exc
+    return line_render(tenant=tenant, parsed=parsed, override=override)
 
 
-def audience_plan(*, tenant: Tenant, expression: str) -> list[tuple[str, object]]:
-    """[("push", groupId) …] or [("multicast", [userId ≤ 500]) …]."""
-    try:
-        audience = parse_audience(expression)
-    except AudienceError as exc:
-        raise DeliveryFailed(f"対象タグを解釈できません: {exc}") from exc
-    if audience.is_group_target:
-        return [("push", group) for group in audience.groups]
-    users = line_users_matching(tenant=tenant, audience=audience)
-    if not users:
-        raise DeliveryFailed(f"対象者がいません（対象タグ: {expression}）")
-    return [("multicast", users[i : i + MULTICAST_MAX]) for i in range(0, len(users), MULTICAST_MAX)]
+# -- publishing (deliveries/channels/<kind>/publisher.py) ------------------------------
 
 
-def _send(run: Run, plan: list[tuple[str, object]], messages: list[dict], backlog: BacklogClient) -> str:
-    task, tenant = run.task, run.tenant
-    done = _chunks_done(task)
-    transport = line_transport(tenant.line_channel_token)
-    unit = aggregation_unit(task.issue_key)
-    for chunk, (kind, to) in enumerate(plan):
-        if chunk in done:
-            continue
-        if not run.still_mine():
-            return "claim lost"
-        key = retry_key(tenant=tenant, issue_key=task.issue_key, approval_seq=task.approval_seq, chunk=chunk)
-        try:
-            if kind == "push":
-                result = transport.push(to=to, messages=messages, retry_key=key, unit=unit)
-            else:
-                result = transport.multicast(to=to, messages=messages, retry_key=key, unit=unit)
-        except TransportError as exc:
-            _record(run, chunk, kind, to, key, error=exc)
-            return _retry_or_fail(run, exc, backlog)
-        done[chunk] = _record(run, chunk, kind, to, key, result=result)
-    return _succeed(run, plan, done, backlog)
-
-
-def _chunks_done(task: ContentTask) -> dict[int, DeliveryAttempt]:
-    """Chunks of this approval that LINE already accepted (a retry skips them)."""
-    sent = DeliveryAttempt.objects.filter(
-        task=task,
-        approval_seq=task.approval_seq,
-        outcome__in=[DeliveryAttempt.Outcome.SENT, DeliveryAttempt.Outcome.DUPLICATE],
-    )
-    return {a.chunk: a for a in sent}
-
-
-def _record(run: Run, chunk: int, kind: str, to, key: str, *, result=None, error=None) -> DeliveryAttempt:
-    recipients = [to] if isinstance(to, str) else list(to)
-    if result is not None:
-        outcome = DeliveryAttempt.Outcome.DUPLICATE if result.duplicate else DeliveryAttempt.Outcome.SENT
-    else:
-        outcome = DeliveryAttempt.Outcome.FAILED if error.permanent else DeliveryAttempt.Outcome.RETRY
-    return DeliveryAttempt.objects.create(
-        tenant=run.tenant,
-        task=run.task,
-        approval_seq=run.task.approval_seq,
-        chunk=chunk,
-        channel="line",
-        endpoint=f"/v2/bot/message/{kind}",
-        retry_key=key,
-        request_summary={
-            "kind": kind,
-            "recipients": len(recipients),
-            "first": recipients[0],
-            "lateness_ms": _lateness_ms(run),
-        },
-        status_code=result.status if result else error.status,
-        request_id=result.request_id if result else error.request_id,
-        outcome=outcome,
-        error=error.message if error else "",
-        duration_ms=result.duration_ms if result else 0,
-    )
-
-
-def _lateness_ms(run: Run) -> int:
-    return int((run.now - run.schedule.due_at).total_seconds() * 1000)
-
-
-# -- Instagram / TikTok / HubSpot (deliveries/publishers/) ------------------------------
-
-
-def post_content(*, tenant: Tenant, channel: str, parsed: ParsedTask, override: dict | None = None) -> dict:
-    """The channel template filled and validated, before anything is sent (errors name the field)."""
-    try:
-        publishers.account_for(tenant, channel)
-        return publishers.post_render(tenant=tenant, channel=channel, parsed=parsed, override=override)
-    except publishers.PublishFailed as exc:
-        raise DeliveryFailed(exc.reason) from exc
-    except (RenderError, ValueError) as exc:
-        raise DeliveryFailed(f"メッセージを作成できません: {exc}") from exc
+def _content(tenant: Tenant, channel: str, parsed: ParsedTask, override: dict) -> dict | list[dict]:
+    """A platform's post, or LINE's messages (also what an unsupported channel is refused by)."""
+    if channel in posts.CHANNELS:
+        return posts.post_content(tenant=tenant, channel=channel, parsed=parsed, override=override)
+    return delivery_render(tenant=tenant, parsed=parsed, override=override)
 
 
 def _publish(
     run: Run, state: IssueState, channel: str, committed: ChannelPost | None, backlog: BacklogClient
 ) -> str:
-    run.channel = channel
+    run.channel = channel if channel in posts.CHANNELS else "line"
     override = run.task.command_override if run.schedule.reason == DeliverySchedule.Reason.COMMAND else {}
     try:
         # A committed post goes on with what it started with, even if the issue changed since.
         content = committed.details.get("content") if committed is not None else None
-        content = content or post_content(
-            tenant=run.tenant, channel=channel, parsed=state.parsed, override=override
-        )
-        ctx = publishers.Context(
+        content = content or _content(run.tenant, run.channel, state.parsed, override)
+        ctx = Context(
             tenant=run.tenant,
             task=run.task,
             content=content,
             audience=override.get("audience") or state.parsed.audience,
             now=run.now,
             still_mine=run.still_mine,
+            due_at=run.schedule.due_at,
         )
-        step = publishers.publish_step(channel=channel, ctx=ctx)
+        step = posts.publish_step(channel=run.channel, ctx=ctx)
     except DeliveryFailed as exc:
         return _fail(run, exc, backlog)
-    except publishers.PublishFailed as exc:
-        return _fail(run, DeliveryFailed(exc.reason, auth=exc.auth), backlog)
-    except publishers.ClaimLost:
+    except ClaimLost:
         return "claim lost"
     except TransportError as exc:
         return _retry_or_fail(run, exc, backlog)
-    if isinstance(step, publishers.Wait):
+    if isinstance(step, Wait):
         return _wait(run, step, backlog)
     return _published(run, step, backlog)
 
 
-def _wait(run: Run, step: publishers.Wait, backlog: BacklogClient) -> str:
+def _wait(run: Run, step: Wait, backlog: BacklogClient) -> str:
     """Processing, quota or pacing: the same row is due again later (not a retry)."""
     if step.comment:
         try:
@@ -437,9 +253,12 @@ def _wait(run: Run, step: publishers.Wait, backlog: BacklogClient) -> str:
     return f"waiting until {step.due_at.isoformat()}: {step.reason}"
 
 
-def _published(run: Run, step: publishers.Done, backlog: BacklogClient) -> str:
+def _published(run: Run, step: Done, backlog: BacklogClient) -> str:
     now = timezone.now()
-    outcome = {"ok": True, "delivered_at": iso_jst(now), "channel": run.channel, "post": step.summary}
+    if run.channel == "line":  # recipients and request ids, as the write-back comment names them
+        outcome = {"ok": True, "delivered_at": iso_jst(now), **step.summary}
+    else:
+        outcome = {"ok": True, "delivered_at": iso_jst(now), "channel": run.channel, "post": step.summary}
     return _sent(run, now, outcome, backlog)
 
 
@@ -484,18 +303,6 @@ def _retry_or_fail(run: Run, exc: TransportError, backlog: BacklogClient | None 
     return f"retry in {int(delay.total_seconds())}s"
 
 
-def _succeed(run: Run, plan, done: dict[int, DeliveryAttempt], backlog: BacklogClient) -> str:
-    now = timezone.now()
-    recipients = sum(1 if kind == "push" else len(to) for kind, to in plan)
-    outcome = {
-        "ok": True,
-        "delivered_at": iso_jst(now),
-        "recipients": recipients,
-        "request_ids": [done[i].request_id for i in sorted(done)],
-    }
-    return _sent(run, now, outcome, backlog)
-
-
 def _fail(run: Run, exc: DeliveryFailed, backlog: BacklogClient | None) -> str:
     if exc.auth:
         _token_expired(run, exc.reason)
@@ -521,17 +328,12 @@ def _to_writeback(run: Run, outcome: dict, *, release: bool = False) -> None:
 
 
 def _token_expired(run: Run, reason: str) -> None:
-    if run.channel != "line":
-        account = ChannelAccount.objects.filter(tenant=run.tenant, channel=run.channel).first()
-        if account is not None:
-            token_expired_notice(account=account, reason=reason, issue_key=run.task.issue_key)
-        return
-    Tenant.objects.filter(pk=run.tenant.pk).update(line_token_invalid_at=timezone.now())
-    mail_admins(
-        f"[automedia] LINE トークンの更新が必要です（{run.tenant.name}）",
-        f"テナント {run.tenant.slug} の LINE チャネルへの配信が認証エラーで失敗しました。\n"
-        f"課題: {run.task.issue_key}\n理由: {reason}\n管理画面でチャネルアクセストークンを更新してください。",
-    )
+    if run.channel == "line":
+        line_token_expired(tenant=run.tenant, issue_key=run.task.issue_key, reason=reason)
+    else:
+        account_token_expired(
+            tenant=run.tenant, channel=run.channel, issue_key=run.task.issue_key, reason=reason
+        )
 
 
 # -- Backlog write-back ---------------------------------------------------------------
@@ -550,13 +352,13 @@ def _writeback(run: Run, backlog: BacklogClient) -> str:
                 task.issue_key,
                 status_id=_status_id(backlog, project, STATUS_DELIVERED),
                 custom_fields={field_id: outcome["delivered_at"]} if field_id else None,
-                comment=_success_comment(outcome),
+                comment=success_comment(outcome),
             )
         else:
             backlog.update_issue(
                 task.issue_key,
                 status_id=_status_id(backlog, project, STATUS_ERROR),
-                comment=_failure_comment(outcome),
+                comment=failure_comment(outcome),
             )
     except BacklogError as exc:
         delay = writeback_delay(run.schedule.attempts)
@@ -596,26 +398,3 @@ def _finish(run: Run, outcome: dict, backlog: BacklogClient | None = None) -> st
             )
         DeliverySchedule.objects.filter(pk=run.schedule.pk).delete()
     return "delivered" if outcome["ok"] else "failed"
-
-
-def _success_comment(outcome: dict) -> str:
-    if outcome.get("channel"):
-        return "\n".join([f"[automedia] dispatched at {outcome['delivered_at']}", *outcome["post"]["lines"]])
-    ids = ", ".join(outcome["request_ids"])
-    return (
-        f"[automedia] dispatched at {outcome['delivered_at']}\n"
-        f"LINE に配信しました。配信先: {outcome['recipients']} 件\nLINE リクエストID: {ids}"
-    )
-
-
-def _failure_comment(outcome: dict) -> str:
-    text = f"[automedia] failed: {outcome['reason']}"
-    if outcome.get("auth") and outcome.get("channel"):
-        label = CHANNEL_LABELS.get(outcome["channel"], outcome["channel"])
-        text += f"\n{label} のトークンが期限切れか無効です。管理画面の「チャネルアカウント」か manage.py add_channel でトークンを更新してから、もう一度承認してください。"
-    elif outcome.get("auth"):
-        text += "\nLINE チャネルのトークンが期限切れか無効です。管理画面でトークンを更新してから、もう一度承認してください。"
-    return (
-        text
-        + f"\n（{fmt_jst(timezone.now())}）内容を修正して、もう一度「automedia承認」にすると再実行します。"
-    )

@@ -9,6 +9,7 @@ https://developers.line.biz/ja/docs/messaging-api/unit-based-statistics-aggregat
 comment says so instead of printing 0; the per-unit overview has no `delivered` (insight.yml), so
 the count comes from automedia's own DeliveryAttempt rows.
 
+Measuring a LINE report and its comment: deliveries/channels/line/effects.py.
 Instagram / TikTok / HubSpot publications get their reports from the same planning and
 running below; which ones, and how they are measured: deliveries/channel_effects.py.
 """
@@ -16,16 +17,16 @@ running below; which ones, and how they are measured: deliveries/channel_effects
 from __future__ import annotations
 
 import logging
-from datetime import date, datetime, timedelta
+from datetime import datetime, timedelta
 
 from django.utils import timezone
 
-from automedia_site.timeutil import JST
 from backlog_bridge.client import BacklogClient, BacklogError
+from backlog_bridge.parser import PLATFORM_CHANNELS
 from deliveries.channel_effects import channel_measure, planned_labels, planned_recipients
-from deliveries.channel_templates import CHANNELS
 from deliveries.channels.base import TransportError
-from deliveries.channels.line import MAX_AGGREGATION_DAYS, LineTransport, aggregation_unit
+from deliveries.channels.line.transport import aggregation_unit
+from deliveries.channels.registry import channel_part
 from deliveries.models import ChannelPost, ContentTask, DeliveryAttempt, EffectReport
 
 logger = logging.getLogger(__name__)
@@ -36,11 +37,6 @@ RETRY_DELAY = timedelta(hours=1)
 LEASE = timedelta(minutes=10)  # a worker that dies mid-report gives its row back after this
 BATCH = 100
 PREFIX = "[automedia] 効果測定"
-NULL_TEXT = "集計なし（null）"
-NULL_NOTE = (
-    "※ 集計なし（null）: LINE は 20 人未満の場合は集計値を返しません（null）。0 人という意味ではありません。"
-)
-MAX_CLICK_LINES = 10
 
 
 # -- planning ------------------------------------------------------------------------
@@ -54,7 +50,7 @@ def effect_reports_plan(
     `line_recipients`: a LINE delivery that just ended passes its count, which spares
     the re-read of its attempts (and of a platform post, which a LINE task has none of).
     """
-    if task.channel in CHANNELS:
+    if task.channel in PLATFORM_CHANNELS:
         line_recipients = None  # a platform task's count is not LINE's: read what was sent
     post = None
     if line_recipients is None:
@@ -169,35 +165,7 @@ def _measure(report: EffectReport, now: datetime) -> tuple[dict, str]:
     if report.channel != "line":
         measured = channel_measure(report=report, now=now)
         return measured.result, "\n".join([f"{PREFIX} ({report.label})", *measured.lines])
-    since, until = report_period(report)
-    stats = _statistics(report, since, until)
-    comment = format_effect_comment(
-        report.label,
-        stats.get("overview") or {},
-        recipients=report.recipients,
-        clicks=stats.get("clicks") or [],
-        unit=report.unit,
-        period=(since, until),
-    )
-    return stats, comment
-
-
-def report_period(report: EffectReport) -> tuple[date, date]:
-    """From the delivery day to the report's nominal day (UTC+9), at most 30 days apart."""
-    since = report.delivered_at.astimezone(JST).date()
-    until = (report.delivered_at + OFFSETS[report.label]).astimezone(JST).date()
-    return since, min(until, since + timedelta(days=MAX_AGGREGATION_DAYS))
-
-
-def _statistics(report: EffectReport, since: date, until: date) -> dict:
-    token = report.tenant.line_channel_token
-    if not token:
-        raise TransportError("LINE チャネルアクセストークンが設定されていません", permanent=True)
-    transport = LineTransport(token=token)
-    try:
-        return transport.unit_statistics(unit=report.unit, since=since, until=until)
-    finally:
-        transport.close()
+    return channel_part("line", "effects").line_measure(report=report, now=now)
 
 
 def _failed(report: EffectReport, exc: Exception, now: datetime) -> None:
@@ -213,84 +181,3 @@ def _failed(report: EffectReport, exc: Exception, now: datetime) -> None:
             attempts,
             exc,
         )
-
-
-# -- the comment ----------------------------------------------------------------------
-
-
-def format_effect_comment(
-    label: str,
-    overview: dict,
-    *,
-    recipients: int | None = None,
-    clicks: list[dict] | None = None,
-    unit: str = "",
-    period: tuple[date, date] | None = None,
-) -> str:
-    """The Backlog comment: a machine-readable first line, then the figures in Japanese."""
-    lines = [f"{PREFIX} ({label})", _intro(label, unit, period)]
-    lines.append(f"- 配信数: {_delivered(recipients)}")
-    lines.append(f"- ユニークインプレッション（開封した人数）: {_figure(overview.get('uniqueImpression'))}")
-    lines.append(f"- ユニーククリック（URL を開いた人数）: {_figure(overview.get('uniqueClick'))}")
-    lines.extend(_media_lines(overview))
-    lines.extend(_click_lines(clicks or []))
-    if _has_null(overview, clicks or []):
-        lines.append(NULL_NOTE)
-    return "\n".join(lines)
-
-
-def _intro(label: str, unit: str, period: tuple[date, date] | None) -> str:
-    text = f"配信から {label.removesuffix('h')} 時間後の LINE 集計です"
-    details = []
-    if unit:
-        details.append(f"集計単位: {unit}")
-    if period:
-        details.append(f"集計期間: {period[0]:%Y-%m-%d}〜{period[1]:%Y-%m-%d} (JST)")
-    return text + (f"（{'、'.join(details)}）。" if details else "。")
-
-
-def _delivered(recipients: int | None) -> str:
-    if recipients is None:
-        return "不明（LINE の集計 API は配信数を返しません）"
-    return (
-        f"{recipients} 件（automedia の送信記録による配信先の数。グループ宛ては 1 グループを 1 件と数えます。"
-        "LINE の集計 API は配信数を返しません）"
-    )
-
-
-def _figure(value: int | None, unit: str = "人") -> str:
-    return NULL_TEXT if value is None else f"{value:,} {unit}"
-
-
-def _media_lines(overview: dict) -> list[str]:
-    """Only for messages with video or audio: for others LINE has nothing to report."""
-    played, full = overview.get("uniqueMediaPlayed"), overview.get("uniqueMediaPlayed100Percent")
-    if played is None and full is None:
-        return []
-    return [
-        f"- 動画・音声を再生した人数: {_figure(played)}",
-        f"- 動画・音声を最後まで再生した人数: {_figure(full)}",
-    ]
-
-
-def _click_lines(clicks: list[dict]) -> list[str]:
-    if not clicks:
-        return []
-    lines = ["URL 別クリック:"]
-    for click in clicks[:MAX_CLICK_LINES]:
-        lines.append(
-            f"- {click.get('url', '')}: クリック {_figure(click.get('click'), '回')}、"
-            f"ユニーク {_figure(click.get('uniqueClick'))}"
-        )
-    if len(clicks) > MAX_CLICK_LINES:
-        lines.append(f"- ほか {len(clicks) - MAX_CLICK_LINES} 件")
-    return lines
-
-
-def _has_null(overview: dict, clicks: list[dict]) -> bool:
-    shown = [overview.get("uniqueImpression"), overview.get("uniqueClick")]
-    if _media_lines(overview):
-        shown += [overview.get("uniqueMediaPlayed"), overview.get("uniqueMediaPlayed100Percent")]
-    for click in clicks[:MAX_CLICK_LINES]:
-        shown += [click.get("click"), click.get("uniqueClick")]
-    return any(value is None for value in shown)

@@ -26,7 +26,12 @@ FIELD_PUBLISH_AT = "投稿日時"
 FIELD_DELIVERED_AT = "自動配信実行日時"
 
 
-CHANNEL_LABELS = CHANNELS  # the grammar's list, by value of チャネル
+# The grammar's one list of channels (backlog_bridge.parser.CHANNELS) as model choices; each
+# channel has its package deliveries/channels/<value>/. Labels are the brands' own names.
+Channel = models.TextChoices(
+    "Channel", [(value.upper(), (value, label)) for value, label in CHANNELS.items()]
+)
+CHANNEL_LABELS = dict(Channel.choices)
 
 
 def new_webhook_token() -> str:
@@ -368,10 +373,11 @@ class ChannelAccount(models.Model):
     (`refresh_lease_until` is its claim).
     """
 
+    # The channels published through an account of their own (LINE uses the tenant's token).
     class Channel(models.TextChoices):
-        INSTAGRAM = "instagram", "Instagram"
-        TIKTOK = "tiktok", "TikTok"
-        HUBSPOT = "hubspot", "HubSpot"
+        INSTAGRAM = Channel.INSTAGRAM.value, Channel.INSTAGRAM.label
+        TIKTOK = Channel.TIKTOK.value, Channel.TIKTOK.label
+        HUBSPOT = Channel.HUBSPOT.value, Channel.HUBSPOT.label
 
     class HubSpotMode(models.TextChoices):
         NOTE = "note", _("コンタクトへの CRM ノート")

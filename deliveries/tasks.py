@@ -9,6 +9,7 @@ from deliveries.delivery import delivery_run, issues_prefetch
 from deliveries.effects import effect_reports_run
 from deliveries.models import DeliverySchedule, Tenant
 from deliveries.scan import scan_alert, scan_run, scan_totals
+from deliveries.tokens import channel_tokens_upkeep
 
 logger = logging.getLogger(__name__)
 
@@ -62,8 +63,6 @@ def effect_reports() -> int:
 
 def channel_tokens() -> dict[str, int]:
     """Daily: refresh Instagram / TikTok tokens before they expire (deliveries/tokens.py)."""
-    from deliveries.tokens import channel_tokens_upkeep
-
     return channel_tokens_upkeep()
 
 

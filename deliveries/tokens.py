@@ -1,5 +1,8 @@
 """Token upkeep of the Instagram / TikTok / HubSpot accounts, and the token-expired notice.
 
+The daily job and what the channels share; each channel's refresh is
+deliveries/channels/<kind>/tokens.py (`refresh_due`, `refresh`).
+
 - Instagram long-lived tokens last 60 days and can be refreshed once they are 24 h old
   (https://developers.facebook.com/documentation/instagram-platform/reference/refresh_access_token):
   the daily job refreshes them INSTAGRAM_TOKEN_REFRESH_DAYS before they expire.
@@ -19,22 +22,17 @@ from __future__ import annotations
 import logging
 from datetime import datetime, timedelta
 
-from django.conf import settings
 from django.core.mail import mail_admins
 from django.db.models import Q
 from django.utils import timezone
 
-from deliveries.channels.instagram import InstagramTransport
 from deliveries.channels.platform import PlatformError
-from deliveries.channels.tiktok import TikTokTransport
-from deliveries.models import ChannelAccount
+from deliveries.channels.registry import channel_part
+from deliveries.models import ChannelAccount, Tenant
 
 logger = logging.getLogger(__name__)
 
 REFRESH_LEASE = timedelta(seconds=60)
-IG_MIN_AGE = timedelta(hours=24)  # "at least 24 hours old" (refresh_access_token reference)
-TIKTOK_MARGIN = timedelta(minutes=5)  # refresh before use when the access token expires this soon
-TIKTOK_DAILY_WINDOW = timedelta(days=1)
 
 
 class RefreshFailed(Exception):
@@ -68,89 +66,11 @@ def token_expired_notice(*, account: ChannelAccount, reason: str, issue_key: str
     )
 
 
-# -- TikTok ------------------------------------------------------------------------------
-
-
-def tiktok_access_token(account: ChannelAccount, *, now: datetime, force: bool = False) -> str:
-    """A usable access token: the stored one, or a fresh one when it (nearly) expired."""
-    if not force and account.expires_at is not None and account.expires_at > now + TIKTOK_MARGIN:
-        return account.access_token
-    if not account.refresh_token:
-        if force or (account.expires_at is not None and account.expires_at <= now):
-            reason = "TikTok のアクセストークンが期限切れか無効で、リフレッシュトークンがありません。"
-            token_expired_notice(account=account, reason=reason)
-            raise RefreshFailed(reason)
-        return account.access_token
-    return tiktok_refresh(account, now=now).access_token
-
-
-def tiktok_refresh(account: ChannelAccount, *, now: datetime) -> ChannelAccount:
-    """One refresh; raises RefreshBusy, RefreshFailed, or PlatformError (transient: retry later)."""
-    if not _claim(account, now):
-        raise RefreshBusy()
-    fresh = ChannelAccount.objects.select_related("tenant").get(pk=account.pk)  # the newest refresh token
-    try:
-        answer = _tiktok_call(fresh)
-    except PlatformError as exc:
-        _unclaim(fresh)
-        if exc.permanent:
-            reason = f"TikTok のトークンを更新できませんでした: {exc.message}"
-            token_expired_notice(account=fresh, reason=reason)
-            raise RefreshFailed(reason) from exc
-        raise
-    _store(
-        fresh,
-        now,
-        access_token=answer["access_token"],
-        refresh_token=answer.get("refresh_token") or fresh.refresh_token,
-        expires_at=now + timedelta(seconds=int(answer.get("expires_in") or 0)),
-        refresh_expires_at=_maybe_in(now, answer.get("refresh_expires_in")) or fresh.refresh_expires_at,
-    )
-    return fresh
-
-
-def _tiktok_call(account: ChannelAccount) -> dict:
-    if not settings.TIKTOK_CLIENT_KEY or not settings.TIKTOK_CLIENT_SECRET:
-        raise PlatformError(
-            "TIKTOK_CLIENT_KEY / TIKTOK_CLIENT_SECRET が設定されていないため更新できません。", permanent=True
-        )
-    transport = TikTokTransport()
-    try:
-        return transport.refresh(
-            client_key=settings.TIKTOK_CLIENT_KEY,
-            client_secret=settings.TIKTOK_CLIENT_SECRET,
-            refresh_token=account.refresh_token,
-        )
-    finally:
-        transport.close()
-
-
-# -- Instagram ---------------------------------------------------------------------------
-
-
-def instagram_refresh(account: ChannelAccount, *, now: datetime) -> ChannelAccount:
-    if not _claim(account, now):
-        raise RefreshBusy()
-    fresh = ChannelAccount.objects.select_related("tenant").get(pk=account.pk)
-    transport = InstagramTransport(token=fresh.access_token)
-    try:
-        answer = transport.refresh_token(fresh.access_token)
-    except PlatformError as exc:
-        _unclaim(fresh)
-        if exc.permanent:
-            reason = f"Instagram の長期トークンを更新できませんでした: {exc.message}"
-            token_expired_notice(account=fresh, reason=reason)
-            raise RefreshFailed(reason) from exc
-        raise
-    finally:
-        transport.close()
-    _store(
-        fresh,
-        now,
-        access_token=answer["access_token"],
-        expires_at=_maybe_in(now, answer.get("expires_in")),
-    )
-    return fresh
+def account_token_expired(*, tenant: Tenant, channel: str, issue_key: str, reason: str) -> None:
+    """A publish failed on auth: flag the tenant's account of `channel` (if it still has one)."""
+    account = ChannelAccount.objects.filter(tenant=tenant, channel=channel).first()
+    if account is not None:
+        token_expired_notice(account=account, reason=reason, issue_key=issue_key)
 
 
 # -- the daily job ---------------------------------------------------------------------
@@ -169,15 +89,11 @@ def channel_tokens_upkeep(*, now: datetime | None = None) -> dict[str, int]:
 
 
 def _upkeep_one(account: ChannelAccount, now: datetime) -> str:
-    refresh = {ChannelAccount.Channel.INSTAGRAM: _instagram_due, ChannelAccount.Channel.TIKTOK: _tiktok_due}
-    due = refresh.get(account.channel)
-    if due is None or not due(account, now):
+    tokens = channel_part(account.channel, "tokens")
+    if not tokens.refresh_due(account, now):
         return "skipped"
     try:
-        if account.channel == ChannelAccount.Channel.INSTAGRAM:
-            instagram_refresh(account, now=now)
-        else:
-            tiktok_refresh(account, now=now)
+        tokens.refresh(account, now=now)
     except RefreshBusy:
         return "skipped"
     except RefreshFailed:
@@ -188,33 +104,10 @@ def _upkeep_one(account: ChannelAccount, now: datetime) -> str:
     return "refreshed"
 
 
-def _instagram_due(account: ChannelAccount, now: datetime) -> bool:
-    if account.expires_at is not None and account.expires_at <= now:
-        token_expired_notice(
-            account=account,
-            reason=f"Instagram の長期トークンの有効期限（{account.expires_at:%Y-%m-%d}）が切れています。",
-        )
-        return False
-    window = timedelta(days=settings.INSTAGRAM_TOKEN_REFRESH_DAYS)
-    old_enough = account.refreshed_at is None or account.refreshed_at <= now - IG_MIN_AGE
-    return old_enough and (account.expires_at is None or account.expires_at <= now + window)
-
-
-def _tiktok_due(account: ChannelAccount, now: datetime) -> bool:
-    if not account.refresh_token:
-        return False
-    if account.refresh_expires_at is not None and account.refresh_expires_at <= now:
-        token_expired_notice(
-            account=account, reason="TikTok のリフレッシュトークンの有効期限が切れています。"
-        )
-        return False
-    return account.expires_at is None or account.expires_at <= now + TIKTOK_DAILY_WINDOW
-
-
 # -- helpers ---------------------------------------------------------------------------
 
 
-def _claim(account: ChannelAccount, now: datetime) -> bool:
+def refresh_claim(account: ChannelAccount, now: datetime) -> bool:
     free = Q(refresh_lease_until__isnull=True) | Q(refresh_lease_until__lte=now)
     return (
         ChannelAccount.objects.filter(free, pk=account.pk).update(refresh_lease_until=now + REFRESH_LEASE)
@@ -222,11 +115,11 @@ def _claim(account: ChannelAccount, now: datetime) -> bool:
     )
 
 
-def _unclaim(account: ChannelAccount) -> None:
+def refresh_release(account: ChannelAccount) -> None:
     ChannelAccount.objects.filter(pk=account.pk).update(refresh_lease_until=None)
 
 
-def _store(account: ChannelAccount, now: datetime, **fields) -> None:
+def refreshed_store(account: ChannelAccount, now: datetime, **fields) -> None:
     """The new token (and rotated refresh token) and the freed lease in one UPDATE."""
     fields.update(refreshed_at=now, token_invalid_at=None, refresh_lease_until=None)
     ChannelAccount.objects.filter(pk=account.pk).update(**fields)
@@ -234,7 +127,7 @@ def _store(account: ChannelAccount, now: datetime, **fields) -> None:
         setattr(account, name, value)
 
 
-def _maybe_in(now: datetime, seconds: object) -> datetime | None:
+def seconds_from(now: datetime, seconds: object) -> datetime | None:
     try:
         return now + timedelta(seconds=int(seconds)) if seconds else None  # type: ignore[arg-type]
     except (TypeError, ValueError):

@@ -24,7 +24,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from deliveries.channels.base import TransportError
-from deliveries.channels.line import LineTransport
+from deliveries.channels.line.transport import LineTransport
 from deliveries.models import Tenant
 from linepush.models import LineContact, LineSource, LineSurveyRule, LineWebhookEvent
 from linepush.services import push_settings

@@ -63,7 +63,7 @@ def validate_timezone(value: str) -> None:
 
 
 def validate_messages(value: object) -> None:
-    from deliveries.rendering import validate_line_messages
+    from deliveries.channels.line.templates import validate_line_messages
 
     if value in ([], None):
         return

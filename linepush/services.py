@@ -18,9 +18,9 @@ from django.utils import timezone
 
 from backlog_bridge.audience import Audience
 from deliveries.channels.base import TransportError
-from deliveries.channels.line import LineTransport
+from deliveries.channels.line.templates import validate_line_messages
+from deliveries.channels.line.transport import LineTransport
 from deliveries.models import Tenant
-from deliveries.rendering import validate_line_messages
 from linepush.models import (
     LineContact,
     LineMonthlyUsage,

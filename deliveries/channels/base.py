@@ -43,7 +43,8 @@ class SendResult:
     duration_ms: int = 0
 
 
-def retry_after_seconds(response: httpx.Response) -> float | None:
+def parse_retry_after(response: httpx.Response) -> float | None:
+    """Seconds to wait from a Retry-After header (delta-seconds); None when absent or unreadable."""
     value = response.headers.get("Retry-After")
     if value is None:
         return None
@@ -91,7 +92,7 @@ class HttpTransport:
                 f"レート制限（429）: {reason}",
                 permanent=False,
                 status=status,
-                retry_after=retry_after_seconds(response),
+                retry_after=parse_retry_after(response),
                 request_id=request_id,
             )
         if status >= 500:

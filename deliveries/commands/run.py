@@ -14,8 +14,8 @@ from backlog_bridge.events import EventHandler, EventIgnored
 from backlog_bridge.models import TYPE_COMMENTED, BacklogEvent, CommandRun
 from backlog_bridge.parser import ParsedTask
 from backlog_bridge.statuses import status_name_of
-from deliveries import publishers
 from deliveries.actions import revert_status_id
+from deliveries.channels import posts as publishers
 from deliveries.commands.parse import USAGE, Command, commands_parse
 from deliveries.delivery import DeliveryFailed, delivery_render
 from deliveries.issues import IssueState, issue_read

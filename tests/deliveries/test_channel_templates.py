@@ -11,7 +11,7 @@ from django.core.management import CommandError, call_command
 
 from deliveries.channel_templates import render_channel_template, validate_channel_template
 from deliveries.models import MessageTemplate
-from deliveries.rendering import RenderError
+from deliveries.templating import RenderError
 from tests.deliveries.conftest import TEMPLATES
 
 pytestmark = pytest.mark.django_db

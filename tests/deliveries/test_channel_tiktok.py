@@ -8,7 +8,7 @@ import pytest
 from django.core import mail
 from django.utils import timezone
 
-from deliveries.channels.tiktok import VIDEO_INIT
+from deliveries.channels.tiktok.transport import VIDEO_INIT
 from deliveries.models import ChannelAccount, ChannelPost, DeliveryAttempt, DeliverySchedule
 from tests.deliveries.conftest import TEMPLATES, TT_REFRESH, TT_TOKEN
 from tests.deliveries.test_lifecycle import texts

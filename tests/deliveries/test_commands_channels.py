@@ -289,7 +289,7 @@ def test_it_previews_the_post_of_a_channel_without_an_account(approve_channel, s
 
 
 def test_it_stops_counting_a_large_crm_and_says_so(approve_channel, hs_account, hubspot, say, monkeypatch):
-    from deliveries.publishers import hubspot as publisher
+    from deliveries.channels.hubspot import publisher
 
     monkeypatch.setattr(publisher, "PREVIEW_PAGES", 1)
     for n in range(120):  # two pages of contacts

@@ -10,7 +10,8 @@ from django.core import mail
 from django.utils import timezone
 
 from automedia_site.timeutil import JST
-from deliveries.delivery import lock_take, retry_key
+from deliveries.channels.line.publisher import retry_key
+from deliveries.locks import lock_take
 from deliveries.models import (
     ContentTask,
     DeliveryAttempt,

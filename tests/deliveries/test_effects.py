@@ -9,8 +9,9 @@ import pytest
 import time_machine
 
 from deliveries import effects
-from deliveries.channels.line import LineTransport
-from deliveries.effects import effect_reports_plan, effect_reports_run, format_effect_comment
+from deliveries.channels.line.effects import format_effect_comment
+from deliveries.channels.line.transport import LineTransport
+from deliveries.effects import effect_reports_plan, effect_reports_run
 from deliveries.models import ContentTask, EffectReport
 from tests.deliveries.test_lifecycle import texts
 from tests.delivery_fixtures import MULTICAST, fire

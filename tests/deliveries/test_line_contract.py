@@ -16,8 +16,9 @@ from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT4
 
 from backlog_bridge.parser import Attachment
-from deliveries.channels.line import LineTransport, aggregation_unit, multicast_body, push_body
-from deliveries.rendering import render_messages, template_variables, validate_line_messages
+from deliveries.channels.line.templates import render_messages, validate_line_messages
+from deliveries.channels.line.transport import LineTransport, aggregation_unit, multicast_body, push_body
+from deliveries.templating import template_variables
 from tests.contracts import openapi
 from tests.contracts.openapi import SCHEMAS, OpenApi30Validator, load_spec, with_discriminator_bases
 

@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from deliveries.rendering import RenderError, render_messages, validate_line_messages
+from deliveries.channels.line.templates import render_messages, validate_line_messages
+from deliveries.templating import RenderError
 
 ACTION = {"type": "message", "label": "はい", "text": "はい"}
 

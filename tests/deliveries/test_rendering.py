@@ -6,14 +6,9 @@ import pytest
 import time_machine
 
 from backlog_bridge.parser import Attachment, TemplateRef
-from deliveries.rendering import (
-    RenderError,
-    render_messages,
-    template_resolve,
-    template_rev,
-    template_variables,
-    validate_line_messages,
-)
+from deliveries.channels.line.templates import render_messages, validate_line_messages
+from deliveries.rendering import template_resolve, template_rev
+from deliveries.templating import RenderError, template_variables
 from tests.factories import MessageTemplateFactory, TenantFactory
 
 TEXT = [{"type": "text", "text": "{{ date }} より営業開始（{{hours}}）"}]

@@ -24,7 +24,7 @@ from typing import Any
 import httpx
 from django.conf import settings
 
-from deliveries.channels.base import retry_after_seconds
+from deliveries.channels.base import parse_retry_after
 from deliveries.channels.platform import PlatformError, PlatformTransport, json_body
 
 CONTACTS = "/crm/v3/objects/contacts"
@@ -87,7 +87,7 @@ def hubspot_error(response: httpx.Response) -> PlatformError:
         return PlatformError(f"権限（スコープ）がありません: {label}", permanent=True, **common)
     if status == 429:
         interval = RateState.from_headers(response.headers).interval_ms / 1000
-        retry_after = retry_after_seconds(response) or interval
+        retry_after = parse_retry_after(response) or interval
         return PlatformError(f"レート制限: {label}", permanent=False, retry_after=retry_after, **common)
     if status >= 500:
         return PlatformError(f"一時的なエラー: {label}", permanent=False, unclear=True, **common)

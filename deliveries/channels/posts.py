@@ -1,54 +1,29 @@
-"""Publishers of the Instagram, TikTok and HubSpot channels (LINE is deliveries/delivery.py).
+"""The calls every channel's publisher answers the same way (found through registry.py).
 
-`delivery.py` dispatches a task whose チャネル is one of these to `publish_step`, which
-returns Done or Wait, or raises PublishFailed / PlatformError / ClaimLost.
+`delivery.py` hands a claimed run to `publish_step`, which returns Done or Wait, or raises
+PublishFailed / TransportError / ClaimLost. The rest renders and checks an Instagram /
+TikTok / HubSpot post before its first platform call (delivery, preview, `/automedia send`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import datetime
 
 from automedia_site.timeutil import fmt_jst
-from backlog_bridge.parser import ParsedTask, TemplateRef
-from deliveries.channel_templates import CHANNELS, describe, render_channel_template
-from deliveries.models import CHANNEL_LABELS, ChannelAccount, ChannelPost, ContentTask, Tenant
-from deliveries.publishers import hubspot, instagram, tiktok
-from deliveries.publishers.base import ClaimLost, Context, Done, PublishFailed, Wait, Waiting, account_for
-from deliveries.rendering import RenderError, template_resolve
+from backlog_bridge.parser import PLATFORM_CHANNELS, ParsedTask, TemplateRef
+from deliveries.channel_templates import describe, render_channel_template
+from deliveries.channels.publisher import Context, Done, PublishFailed, Wait, Waiting, account_for
+from deliveries.channels.registry import channel_part
+from deliveries.models import CHANNEL_LABELS, ChannelPost, ContentTask, Tenant
+from deliveries.rendering import template_resolve
+from deliveries.templating import RenderError
 
-__all__ = [
-    "CHANNELS",
-    "ClaimLost",
-    "Context",
-    "Done",
-    "PublishFailed",
-    "Wait",
-    "account_for",
-    "account_problems",
-    "committed_post",
-    "post_check",
-    "post_message",
-    "post_render",
-    "publish_step",
-]
-
-PUBLISHERS: dict[str, Callable[[Context], Done | Wait]] = {
-    "instagram": instagram.publish,
-    "tiktok": tiktok.publish,
-    "hubspot": hubspot.publish,
-}
-
-ACCOUNT_CHECKS: dict[str, Callable[[ChannelAccount, dict | None, datetime], list[str]]] = {
-    "instagram": instagram.account_problems,
-    "tiktok": tiktok.account_problems,
-    "hubspot": hubspot.account_problems,
-}
+CHANNELS = PLATFORM_CHANNELS  # published through a ChannelAccount (LINE uses the tenant's token)
 
 
 def publish_step(*, channel: str, ctx: Context) -> Done | Wait:
     try:
-        return PUBLISHERS[channel](ctx)
+        return channel_part(channel, "publisher").publish(ctx)
     except Waiting as waiting:
         return waiting.wait
 
@@ -61,6 +36,15 @@ def post_render(*, tenant: Tenant, channel: str, parsed: ParsedTask, override: d
         raise RenderError(["テンプレが指定されていません"])
     template = template_resolve(tenant=tenant, ref=ref, channel=channel)
     return render_channel_template(channel, template.messages, parsed.variables)
+
+
+def post_content(*, tenant: Tenant, channel: str, parsed: ParsedTask, override: dict | None = None) -> dict:
+    """The channel template filled and validated, before anything is sent (errors name the field)."""
+    try:
+        account_for(tenant, channel)
+        return post_render(tenant=tenant, channel=channel, parsed=parsed, override=override)
+    except (RenderError, ValueError) as exc:
+        raise PublishFailed(f"メッセージを作成できません: {exc}") from exc
 
 
 def post_message(channel: str, content: dict) -> dict:
@@ -99,4 +83,4 @@ def account_problems(*, tenant: Tenant, channel: str, content: dict | None, now:
             f"{CHANNEL_LABELS[channel]} のトークンが無効になっています（{fmt_jst(account.token_invalid_at)} に検知）。"
             f"管理画面の「チャネルアカウント」か manage.py add_channel {tenant.slug} {channel} … で更新してください。"
         )
-    return problems + ACCOUNT_CHECKS[channel](account, content, now)
+    return problems + channel_part(channel, "publisher").account_problems(account, content, now)

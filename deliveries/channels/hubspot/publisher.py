@@ -31,7 +31,7 @@ from django.utils import timezone
 
 from automedia_site.timeutil import JST, iso_jst
 from backlog_bridge.audience import Audience, AudienceError, parse_audience
-from deliveries.channels.hubspot import (
+from deliveries.channels.hubspot.transport import (
     ASSOCIATE_BATCH,
     CONTACTS,
     NOTE_CONTACT_ASSOCIATE,
@@ -41,8 +41,7 @@ from deliveries.channels.hubspot import (
     HubSpotTransport,
 )
 from deliveries.channels.platform import PlatformError
-from deliveries.models import ChannelAccount, ChannelPost, DeliveryAttempt
-from deliveries.publishers.base import (
+from deliveries.channels.publisher import (
     SEND_KEY_NAMESPACE,
     Context,
     Done,
@@ -55,6 +54,7 @@ from deliveries.publishers.base import (
     recorded,
     save,
 )
+from deliveries.models import ChannelAccount, ChannelPost, DeliveryAttempt
 
 PACE_FLOOR = 5  # leave a few calls of the window to the tenant's other integrations
 PREVIEW_PAGES = 50  # a preview counts up to 5,000 contacts; the delivery itself reads them all

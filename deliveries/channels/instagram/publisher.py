@@ -23,10 +23,9 @@ from datetime import datetime, timedelta
 from django.db.models import Min
 
 from automedia_site.timeutil import fmt_jst
-from deliveries.channels.instagram import FALLBACK_QUOTA, InstagramTransport, is_not_ready
+from deliveries.channels.instagram.transport import FALLBACK_QUOTA, InstagramTransport, is_not_ready
 from deliveries.channels.platform import PlatformError
-from deliveries.models import ChannelAccount, ChannelPost
-from deliveries.publishers.base import (
+from deliveries.channels.publisher import (
     Context,
     Done,
     PublishFailed,
@@ -37,6 +36,7 @@ from deliveries.publishers.base import (
     recorded,
     save,
 )
+from deliveries.models import ChannelAccount, ChannelPost
 
 RECHECK = timedelta(seconds=60)
 PROCESSING_LIMIT = timedelta(minutes=5)

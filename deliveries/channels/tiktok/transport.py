@@ -23,7 +23,7 @@ from typing import Any
 import httpx
 from django.conf import settings
 
-from deliveries.channels.base import retry_after_seconds
+from deliveries.channels.base import parse_retry_after
 from deliveries.channels.platform import PlatformError, PlatformTransport, json_body
 
 CREATOR_INFO = "/v2/post/publish/creator_info/query/"
@@ -75,7 +75,7 @@ def tiktok_error(response: httpx.Response) -> PlatformError:
             f"認証エラー: TikTok のトークンが期限切れか無効です。{text}", permanent=True, auth=True, **common
         )
     if code == "rate_limit_exceeded" or status == 429:
-        retry_after = retry_after_seconds(response) or RATE_LIMIT_RETRY_AFTER
+        retry_after = parse_retry_after(response) or RATE_LIMIT_RETRY_AFTER
         return PlatformError(f"レート制限: {text}", permanent=False, retry_after=retry_after, **common)
     if code == "internal_error" or status >= 500:
         # TikTok's own error envelope says the call failed; anything else (a gateway page) may not.

@@ -1,4 +1,4 @@
-"""What the Instagram / TikTok / HubSpot publishers share.
+"""What every channel's publisher shares (deliveries/channels/<kind>/publisher.py).
 
 A publisher takes one claimed run of a schedule (`Context`) and moves its `ChannelPost`
 on as far as it can: it returns `Done` (published; the write-back follows) or `Wait`
@@ -63,10 +63,11 @@ class Waiting(Exception):
 class Context:
     tenant: Tenant
     task: ContentTask
-    content: dict
+    content: dict | list  # the post (a dict), or LINE's messages (a list)
     audience: str
     now: datetime
     still_mine: Callable[[], bool] = field(default=lambda: True)
+    due_at: datetime | None = None  # when the run was due (LINE records how late each chunk went)
 
     def check_claim(self) -> None:
         if not self.still_mine():

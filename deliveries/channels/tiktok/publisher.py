@@ -21,16 +21,7 @@ from django.db.models import Min
 
 from automedia_site.timeutil import fmt_jst
 from deliveries.channels.platform import PlatformError
-from deliveries.channels.tiktok import (
-    CONTENT_INIT,
-    CREATOR_INFO,
-    PER_MINUTE,
-    STATUS_FETCH,
-    VIDEO_INIT,
-    TikTokTransport,
-)
-from deliveries.models import ChannelAccount, ChannelPost, DeliveryAttempt
-from deliveries.publishers.base import (
+from deliveries.channels.publisher import (
     Context,
     Done,
     PublishFailed,
@@ -42,7 +33,17 @@ from deliveries.publishers.base import (
     recorded,
     save,
 )
-from deliveries.tokens import RefreshBusy, RefreshFailed, tiktok_access_token
+from deliveries.channels.tiktok.tokens import tiktok_access_token
+from deliveries.channels.tiktok.transport import (
+    CONTENT_INIT,
+    CREATOR_INFO,
+    PER_MINUTE,
+    STATUS_FETCH,
+    VIDEO_INIT,
+    TikTokTransport,
+)
+from deliveries.models import ChannelAccount, ChannelPost, DeliveryAttempt
+from deliveries.tokens import RefreshBusy, RefreshFailed
 
 RECHECKS = (15, 30, 60, 60, 120, 300, 600)  # seconds; then every LATE_RECHECK
 LATE_RECHECK = 1800

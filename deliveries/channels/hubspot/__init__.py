@@ -1,0 +1,1 @@
+"""The hubspot channel: transport, publisher, template rules, effects and token upkeep."""

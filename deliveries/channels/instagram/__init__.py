@@ -1,0 +1,1 @@
+"""The instagram channel: transport, publisher, template rules, effects and token upkeep."""

@@ -1,0 +1,84 @@
+"""Instagram's template rules (shapes in deliveries/channel_templates.py).
+
+Carousels take up to 10 items (quoted in public code from
+https://developers.facebook.com/docs/instagram-platform/content-publishing/, UNCONFIRMED) and
+media are fetched from public URLs (same page). The 2,200-character caption limit is Meta's
+help-centre figure (UNCONFIRMED).
+"""
+
+from __future__ import annotations
+
+from deliveries.channel_templates import (
+    SAMPLE_URL,
+    Kinds,
+    Problems,
+    bool_fields,
+    count_field,
+    kinds_problems,
+    optional_url_field,
+    text_field,
+    url_field,
+)
+from deliveries.templating import with_samples
+
+CAPTION_MAX = 2200
+CAROUSEL_ITEMS = (2, 10)
+
+
+def validate(content: object) -> Problems:
+    """Every problem of a filled template (or of one with samples), each naming its field."""
+    return kinds_problems("instagram", KINDS, content)
+
+
+def template_problems(content: object) -> Problems:
+    """What is wrong with a template file being imported (placeholders stand for samples)."""
+    return validate(with_samples(content, url=SAMPLE_URL))
+
+
+def describe_text(content: dict) -> str:
+    return content.get("caption", "")
+
+
+def _ig_image(content: dict) -> Problems:
+    return (
+        text_field(content, "caption", CAPTION_MAX, required=False)
+        + url_field(content.get("image_url"), "image_url")
+        + (text_field(content, "alt_text", 1000, required=False))
+    )
+
+
+def _ig_reel(content: dict) -> Problems:
+    return (
+        text_field(content, "caption", CAPTION_MAX, required=False)
+        + url_field(content.get("video_url"), "video_url")
+        + optional_url_field(content, "cover_url")
+        + bool_fields(content, "share_to_feed")
+    )
+
+
+def _ig_carousel(content: dict) -> Problems:
+    items = content.get("items")
+    problems = text_field(content, "caption", CAPTION_MAX, required=False) + count_field(
+        items, "items", CAROUSEL_ITEMS
+    )
+    for number, item in enumerate(items if isinstance(items, list) else [], 1):
+        problems += [f"items の {number} 件目: {p}" for p in _carousel_item(item)]
+    return problems
+
+
+def _carousel_item(item: object) -> Problems:
+    if (
+        not isinstance(item, dict)
+        or len(set(item) & {"image_url", "video_url"}) != 1
+        or set(item) - {"image_url", "video_url"}
+    ):
+        return ["image_url か video_url のどちらか 1 つだけを持つオブジェクトにしてください。"]
+    key = "image_url" if "image_url" in item else "video_url"
+    return url_field(item[key], key)
+
+
+KINDS: Kinds = {
+    "image": ({"caption", "image_url", "alt_text"}, _ig_image),
+    "reel": ({"caption", "video_url", "cover_url", "share_to_feed"}, _ig_reel),
+    "carousel": ({"caption", "items"}, _ig_carousel),
+}

@@ -1,0 +1,1 @@
+"""The line channel: transport, publisher, template rules, effects and token upkeep."""

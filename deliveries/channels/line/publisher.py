@@ -1,0 +1,139 @@
+"""The LINE publisher: the task's messages to its audience, each chunk exactly once.
+
+The audience is a list of group ids (one push each) or a tag expression matched against
+the tenant's contacts (multicasts of at most 500 user ids). Every chunk carries a
+deterministic `X-Line-Retry-Key`, so a resend after a crash is answered 409 by LINE and
+never posted twice (https://developers.line.biz/en/docs/messaging-api/retrying-api-request/);
+a retry also skips the chunks already recorded as sent.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from backlog_bridge.audience import AudienceError, parse_audience
+from backlog_bridge.parser import ParsedTask, TemplateRef
+from deliveries.channels.base import SendResult, TransportError
+from deliveries.channels.line.templates import render_messages
+from deliveries.channels.line.transport import MULTICAST_MAX, aggregation_unit, line_transport
+from deliveries.channels.publisher import Context, Done, PublishFailed
+from deliveries.contacts import line_users_matching
+from deliveries.models import ContentTask, DeliveryAttempt, Tenant
+from deliveries.rendering import template_resolve
+from deliveries.templating import RenderError
+
+RETRY_KEY_NAMESPACE = uuid.UUID("6f1c9a52-3b7e-4d2a-9c41-7a0e5d8b2f10")
+
+Plan = list[tuple[str, object]]
+
+
+def retry_key(*, tenant: Tenant, issue_key: str, approval_seq: int, chunk: int) -> str:
+    """The same (tenant, issue, approval, chunk) always gives the same UUID, so a
+    resend after a crash is recognised by LINE (409) and never posted twice."""
+    return str(uuid.uuid5(RETRY_KEY_NAMESPACE, f"{tenant.slug}:{issue_key}:{approval_seq}:{chunk}"))
+
+
+def line_render(*, tenant: Tenant, parsed: ParsedTask, override: dict) -> list[dict]:
+    """The LINE messages exactly as they will be sent; PublishFailed says why they cannot be."""
+    if not tenant.line_channel_token:
+        raise PublishFailed("LINE チャネルアクセストークンが設定されていません", auth=True)
+    try:
+        ref = TemplateRef.parse(override["template"]) if override.get("template") else parsed.template
+        if ref is None:
+            raise PublishFailed("テンプレが指定されていません")
+        template = template_resolve(tenant=tenant, ref=ref)
+        return render_messages(
+            messages=template.messages, variables=parsed.variables, attachments=parsed.attachments
+        )
+    except (RenderError, ValueError) as exc:
+        raise PublishFailed(f"メッセージを作成できません: {exc}") from exc
+
+
+def audience_plan(*, tenant: Tenant, expression: str) -> Plan:
+    """[("push", groupId) …] or [("multicast", [userId ≤ 500]) …]."""
+    try:
+        audience = parse_audience(expression)
+    except AudienceError as exc:
+        raise PublishFailed(f"対象タグを解釈できません: {exc}") from exc
+    if audience.is_group_target:
+        return [("push", group) for group in audience.groups]
+    users = line_users_matching(tenant=tenant, audience=audience)
+    if not users:
+        raise PublishFailed(f"対象者がいません（対象タグ: {expression}）")
+    return [("multicast", users[i : i + MULTICAST_MAX]) for i in range(0, len(users), MULTICAST_MAX)]
+
+
+def publish(ctx: Context) -> Done:
+    """Send every chunk not yet accepted; a failed chunk is recorded and its error re-raised."""
+    plan = audience_plan(tenant=ctx.tenant, expression=ctx.audience)
+    task, tenant = ctx.task, ctx.tenant
+    done = _chunks_done(task)
+    transport = line_transport(tenant.line_channel_token)
+    unit = aggregation_unit(task.issue_key)
+    for chunk, (kind, to) in enumerate(plan):
+        if chunk in done:
+            continue
+        ctx.check_claim()
+        key = retry_key(tenant=tenant, issue_key=task.issue_key, approval_seq=task.approval_seq, chunk=chunk)
+        try:
+            if kind == "push":
+                result = transport.push(to=to, messages=ctx.content, retry_key=key, unit=unit)
+            else:
+                result = transport.multicast(to=to, messages=ctx.content, retry_key=key, unit=unit)
+        except TransportError as exc:
+            _record(ctx, chunk, kind, to, key, error=exc)
+            raise
+        done[chunk] = _record(ctx, chunk, kind, to, key, result=result)
+    recipients = sum(1 if kind == "push" else len(to) for kind, to in plan)
+    return Done(summary={"recipients": recipients, "request_ids": [done[i].request_id for i in sorted(done)]})
+
+
+def _chunks_done(task: ContentTask) -> dict[int, DeliveryAttempt]:
+    """Chunks of this approval that LINE already accepted (a retry skips them)."""
+    sent = DeliveryAttempt.objects.filter(
+        task=task,
+        approval_seq=task.approval_seq,
+        outcome__in=[DeliveryAttempt.Outcome.SENT, DeliveryAttempt.Outcome.DUPLICATE],
+    )
+    return {a.chunk: a for a in sent}
+
+
+def _record(
+    ctx: Context,
+    chunk: int,
+    kind: str,
+    to,
+    key: str,
+    *,
+    result: SendResult | None = None,
+    error: TransportError | None = None,
+) -> DeliveryAttempt:
+    recipients = [to] if isinstance(to, str) else list(to)
+    if result is not None:
+        outcome = DeliveryAttempt.Outcome.DUPLICATE if result.duplicate else DeliveryAttempt.Outcome.SENT
+    else:
+        outcome = DeliveryAttempt.Outcome.FAILED if error.permanent else DeliveryAttempt.Outcome.RETRY
+    return DeliveryAttempt.objects.create(
+        tenant=ctx.tenant,
+        task=ctx.task,
+        approval_seq=ctx.task.approval_seq,
+        chunk=chunk,
+        channel="line",
+        endpoint=f"/v2/bot/message/{kind}",
+        retry_key=key,
+        request_summary={
+            "kind": kind,
+            "recipients": len(recipients),
+            "first": recipients[0],
+            "lateness_ms": _lateness_ms(ctx),
+        },
+        status_code=result.status if result else error.status,
+        request_id=result.request_id if result else error.request_id,
+        outcome=outcome,
+        error=error.message if error else "",
+        duration_ms=result.duration_ms if result else 0,
+    )
+
+
+def _lateness_ms(ctx: Context) -> int:
+    return int((ctx.now - ctx.due_at).total_seconds() * 1000) if ctx.due_at is not None else 0

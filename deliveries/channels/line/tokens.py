@@ -1,0 +1,18 @@
+"""LINE's token upkeep: the tenant's channel access token is set by a manager, never refreshed
+here; an auth failure marks it invalid and tells the admins."""
+
+from __future__ import annotations
+
+from django.core.mail import mail_admins
+from django.utils import timezone
+
+from deliveries.models import Tenant
+
+
+def line_token_expired(*, tenant: Tenant, issue_key: str, reason: str) -> None:
+    Tenant.objects.filter(pk=tenant.pk).update(line_token_invalid_at=timezone.now())
+    mail_admins(
+        f"[automedia] LINE トークンの更新が必要です（{tenant.name}）",
+        f"テナント {tenant.slug} の LINE チャネルへの配信が認証エラーで失敗しました。\n"
+        f"課題: {issue_key}\n理由: {reason}\n管理画面でチャネルアクセストークンを更新してください。",
+    )

@@ -1,0 +1,1 @@
+"""The tiktok channel: transport, publisher, template rules, effects and token upkeep."""

@@ -1,0 +1,54 @@
+"""The delivery lock per (tenant, issue): one run of an issue at a time, across workers."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from django.db import connection
+from django.db.models import Exists, OuterRef, Q
+
+from deliveries.models import DeliveryLock, DeliverySchedule, Tenant
+
+
+def lock_take(*, tenant: Tenant, issue_key: str, owner: str, now: datetime) -> bool:
+    """Take the delivery lock; a second taker gets False.
+
+    A lock is live while it has not expired (1 hour) and its owner still holds a
+    live claim on a schedule; otherwise the next taker may take it over.
+    """
+    expires = now + timedelta(seconds=DeliveryLock.TTL_SECONDS)
+    if _lock_insert(tenant=tenant, issue_key=issue_key, owner=owner, now=now, expires=expires):
+        return True
+    live_claim = DeliverySchedule.objects.filter(claimed_by=OuterRef("owner"), lease_until__gt=now)
+    stale = Q(expires_at__lte=now) | ~Q(Exists(live_claim)) | Q(owner=owner)
+    return (
+        DeliveryLock.objects.filter(tenant=tenant, issue_key=issue_key)
+        .filter(stale)
+        .update(owner=owner, taken_at=now, expires_at=expires)
+        == 1
+    )
+
+
+_INSERT_LOCK = (
+    "INSERT INTO {table} (tenant_id, issue_key, owner, taken_at, expires_at)"
+    " VALUES (%s, %s, %s, %s, %s) ON CONFLICT (tenant_id, issue_key) DO NOTHING"
+)
+
+
+def _lock_insert(*, tenant: Tenant, issue_key: str, owner: str, now: datetime, expires: datetime) -> bool:
+    """One `INSERT … ON CONFLICT DO NOTHING` (SQLite ≥ 3.35, PostgreSQL): no savepoint
+    and no IntegrityError round trip when the lock is held."""
+    stamp = DeliveryLock._meta.get_field("taken_at").get_db_prep_save
+    params = [tenant.pk, issue_key, owner, stamp(now, connection), stamp(expires, connection)]
+    with connection.cursor() as cursor:
+        cursor.execute(_INSERT_LOCK.format(table=DeliveryLock._meta.db_table), params)
+        return cursor.rowcount == 1
+
+
+_DELETE_LOCK = "DELETE FROM {table} WHERE tenant_id = %s AND issue_key = %s AND owner = %s"
+
+
+def lock_release(*, tenant: Tenant, issue_key: str, owner: str) -> None:
+    """One DELETE: the ORM's `.delete()` adds a transaction (and a collector) around it."""
+    with connection.cursor() as cursor:
+        cursor.execute(_DELETE_LOCK.format(table=DeliveryLock._meta.db_table), [tenant.pk, issue_key, owner])
