@@ -9,23 +9,17 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from automedia_site.timeutil import fmt_jst
 from backlog_bridge.client import BacklogClient, BacklogError
 from backlog_bridge.commands import USAGE, Command, commands_parse
 from backlog_bridge.models import BacklogEvent, CommandRun
 from backlog_bridge.parser import ParsedTask
 from backlog_bridge.services import EventIgnored, IssueState, issue_read, revert_status_id
+from core.models import Tenant
+from core.timeutil import fmt_jst
 from deliveries import publishers
 from deliveries.audience import AudienceError, parse_audience
 from deliveries.delivery import DeliveryFailed, delivery_render
-from deliveries.models import (
-    CHANNEL_LABELS,
-    STATUS_APPROVED,
-    ContentTask,
-    DeliveryAttempt,
-    DeliverySchedule,
-    Tenant,
-)
+from deliveries.models import CHANNEL_LABELS, STATUS_APPROVED, ContentTask, DeliveryAttempt, DeliverySchedule
 from deliveries.preview import preview_build, preview_comment
 from deliveries.services import schedule_delete, schedule_upsert
 

@@ -26,7 +26,8 @@ from django.utils import timezone
 
 from backlog_bridge.client import MAX_PAGE, BacklogClient, BacklogError
 from backlog_bridge.services import BacklogConfigError, ConcurrentChange, issue_read, issue_reconcile
-from deliveries.models import FIELD_DELIVERED_AT, STATUS_APPROVED, ContentTask, DeliverySchedule, Tenant
+from core.models import Tenant
+from deliveries.models import FIELD_DELIVERED_AT, STATUS_APPROVED, ContentTask, DeliverySchedule
 
 logger = logging.getLogger(__name__)
 

@@ -19,7 +19,6 @@ from django.db import InterfaceError, OperationalError, connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from automedia_site.timeutil import fmt_jst
 from backlog_bridge.client import (
     BacklogClient,
     BacklogError,
@@ -37,6 +36,8 @@ from backlog_bridge.models import (
     BacklogEvent,
 )
 from backlog_bridge.parser import ParsedTask, content_fingerprint, parse_issue, parse_publish_at
+from core.models import Tenant
+from core.timeutil import fmt_jst
 from deliveries.models import (
     FIELD_DELIVERED_AT,
     STATUS_APPROVED,
@@ -44,7 +45,6 @@ from deliveries.models import (
     STATUS_ERROR,
     ContentTask,
     DeliverySchedule,
-    Tenant,
 )
 from deliveries.services import schedule_delete, schedule_upsert
 

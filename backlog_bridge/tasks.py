@@ -7,8 +7,8 @@ import logging
 from backlog_bridge.client import BacklogClient, BacklogError
 from backlog_bridge.scan import scan_alert, scan_all, scan_totals
 from backlog_bridge.services import catchup_run, event_process, events_drain, pending_events_retry
-from console.records import scan_record
-from deliveries.models import Tenant
+from backlog_bridge.signals import scan_finished
+from core.models import Tenant
 
 logger = logging.getLogger(__name__)
 
@@ -40,5 +40,6 @@ def scan_daily() -> dict[str, int]:
     """Daily safety net: rescue approved issues without a schedule; alert ADMINS on any leak."""
     results = scan_all(tenants=Tenant.objects.filter(is_active=True), dry_run=False)
     scan_alert(results)
-    scan_record(results=results, totals=scan_totals(results), dry_run=False)  # for the dashboard
+    totals = scan_totals(results)
+    scan_finished.send(scan_all, results=results, totals=totals, dry_run=False)  # for the dashboard
     return scan_totals(results)

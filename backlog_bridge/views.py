@@ -11,9 +11,9 @@ from django.dispatch import receiver
 from django.http import Http404
 from rest_framework.response import Response
 
-from automedia_site.webhooks import WebhookView, body_json
 from backlog_bridge.services import PayloadError, webhook_accept
-from deliveries.models import Tenant
+from core.models import Tenant
+from core.webhooks import WebhookView, body_json
 
 _tenants: dict[str, Tenant] = {}
 """Tenants by slug whose webhook token a request of this process matched: a webhook

@@ -12,6 +12,15 @@ class ConsoleConfig(AppConfig):
     name = "console"
     verbose_name = _("管理画面")
 
+    def ready(self) -> None:
+        # The dashboard's records, on the lower layers' signals (they never import console).
+        from backlog_bridge.signals import scan_finished
+        from console import records
+        from deliveries.signals import delivery_finished
+
+        delivery_finished.connect(records.on_delivery_finished, dispatch_uid="console.delivery_outcome")
+        scan_finished.connect(records.on_scan_finished, dispatch_uid="console.scan_run")
+
 
 class AutomediaAdminConfig(admin_apps.AdminConfig):
     """`django.contrib.admin` with automedia's site: the dashboard as its index page."""

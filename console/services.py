@@ -18,11 +18,11 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
 
-from automedia_site.timeutil import fmt_jst
 from backlog_bridge.client import BacklogClient, BacklogError
 from backlog_bridge.command_runner import OWN_PREFIX, schedule_cancel
 from backlog_bridge.services import BacklogConfigError, ConcurrentChange, issue_read, issue_reconcile
 from console.audit import action_record
+from core.timeutil import fmt_jst
 from deliveries.models import STATUS_APPROVED, STATUS_ERROR, ContentTask, DeliverySchedule
 from deliveries.preview import Preview, preview_build
 from linepush.models import LinePushItem

@@ -51,12 +51,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
-from automedia_site.timeutil import fmt_jst
+from core.models import Tenant
+from core.timeutil import fmt_jst
 from deliveries.channels.base import TransportError
 from deliveries.channels.instagram import InstagramTransport
 from deliveries.channels.platform import PlatformError
 from deliveries.channels.tiktok import TikTokTransport
-from deliveries.models import ChannelAccount, ChannelPost, EffectReport, Tenant
+from deliveries.models import ChannelAccount, ChannelPost, EffectReport
 from deliveries.tokens import RefreshBusy, RefreshFailed, tiktok_access_token
 
 H24, H72 = EffectReport.Label.H24, EffectReport.Label.H72

@@ -20,11 +20,12 @@ from django.db import connection, transaction
 from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
-from automedia_site import metrics
-from automedia_site.timeutil import fmt_jst, iso_jst
 from backlog_bridge.client import BacklogClient, BacklogError, shared_client
 from backlog_bridge.parser import ParsedTask, TemplateRef
 from backlog_bridge.services import IssueState, issue_read, issue_reconcile, issue_state
+from core import metrics
+from core.models import Tenant
+from core.timeutil import fmt_jst, iso_jst
 from deliveries import publishers
 from deliveries.audience import AudienceError, parse_audience
 from deliveries.channel_templates import describe
@@ -42,7 +43,6 @@ from deliveries.models import (
     DeliveryAttempt,
     DeliveryLock,
     DeliverySchedule,
-    Tenant,
 )
 from deliveries.rendering import RenderError, render_messages, template_resolve
 from deliveries.retry import next_delay, writeback_delay

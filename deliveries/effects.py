@@ -20,8 +20,8 @@ from datetime import date, datetime, timedelta
 
 from django.utils import timezone
 
-from automedia_site.timeutil import JST
 from backlog_bridge.client import BacklogClient, BacklogError
+from core.timeutil import JST
 from deliveries.channel_effects import channel_measure, planned_labels, planned_recipients
 from deliveries.channel_templates import CHANNELS
 from deliveries.channels.base import TransportError

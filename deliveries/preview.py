@@ -6,16 +6,17 @@ import json
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from automedia_site.timeutil import fmt_jst
 from backlog_bridge.parser import ParsedTask
 from backlog_bridge.services import IssueState
+from core.models import Tenant
+from core.quiet_hours import QuietVerdict
+from core.timeutil import fmt_jst
 from deliveries import publishers
 from deliveries.audience import AudienceError
 from deliveries.channels.platform import PlatformError
 from deliveries.delivery import DeliveryFailed, audience_plan, delivery_render
-from deliveries.models import CHANNEL_LABELS, ChannelAccount, DeliverySchedule, Tenant
+from deliveries.models import CHANNEL_LABELS, ChannelAccount, DeliverySchedule
 from deliveries.publishers import hubspot
-from deliveries.quiet_hours import QuietVerdict
 from deliveries.review import review_messages
 
 MIN_LEAD = timedelta(seconds=5)

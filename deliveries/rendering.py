@@ -29,7 +29,8 @@ from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
 
 from backlog_bridge.parser import Attachment, TemplateRef
-from deliveries.models import MessageTemplate, Tenant
+from core.models import Tenant
+from deliveries.models import MessageTemplate
 
 MAX_MESSAGES = 5
 TEXT_MAX = 5000

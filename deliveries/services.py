@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from deliveries.models import ContentTask, DeliverySchedule, Tenant
+from core.models import Tenant
+from deliveries.models import ContentTask, DeliverySchedule
 
 
 def schedule_upsert(*, task: ContentTask, due_at: datetime, reason: str) -> DeliverySchedule:

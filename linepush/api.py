@@ -28,7 +28,7 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from deliveries.models import Tenant
+from core.models import Tenant
 from deliveries.rendering import validate_line_messages
 from linepush.models import LineApiToken, LinePushItem, Trigger, api_token_hash
 from linepush.services import PushInvalid, push_enqueue

@@ -9,10 +9,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 
-from automedia_site.timeutil import fmt_jst
 from backlog_bridge.parser import ParsedTask, TemplateRef
+from core.models import Tenant
+from core.timeutil import fmt_jst
 from deliveries.channel_templates import CHANNELS, describe, render_channel_template
-from deliveries.models import CHANNEL_LABELS, ChannelAccount, ChannelPost, ContentTask, Tenant
+from deliveries.models import CHANNEL_LABELS, ChannelAccount, ChannelPost, ContentTask
 from deliveries.publishers import hubspot, instagram, tiktok
 from deliveries.publishers.base import ClaimLost, Context, Done, PublishFailed, Wait, Waiting, account_for
 from deliveries.rendering import RenderError, template_resolve

@@ -29,7 +29,7 @@ from datetime import datetime, time, timedelta
 from django.conf import settings
 from django.utils import timezone
 
-from automedia_site.timeutil import JST, iso_jst
+from core.timeutil import JST, iso_jst
 from deliveries.audience import Audience, AudienceError, parse_audience
 from deliveries.channels.hubspot import (
     ASSOCIATE_BATCH,

@@ -13,12 +13,12 @@ from django.core import mail
 from django.core.management import call_command
 from django.core.management.base import CommandError, OutputWrapper
 
-from automedia_site.timeutil import JST
 from backlog_bridge.client import BacklogClient
 from backlog_bridge.management.commands.scan_backlog import ProgressBar
 from backlog_bridge.scan import scan_tenant
 from backlog_bridge.schedules import RECURRING
 from backlog_bridge.tasks import scan_daily
+from core.timeutil import JST
 from deliveries.models import ContentTask, DeliverySchedule
 from tests.backlog_bridge.test_lifecycle import approve, body, texts
 from tests.conftest import API_KEY

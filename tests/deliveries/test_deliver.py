@@ -9,16 +9,10 @@ import pytest
 from django.core import mail
 from django.utils import timezone
 
-from automedia_site.timeutil import JST
+from core.models import Tenant
+from core.timeutil import JST
 from deliveries.delivery import lock_take, retry_key
-from deliveries.models import (
-    ContentTask,
-    DeliveryAttempt,
-    DeliveryLock,
-    DeliverySchedule,
-    MessageTemplate,
-    Tenant,
-)
+from deliveries.models import ContentTask, DeliveryAttempt, DeliveryLock, DeliverySchedule, MessageTemplate
 from tests.backlog_bridge.test_lifecycle import body, texts
 from tests.delivery_fixtures import DUE, MULTICAST, fire
 from tests.factories import LineContactFactory

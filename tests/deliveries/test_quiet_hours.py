@@ -6,7 +6,7 @@ from zoneinfo import ZoneInfo
 import pytest
 from django.core.exceptions import ValidationError
 
-from deliveries.quiet_hours import QuietHours
+from core.quiet_hours import QuietHours
 
 JST = ZoneInfo("Asia/Tokyo")
 NEW_YORK = ZoneInfo("America/New_York")

@@ -12,8 +12,8 @@ import sys
 from django.core.management.base import BaseCommand, CommandError, OutputWrapper
 
 from backlog_bridge.scan import ScanResult, scan_all, scan_totals
-from console.records import scan_record
-from deliveries.models import Tenant
+from backlog_bridge.signals import scan_finished
+from core.models import Tenant
 
 EXIT_LEAKS = 3
 SHOWN_KEYS = 20  # per tenant and kind in the table's details; --json lists them all
@@ -73,7 +73,8 @@ class Command(BaseCommand):
         results = scan_all(tenants=tenants, dry_run=opts["dry_run"], progress=bar)
         if bar is not None:
             bar.finish()
-        scan_record(results=results, totals=scan_totals(results), dry_run=opts["dry_run"])  # the dashboard
+        totals = scan_totals(results)
+        scan_finished.send(scan_all, results=results, totals=totals, dry_run=opts["dry_run"])  # the dashboard
         if opts["json"]:
             self.stdout.write(json.dumps(_json(results, opts["dry_run"]), ensure_ascii=False, indent=2))
         else:

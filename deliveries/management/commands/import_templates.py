@@ -15,8 +15,8 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from core.models import Tenant
 from deliveries.channel_templates import CHANNELS as PLATFORM_CHANNELS
-from deliveries.models import Tenant
 from deliveries.rendering import ImportResult, template_import
 
 
