@@ -17,7 +17,7 @@ from django.contrib.sessions import middleware as sessions
 from django.middleware import clickjacking, csrf, locale
 from django.utils import translation
 
-from automedia_site.webhooks import WEBHOOK_PATH_PREFIX
+from core.webhooks import WEBHOOK_PATH_PREFIX
 
 
 class BrowserOnly:

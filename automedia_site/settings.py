@@ -93,6 +93,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "django_q",
     "axes",  # admin login lockout
+    "core",  # the lowest layer: tenancy, access scoping, crypto, time
     "automedia_site",
     "deliveries",
     "linepush",

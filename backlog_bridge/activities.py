@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from backlog_bridge.client import id_valid, issue_key_valid, project_key_valid
 from backlog_bridge.models import HANDLED_TYPES, TYPE_BULK_UPDATED, TYPE_COMMENTED, BacklogEvent
-from deliveries.models import Tenant
+from core.models import Tenant
 
 ISSUE_KEY_MAX = BacklogEvent._meta.get_field("issue_key").max_length
 

@@ -29,7 +29,7 @@ from backlog_bridge.activities import (
 from backlog_bridge.client import BacklogClient, BacklogError, InvalidIdentifier, shared_client
 from backlog_bridge.models import TYPE_BULK_UPDATED, BacklogEvent
 from backlog_bridge.statuses import BacklogConfigError
-from deliveries.models import Tenant
+from core.models import Tenant
 
 logger = logging.getLogger(__name__)
 

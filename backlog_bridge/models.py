@@ -6,7 +6,7 @@ from django.db import models
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import pgettext_lazy
 
-from deliveries.models import Tenant
+from core.models import Tenant
 
 # Activity types automedia acts on (`ActivityType` in nulab/backlog-js:src/types.ts).
 TYPE_CREATED = 1

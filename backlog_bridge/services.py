@@ -15,7 +15,7 @@ from backlog_bridge.activities import activity_handled, webhook_validate
 from backlog_bridge.client import BacklogClient
 from backlog_bridge.events import MAX_EVENT_ATTEMPTS, activity_store, event_process, events_drain_soon
 from backlog_bridge.models import BacklogEvent
-from deliveries.models import Tenant
+from core.models import Tenant
 
 
 def webhook_accept(*, tenant: Tenant, payload: object, stored_token: str | None = None) -> str:

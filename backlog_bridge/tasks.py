@@ -7,7 +7,7 @@ import logging
 from backlog_bridge.client import BacklogClient, BacklogError
 from backlog_bridge.events import event_process, events_drain
 from backlog_bridge.services import catchup_run, pending_events_retry
-from deliveries.models import Tenant
+from core.models import Tenant
 
 logger = logging.getLogger(__name__)
 

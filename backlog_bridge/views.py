@@ -11,10 +11,10 @@ from django.dispatch import receiver
 from django.http import Http404
 from rest_framework.response import Response
 
-from automedia_site.webhooks import WebhookView, body_json
 from backlog_bridge.activities import PayloadError
 from backlog_bridge.services import webhook_accept
-from deliveries.models import Tenant
+from core.models import Tenant
+from core.webhooks import WebhookView, body_json
 
 _tenants: dict[str, Tenant] = {}
 """Tenants by slug whose webhook token a request of this process matched: a webhook

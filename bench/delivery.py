@@ -204,9 +204,7 @@ def start_processes(stack: Stack, delivery_workers: int) -> None:
 
 def tenant_capacity(stack: Stack, limit: int) -> None:
     """Tenant.max_concurrent_deliveries: high enough that the whole burst may be in flight."""
-    stack.shell(
-        f"from deliveries.models import Tenant; Tenant.objects.update(max_concurrent_deliveries={limit})"
-    )
+    stack.shell(f"from core.models import Tenant; Tenant.objects.update(max_concurrent_deliveries={limit})")
 
 
 def issue_body(*, publish_at: datetime, group: str, template: str) -> str:

@@ -42,7 +42,7 @@ import json
 import uuid
 from datetime import timedelta
 from django.utils import timezone
-from deliveries.models import Tenant
+from core.models import Tenant
 from linepush.models import LinePlan, LinePushItem, LinePushSettings, LineSource
 tenant = Tenant.objects.get(slug="bench")
 LinePushSettings.objects.update_or_create(tenant=tenant, defaults={{"plan": LinePlan.objects.get(code="standard")}})
@@ -84,7 +84,7 @@ print(json.dumps({{
 
 RATE_LIMIT = """
 from django.utils import timezone
-from deliveries.models import Tenant
+from core.models import Tenant
 from linepush.models import LineSource
 from linepush.services import push_enqueue
 tenant = Tenant.objects.get(slug="bench")

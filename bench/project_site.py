@@ -13,7 +13,7 @@ from django.urls import path
 from rest_framework.response import Response
 
 from automedia_site.settings import *  # noqa: F403
-from automedia_site.webhooks import WebhookView
+from core.webhooks import WebhookView
 
 ROOT_URLCONF = "bench.project_site"
 

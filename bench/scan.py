@@ -86,7 +86,7 @@ def peak_rss_mb(pid: int) -> float:
 
 def add_tenants(env: dict[str, str], fake_url: str, projects: list[str]) -> None:
     code = (
-        "from deliveries.models import Tenant\n"
+        "from core.models import Tenant\n"
         f"for key in {projects!r}:\n"
         "    Tenant.objects.create(slug=key.lower(), name=key, backlog_base_url="
         f"{fake_url!r}, backlog_api_key={API_KEY!r}, backlog_project_key=key)\n"

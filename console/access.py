@@ -1,7 +1,8 @@
 """Tenant-scoped access for the admin (managers see and act on their own tenant only).
 
 A staff user belongs to tenants through `TenantMembership` (manager or viewer);
-superusers see everything. Every ModelAdmin of tenant data derives from
+superusers see everything (who may see or act on which tenant: `core.access`). Every
+ModelAdmin of tenant data derives from
 `TenantScopedAdmin`, which scopes lists, details, actions and exports to the
 user's tenants, answers 404 for another tenant's object, and lets only managers act.
 Access comes from memberships, not from Django's per-model permissions.
@@ -13,88 +14,17 @@ from django import forms
 from django.contrib import admin
 from django.contrib.admin.models import LogEntry
 from django.contrib.contenttypes.models import ContentType
-from django.core.exceptions import PermissionDenied, ValidationError
-from django.db.models import Model, Q, QuerySet
+from django.core.exceptions import ValidationError
+from django.db.models import Model, QuerySet
 from django.http import Http404, HttpRequest
 from django.template.loader import render_to_string
 from django.utils.html import format_html_join
 from django.utils.safestring import mark_safe
 from django.utils.translation import gettext_lazy as _
 
-from automedia_site.crypto import mask
-from console.models import TenantMembership
-from deliveries.models import Tenant
-
-CACHE_ATTR = "_automedia_tenant_roles"
-
-
-def tenant_roles(user) -> dict[int, str]:
-    """{tenant id: role} of a user's memberships (cached on the user object for the request)."""
-    if not getattr(user, "is_authenticated", False) or not user.is_active:
-        return {}
-    roles = getattr(user, CACHE_ATTR, None)
-    if roles is None:
-        roles = dict(TenantMembership.objects.filter(user=user).values_list("tenant_id", "role"))
-        setattr(user, CACHE_ATTR, roles)
-    return roles
-
-
-def visible_tenant_ids(user) -> set[int] | None:
-    """The tenants a user may see; None = all (superuser)."""
-    if user.is_active and user.is_superuser:
-        return None
-    return set(tenant_roles(user))
-
-
-def managed_tenant_ids(user) -> set[int] | None:
-    """The tenants a user may act on; None = all (superuser)."""
-    if user.is_active and user.is_superuser:
-        return None
-    return {tid for tid, role in tenant_roles(user).items() if role == TenantMembership.Role.MANAGER}
-
-
-def may_see(user, tenant_id: int | None) -> bool:
-    ids = visible_tenant_ids(user)
-    return ids is None or tenant_id in ids
-
-
-def may_act(user, tenant_id: int | None) -> bool:
-    ids = managed_tenant_ids(user)
-    return ids is None or tenant_id in ids
-
-
-def may_act_somewhere(user) -> bool:
-    ids = managed_tenant_ids(user)
-    return ids is None or bool(ids)
-
-
-def require_act(user, tenant_id: int | None) -> None:
-    if not may_act(user, tenant_id):
-        raise PermissionDenied(_("閲覧のみの権限では操作できません。"))
-
-
-def scope(queryset: QuerySet, user, path: str = "tenant", *, shared: bool = False) -> QuerySet:
-    """`queryset` limited to the user's tenants through the lookup `path` ("" = the Tenant itself).
-
-    `shared`: rows with no tenant (shared templates) are visible to everyone.
-    """
-    ids = visible_tenant_ids(user)
-    if ids is None:
-        return queryset
-    condition = Q(**{f"{path}__in" if path else "pk__in": ids})
-    if shared:
-        condition |= Q(**{f"{path}__isnull": True})
-    return queryset.filter(condition)
-
-
-def tenant_id_of(obj: Model, path: str) -> int | None:
-    """Follow `path` ("tenant", "item__tenant", "" = obj is the Tenant) to the tenant's id."""
-    if not path:
-        return obj.pk
-    *hops, last = path.split("__")
-    for hop in hops:
-        obj = getattr(obj, hop)
-    return getattr(obj, f"{last}_id")
+from core.access import managed_tenant_ids, may_act, may_see, scope, tenant_id_of, tenant_roles
+from core.crypto import mask
+from core.models import Tenant
 
 
 class TenantFilter(admin.RelatedFieldListFilter):

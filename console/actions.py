@@ -11,8 +11,8 @@ from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, HttpR
 from django.urls import reverse
 from django.utils.translation import gettext as _
 
-from console.access import may_act, require_act, tenant_id_of
 from console.services import ACTION_ERRORS, ActionResult
+from core.access import may_act, require_act, tenant_id_of
 
 Service = Callable[..., ActionResult]
 

@@ -13,11 +13,12 @@ class ConsoleConfig(AppConfig):
     verbose_name = _("管理画面")
 
     def ready(self) -> None:
-        # The dashboard records each scan; the lifecycle below it does not import console.
-        from console.records import scan_finished_received
-        from deliveries.signals import scan_finished
+        # The dashboard's records, on the lower layers' signals (they never import console).
+        from console import records
+        from deliveries.signals import delivery_finished, scan_finished
 
-        scan_finished.connect(scan_finished_received, dispatch_uid="console.scan_record")
+        delivery_finished.connect(records.delivery_finished_received, dispatch_uid="console.delivery_outcome")
+        scan_finished.connect(records.scan_finished_received, dispatch_uid="console.scan_record")
 
 
 class AutomediaAdminConfig(admin_apps.AdminConfig):

@@ -17,11 +17,12 @@ from django.db.models import Count, QuerySet
 from django.db.models.functions import TruncDate, TruncHour
 from django.utils.translation import gettext as _
 
-from automedia_site.timeutil import JST
-from console.access import scope, visible_tenant_ids
 from console.models import PushApproval, ScanRun
 from console.outcomes import delivery_endings
-from deliveries.models import ContentTask, DeliveryAttempt, DeliverySchedule, SchedulerHeartbeat, Tenant
+from core.access import scope, visible_tenant_ids
+from core.models import Tenant
+from core.timeutil import JST
+from deliveries.models import ContentTask, DeliveryAttempt, DeliverySchedule, SchedulerHeartbeat
 from linepush.models import LineMonthlyUsage, LinePushItem, LinePushSettings
 from linepush.services import month_of, quota_limit
 

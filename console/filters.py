@@ -9,7 +9,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
-from automedia_site.timeutil import JST
+from core.timeutil import JST
 from deliveries.models import CHANNEL_LABELS
 
 

@@ -1,4 +1,6 @@
-"""Who may see and act on which tenant, and the records the dashboard reads.
+"""The records the dashboard reads, and the 承認待ち page's view of LINE group posts.
+
+Who may see and act on which tenant is `core.models.TenantMembership`.
 
 Everything a person does in the admin is written to Django's own `LogEntry`
 (`console.audit`), so it appears on the object's page and in its history.
@@ -6,42 +8,13 @@ Everything a person does in the admin is written to Django's own `LogEntry`
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import pgettext_lazy
 
-from deliveries.models import ContentTask, Tenant
+from core.models import Tenant
+from deliveries.models import ContentTask
 from linepush.models import LinePushItem
-
-
-class TenantMembership(models.Model):
-    """A staff user belongs to a tenant as a manager (may act) or a viewer (may only look)."""
-
-    class Role(models.TextChoices):
-        MANAGER = "manager", _("マネージャー（操作可）")
-        VIEWER = "viewer", _("閲覧のみ")
-
-    user = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        on_delete=models.CASCADE,
-        related_name="tenant_memberships",
-        verbose_name=_("ユーザー"),
-    )
-    tenant = models.ForeignKey(
-        Tenant, on_delete=models.CASCADE, related_name="memberships", verbose_name=_("テナント")
-    )
-    role = models.CharField(_("役割"), max_length=16, choices=Role.choices, default=Role.MANAGER)
-    created_at = models.DateTimeField(_("作成日時"), auto_now_add=True)
-
-    class Meta:
-        verbose_name = pgettext_lazy("model", "テナントメンバー")
-        verbose_name_plural = pgettext_lazy("models", "テナントメンバー")
-        ordering = ["tenant__slug", "user__username"]
-        constraints = [models.UniqueConstraint(fields=["user", "tenant"], name="uniq_tenant_membership")]
-
-    def __str__(self) -> str:
-        return f"{self.user} @ {self.tenant.slug} ({self.role})"
 
 
 class DeliveryOutcome(models.Model):

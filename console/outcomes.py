@@ -19,8 +19,8 @@ from datetime import datetime, timedelta
 
 from django.db.models import Count, Max, Q, QuerySet
 
-from console.access import scope
 from console.models import DeliveryOutcome
+from core.access import scope
 from deliveries.models import STATUS_ERROR, ChannelPost, ContentTask, DeliveryAttempt
 from deliveries.retry import MAX_RETRIES
 

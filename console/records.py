@@ -1,4 +1,6 @@
-"""Records other parts write for the dashboard: how deliveries ended, what the last scan found."""
+"""Records the dashboard reads: how deliveries ended, what the last scan found. Written on
+the lower layers' signals (`deliveries.signals.delivery_finished`,
+`deliveries.signals.scan_finished`), connected in ConsoleConfig.ready."""
 
 from __future__ import annotations
 
@@ -24,6 +26,11 @@ def delivery_outcome_record(*, tenant_id: int, task_id: int, result: str) -> Del
 def scan_record(*, results: list, totals: dict[str, int], dry_run: bool) -> ScanRun:
     """`results`: deliveries.scan.ScanResult per tenant."""
     return ScanRun.objects.create(dry_run=dry_run, totals=totals, results=[r.to_json() for r in results])
+
+
+def delivery_finished_received(sender, *, tenant_id: int, task_id: int, result: str, **kwargs) -> None:
+    """deliveries.signals.delivery_finished: keep the outcome for the dashboard."""
+    delivery_outcome_record(tenant_id=tenant_id, task_id=task_id, result=result)
 
 
 def scan_finished_received(sender, *, results: list, totals: dict[str, int], dry_run: bool, **kwargs) -> None:

@@ -18,10 +18,10 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
 
-from automedia_site.timeutil import fmt_jst
 from backlog_bridge.client import BacklogClient, BacklogError
 from backlog_bridge.statuses import BacklogConfigError, status_id_require
 from console.audit import action_record
+from core.timeutil import fmt_jst
 from deliveries.commands.run import OWN_PREFIX, schedule_cancel
 from deliveries.issues import issue_read
 from deliveries.lifecycle import ConcurrentChange, issue_reconcile

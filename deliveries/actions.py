@@ -10,9 +10,11 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from automedia_site.timeutil import fmt_jst
 from backlog_bridge.client import BacklogClient, BacklogError
 from backlog_bridge.statuses import BacklogConfigError, status_id_require, status_name_of
+from core.models import Tenant
+from core.quiet_hours import QuietAction, quiet_hours_apply
+from core.timeutil import fmt_jst
 from deliveries.issues import IssueState
 from deliveries.models import (
     FIELD_DELIVERED_AT,
@@ -21,9 +23,7 @@ from deliveries.models import (
     STATUS_ERROR,
     ContentTask,
     DeliverySchedule,
-    Tenant,
 )
-from deliveries.quiet_hours import QuietAction, quiet_hours_apply
 from deliveries.services import approval_record, schedule_delete, schedule_due_at, schedule_upsert
 from deliveries.signals import task_approved
 

@@ -51,10 +51,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from automedia_site.timeutil import fmt_jst
+from core.models import Tenant
+from core.timeutil import fmt_jst
 from deliveries.channels.base import TransportError
 from deliveries.channels.registry import channel_part
-from deliveries.models import CHANNEL_LABELS, ChannelAccount, ChannelPost, EffectReport, Tenant
+from deliveries.models import CHANNEL_LABELS, ChannelAccount, ChannelPost, EffectReport
 
 H24, H72 = EffectReport.Label.H24, EffectReport.Label.H72
 MISSING = "集計なし"

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from backlog_bridge.audience import Audience
-from deliveries.models import Tenant
+from core.models import Tenant
 
 
 class ContactsLookup(Protocol):

@@ -17,11 +17,13 @@ from datetime import datetime, timedelta
 from django.db import transaction
 from django.utils import timezone
 
-from automedia_site import metrics
-from automedia_site.timeutil import iso_jst
 from backlog_bridge.client import BacklogClient, BacklogError, shared_client
 from backlog_bridge.parser import ParsedTask
 from backlog_bridge.statuses import BacklogConfigError, status_id_require
+from core import metrics
+from core.models import Tenant
+from core.quiet_hours import QuietAction, quiet_hours_apply
+from core.timeutil import iso_jst
 from deliveries.channels import posts
 from deliveries.channels.base import TransportError
 from deliveries.channels.line.publisher import line_render
@@ -38,10 +40,8 @@ from deliveries.models import (
     ChannelPost,
     ContentTask,
     DeliverySchedule,
-    Tenant,
 )
 from deliveries.outcome_comments import failure_comment, success_comment
-from deliveries.quiet_hours import QuietAction, quiet_hours_apply
 from deliveries.retry import next_delay, writeback_delay
 from deliveries.scheduler import lease_length, lease_release, lease_renew
 from deliveries.tokens import account_token_expired

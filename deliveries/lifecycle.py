@@ -15,14 +15,15 @@ from datetime import datetime
 from django.db.models import F
 from django.utils import timezone
 
-from automedia_site.timeutil import fmt_jst
 from backlog_bridge.activities import issue_key_of
 from backlog_bridge.client import BacklogClient, BacklogError
 from backlog_bridge.events import EventHandler, EventRetry
 from backlog_bridge.models import TYPE_BULK_UPDATED, TYPE_CREATED, TYPE_DELETED, TYPE_UPDATED, BacklogEvent
+from core.models import Tenant
+from core.timeutil import fmt_jst
 from deliveries.actions import ACTIONS
 from deliveries.issues import IssueState, issue_read, issue_state
-from deliveries.models import ContentTask, DeliverySchedule, Tenant
+from deliveries.models import ContentTask, DeliverySchedule
 from deliveries.services import schedule_delete
 
 CLAIM_ROUNDS = 3

@@ -7,7 +7,8 @@ from datetime import datetime, timedelta
 from django.db import connection
 from django.db.models import Exists, OuterRef, Q
 
-from deliveries.models import DeliveryLock, DeliverySchedule, Tenant
+from core.models import Tenant
+from deliveries.models import DeliveryLock, DeliverySchedule
 
 
 def lock_take(*, tenant: Tenant, issue_key: str, owner: str, now: datetime) -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.utils import timezone
 
-from automedia_site.timeutil import fmt_jst
+from core.timeutil import fmt_jst
 from deliveries.models import CHANNEL_LABELS
 
 

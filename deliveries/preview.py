@@ -6,17 +6,18 @@ import json
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from automedia_site.timeutil import fmt_jst
 from backlog_bridge.audience import AudienceError
 from backlog_bridge.parser import ParsedTask
+from core.models import Tenant
+from core.quiet_hours import QuietVerdict, quiet_hours_apply
+from core.timeutil import fmt_jst
 from deliveries.channels import posts as publishers
 from deliveries.channels.hubspot import publisher as hubspot
 from deliveries.channels.line.publisher import audience_plan
 from deliveries.channels.platform import PlatformError
 from deliveries.delivery import DeliveryFailed, delivery_render
 from deliveries.issues import IssueState
-from deliveries.models import CHANNEL_LABELS, ChannelAccount, DeliverySchedule, Tenant
-from deliveries.quiet_hours import QuietVerdict, quiet_hours_apply
+from deliveries.models import CHANNEL_LABELS, ChannelAccount, DeliverySchedule
 from deliveries.review import review_messages
 from deliveries.services import schedule_due_at
 

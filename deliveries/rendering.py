@@ -20,8 +20,9 @@ from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
 
 from backlog_bridge.parser import TemplateRef
+from core.models import Tenant
 from deliveries.channels.registry import channel_part
-from deliveries.models import MessageTemplate, Tenant
+from deliveries.models import MessageTemplate
 from deliveries.templating import RenderError
 
 # A rev written shorter than stored (git style, as in the seed's `announce_open@3f2a9c1`).

@@ -10,8 +10,8 @@ from datetime import datetime
 import anthropic
 from django.conf import settings
 
-from automedia_site.timeutil import fmt_jst
 from backlog_bridge.models import AIReview
+from core.timeutil import fmt_jst
 
 logger = logging.getLogger(__name__)
 

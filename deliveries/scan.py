@@ -26,9 +26,10 @@ from django.utils import timezone
 
 from backlog_bridge.client import MAX_PAGE, BacklogClient, BacklogError
 from backlog_bridge.statuses import BacklogConfigError, status_id_require
+from core.models import Tenant
 from deliveries.issues import issue_read
 from deliveries.lifecycle import ConcurrentChange, issue_reconcile
-from deliveries.models import FIELD_DELIVERED_AT, STATUS_APPROVED, ContentTask, DeliverySchedule, Tenant
+from deliveries.models import FIELD_DELIVERED_AT, STATUS_APPROVED, ContentTask, DeliverySchedule
 from deliveries.signals import scan_finished
 
 logger = logging.getLogger(__name__)

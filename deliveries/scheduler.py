@@ -15,7 +15,8 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Case, Count, Min, Q, Value, When
 
-from deliveries.models import DeliverySchedule, SchedulerHeartbeat, Tenant
+from core.models import Tenant
+from deliveries.models import DeliverySchedule, SchedulerHeartbeat
 
 
 def lease_length() -> timedelta:

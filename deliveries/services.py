@@ -6,8 +6,9 @@ from datetime import datetime, timedelta
 
 from django.db.models import F
 
+from core.models import Tenant
 from deliveries.issues import IssueState
-from deliveries.models import ContentTask, DeliverySchedule, Tenant
+from deliveries.models import ContentTask, DeliverySchedule
 
 # seed 000: a delivery is scheduled at(max(投稿日時, now+5s)); "send now" is at(now+5s),
 # through the same scheduler.

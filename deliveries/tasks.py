@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import logging
 
-from console.records import delivery_outcome_record
+from core.models import Tenant
 from deliveries.delivery import delivery_run, issues_prefetch
 from deliveries.effects import effect_reports_run
-from deliveries.models import DeliverySchedule, Tenant
+from deliveries.models import DeliverySchedule
 from deliveries.scan import scan_alert, scan_run, scan_totals
+from deliveries.signals import delivery_finished
 from deliveries.tokens import channel_tokens_upkeep
 
 logger = logging.getLogger(__name__)
@@ -51,7 +52,7 @@ def deliver_batch(claims: list[tuple[int, str]]) -> list[str]:
             result = "error"
         if schedule_id in owners:  # the dashboard's outcomes per day
             tenant_id, task_id = owners[schedule_id]
-            delivery_outcome_record(tenant_id=tenant_id, task_id=task_id, result=result)
+            delivery_finished.send(deliver_batch, tenant_id=tenant_id, task_id=task_id, result=result)
         results.append(result)
     return results
 

@@ -26,9 +26,10 @@ from django.core.mail import mail_admins
 from django.db.models import Q
 from django.utils import timezone
 
+from core.models import Tenant
 from deliveries.channels.platform import PlatformError
 from deliveries.channels.registry import channel_part
-from deliveries.models import ChannelAccount, Tenant
+from deliveries.models import ChannelAccount
 
 logger = logging.getLogger(__name__)
 

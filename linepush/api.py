@@ -28,8 +28,8 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from core.models import Tenant
 from deliveries.channels.line.templates import validate_line_messages
-from deliveries.models import Tenant
 from linepush.models import LineApiToken, LinePushItem, Trigger, api_token_hash
 from linepush.services import PushInvalid, push_enqueue
 

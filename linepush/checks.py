@@ -8,7 +8,7 @@ from django.db import DatabaseError
 
 @register(Tags.database)
 def line_credentials(app_configs=None, **kwargs) -> list[Warning]:
-    from deliveries.models import Tenant
+    from core.models import Tenant
 
     try:
         tenants = list(

@@ -23,9 +23,9 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from core.models import Tenant
 from deliveries.channels.base import TransportError
 from deliveries.channels.line.transport import LineTransport
-from deliveries.models import Tenant
 from linepush.models import LineContact, LineSource, LineSurveyRule, LineWebhookEvent
 from linepush.services import push_settings
 

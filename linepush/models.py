@@ -24,8 +24,8 @@ from django.db import models
 from django.utils.translation import gettext, pgettext_lazy
 from django.utils.translation import gettext_lazy as _
 
-from automedia_site.i18n import japanese
-from deliveries.models import Tenant
+from core.i18n import japanese
+from core.models import Tenant
 
 API_TOKEN_PREFIX = "lp_"
 logger = logging.getLogger(__name__)

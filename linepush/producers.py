@@ -26,7 +26,8 @@ from typing import TypeVar
 from django.conf import settings
 from django.db import transaction
 
-from deliveries.models import STATUS_APPROVED, STATUS_DELIVERED, STATUS_ERROR, ContentTask, Tenant
+from core.models import Tenant
+from deliveries.models import STATUS_APPROVED, STATUS_DELIVERED, STATUS_ERROR, ContentTask
 from linepush.models import LinePushItem, LineSource, Trigger
 from linepush.services import (
     PushInvalid,

@@ -32,9 +32,9 @@ from django.db.models import Case, Count, F, Q, Value, When
 from django.db.models.functions import Coalesce, Greatest
 from django.utils import timezone
 
+from core.models import Tenant
 from deliveries.channels.base import SendResult, TransportError
 from deliveries.channels.line.transport import LineTransport, line_transport
-from deliveries.models import Tenant
 from linepush.models import LineMonthlyUsage, LinePushAttempt, LinePushItem, LinePushSettings, LineSource
 from linepush.services import month_of, quota_limit, quota_warn_once
 

@@ -17,10 +17,10 @@ from django.db.models import F
 from django.utils import timezone
 
 from backlog_bridge.audience import Audience
+from core.models import Tenant
 from deliveries.channels.base import TransportError
 from deliveries.channels.line.templates import validate_line_messages
 from deliveries.channels.line.transport import LineTransport
-from deliveries.models import Tenant
 from linepush.models import (
     LineContact,
     LineMonthlyUsage,

@@ -6,8 +6,8 @@ from django.conf import settings
 from django.db import transaction
 from rest_framework.response import Response
 
-from automedia_site.webhooks import WebhookView, body_json
-from deliveries.models import Tenant
+from core.models import Tenant
+from core.webhooks import WebhookView, body_json
 from linepush.events import line_events_accept, signature_valid
 
 # Never a channel secret: an unknown tenant's body is checked against it, so that it

@@ -11,7 +11,7 @@ import pytest
 from automedia_site.sandbox.hubspot import FakeHubSpot
 from automedia_site.sandbox.instagram import FakeInstagram
 from automedia_site.sandbox.tiktok import FakeTikTok
-from automedia_site.timeutil import JST
+from core.timeutil import JST
 from deliveries.models import ChannelAccount, MessageTemplate
 from tests.delivery_fixtures import approve_issue
 

@@ -10,7 +10,7 @@ import time_machine
 from django.utils import timezone
 
 from automedia_site.sandbox.line import FakeLine
-from automedia_site.timeutil import JST
+from core.timeutil import JST
 from deliveries.delivery import delivery_run
 from deliveries.models import DeliverySchedule, MessageTemplate
 from deliveries.scheduler import schedules_claim

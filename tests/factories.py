@@ -6,7 +6,8 @@ from datetime import UTC, datetime, timedelta
 
 import factory
 
-from deliveries.models import ChannelAccount, ChannelPost, ContentTask, EffectReport, MessageTemplate, Tenant
+from core.models import Tenant
+from deliveries.models import ChannelAccount, ChannelPost, ContentTask, EffectReport, MessageTemplate
 from linepush.models import LineContact
 
 

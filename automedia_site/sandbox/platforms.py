@@ -17,8 +17,9 @@ from automedia_site.sandbox.fakeserver import RecordedRequest
 from automedia_site.sandbox.hubspot import FakeHubSpot
 from automedia_site.sandbox.instagram import FakeInstagram
 from automedia_site.sandbox.tiktok import FakeTikTok
-from automedia_site.timeutil import JST
-from deliveries.models import ChannelAccount, Tenant
+from core.models import Tenant
+from core.timeutil import JST
+from deliveries.models import ChannelAccount
 
 DEMO_CONTACTS = [
     ("fan1@example.jp", ["active"]),

@@ -8,8 +8,8 @@ from typing import Any
 
 import httpx
 
-from automedia_site import metrics
-from automedia_site.http import ssl_context
+from core import metrics
+from core.http import ssl_context
 
 
 class TransportError(Exception):

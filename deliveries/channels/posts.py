@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from automedia_site.timeutil import fmt_jst
 from backlog_bridge.parser import PLATFORM_CHANNELS, ParsedTask, TemplateRef
+from core.models import Tenant
+from core.timeutil import fmt_jst
 from deliveries.channel_templates import describe, render_channel_template
 from deliveries.channels.publisher import Context, Done, PublishFailed, Wait, Waiting, account_for
 from deliveries.channels.registry import channel_part
-from deliveries.models import CHANNEL_LABELS, ChannelPost, ContentTask, Tenant
+from deliveries.models import CHANNEL_LABELS, ChannelPost, ContentTask
 from deliveries.rendering import template_resolve
 from deliveries.templating import RenderError
 

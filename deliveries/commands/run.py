@@ -7,26 +7,20 @@ import logging
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from automedia_site.timeutil import fmt_jst
 from backlog_bridge.audience import AudienceError, parse_audience
 from backlog_bridge.client import BacklogClient, BacklogError
 from backlog_bridge.events import EventHandler, EventIgnored
 from backlog_bridge.models import TYPE_COMMENTED, BacklogEvent, CommandRun
 from backlog_bridge.parser import ParsedTask
 from backlog_bridge.statuses import status_name_of
+from core.models import Tenant
+from core.timeutil import fmt_jst
 from deliveries.actions import revert_status_id
 from deliveries.channels import posts as publishers
 from deliveries.commands.parse import USAGE, Command, commands_parse
 from deliveries.delivery import DeliveryFailed, delivery_render
 from deliveries.issues import IssueState, issue_read
-from deliveries.models import (
-    CHANNEL_LABELS,
-    STATUS_APPROVED,
-    ContentTask,
-    DeliveryAttempt,
-    DeliverySchedule,
-    Tenant,
-)
+from deliveries.models import CHANNEL_LABELS, STATUS_APPROVED, ContentTask, DeliveryAttempt, DeliverySchedule
 from deliveries.preview import preview_build, preview_comment
 from deliveries.services import approval_record, schedule_delete, schedule_due_at, schedule_upsert
 

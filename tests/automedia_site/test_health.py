@@ -78,7 +78,7 @@ def test_it_reports_a_failing_check_by_name_only_and_logs_why(client, monkeypatc
 
 
 def test_it_exposes_delivery_metrics(client):
-    from automedia_site import metrics
+    from core import metrics
 
     metrics.delivery_ended("sent", "line")
     metrics.fired(0.2)

@@ -13,7 +13,8 @@ from backlog_bridge.models import BacklogEvent
 from backlog_bridge.schedules import RECURRING
 from backlog_bridge.services import catchup_run, pending_events_retry, webhook_accept
 from backlog_bridge.tasks import catchup_all
-from deliveries.models import DeliverySchedule, Tenant
+from core.models import Tenant
+from deliveries.models import DeliverySchedule
 from tests.deliveries.test_lifecycle import body
 
 

@@ -12,7 +12,8 @@ from django.test.utils import CaptureQueriesContext
 from backlog_bridge import events
 from backlog_bridge.events import events_drain
 from backlog_bridge.models import BacklogEvent
-from deliveries.models import DeliverySchedule, Tenant
+from core.models import Tenant
+from deliveries.models import DeliverySchedule
 from tests.conftest import comment_in_backlog, load_fixture, webhook_url
 from tests.factories import TenantFactory
 

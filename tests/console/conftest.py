@@ -6,7 +6,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.utils import translation
 
-from console.models import TenantMembership
+from core.models import TenantMembership
 from tests.console.helpers import API_KEY, member
 from tests.factories import TenantFactory
 

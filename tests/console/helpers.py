@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.contrib.auth import get_user_model
 from django.urls import reverse
 
-from console.models import TenantMembership
+from core.models import TenantMembership
 from tests.deliveries.test_lifecycle import body
 
 API_KEY = "test-api-key"  # tests/conftest.py's fake Backlog key

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from console.models import TenantMembership
-from deliveries.models import ContentTask, DeliverySchedule, Tenant
+from core.models import Tenant, TenantMembership
+from deliveries.models import ContentTask, DeliverySchedule
 from linepush.models import LinePushItem, LineSource
 from tests.console.helpers import member, task_url
 from tests.factories import ContentTaskFactory, TenantFactory
@@ -51,7 +51,7 @@ def test_it_answers_404_to_an_action_on_another_tenants_task(as_manager, tasks, 
 @pytest.mark.parametrize(
     "path",
     [
-        "/admin/deliveries/tenant/{other.pk}/change/",
+        "/admin/core/tenant/{other.pk}/change/",
         "/admin/linepush/linesource/{group.pk}/change/",
         "/admin/linepush/linepushitem/{item.pk}/change/",
     ],
@@ -75,7 +75,7 @@ def test_it_answers_404_for_another_tenants_objects(as_manager, other, path):
 @pytest.mark.parametrize(
     ("url", "mine", "theirs"),
     [
-        ("admin:deliveries_tenant_changelist", "acme", "他社事務所"),
+        ("admin:core_tenant_changelist", "acme", "他社事務所"),
         ("admin:linepush_linesource_changelist", "自社グループ", "他社グループ"),
         ("admin:linepush_linepushitem_changelist", "acme-key", "other-key"),
         ("admin:console_pushapproval_changelist", "acme-key", "other-key"),
@@ -168,8 +168,8 @@ def test_it_shows_nothing_to_a_staff_user_without_membership(client, django_user
 
 
 def test_it_lets_only_superusers_add_tenants(as_manager, tenant):
-    assert as_manager.get(reverse("admin:deliveries_tenant_add")).status_code == 403
-    assert as_manager.get(reverse("admin:deliveries_tenant_change", args=[tenant.pk])).status_code == 200
+    assert as_manager.get(reverse("admin:core_tenant_add")).status_code == 403
+    assert as_manager.get(reverse("admin:core_tenant_change", args=[tenant.pk])).status_code == 200
     assert Tenant.objects.count() == 1
 
 
@@ -183,7 +183,7 @@ def test_it_keeps_django_q_pages_reachable_for_operators(client, superuser, mode
 def test_it_shows_a_viewer_the_tenant_secrets_masked_only(client, viewer, tenant):
     client.force_login(viewer)
 
-    page = client.get(reverse("admin:deliveries_tenant_change", args=[tenant.pk])).content.decode()
+    page = client.get(reverse("admin:core_tenant_change", args=[tenant.pk])).content.decode()
 
     assert "acme" in page and "<form" in page
     for secret in (
@@ -198,7 +198,7 @@ def test_it_shows_a_viewer_the_tenant_secrets_masked_only(client, viewer, tenant
 
 def test_it_lets_only_a_superuser_grant_memberships(client, superuser, manager):
     client.force_login(superuser)
-    assert client.get(reverse("admin:console_tenantmembership_add")).status_code == 200
+    assert client.get(reverse("admin:core_tenantmembership_add")).status_code == 200
 
     client.force_login(manager)
-    assert client.get(reverse("admin:console_tenantmembership_changelist")).status_code == 403
+    assert client.get(reverse("admin:core_tenantmembership_changelist")).status_code == 403

@@ -16,8 +16,9 @@ import pytest
 from django.utils import timezone
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
-from automedia_site.timeutil import JST
-from console.models import DeliveryOutcome, ScanRun, TenantMembership
+from console.models import DeliveryOutcome, ScanRun
+from core.models import TenantMembership
+from core.timeutil import JST
 from deliveries.models import (
     STATUS_APPROVED,
     STATUS_DELIVERED,

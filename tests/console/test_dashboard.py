@@ -9,9 +9,9 @@ import pytest
 import time_machine
 from django.urls import reverse
 
-from automedia_site.timeutil import JST
 from console.dashboard import Chart, Series
 from console.models import DeliveryOutcome, ScanRun
+from core.timeutil import JST
 from deliveries.models import DeliveryAttempt, DeliverySchedule, SchedulerHeartbeat
 from deliveries.tasks import scan_daily
 from linepush.models import LineMonthlyUsage, LinePlan, LinePushItem, LinePushSettings

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from deliveries.models import ChannelAccount, Tenant
+from core.models import Tenant
+from deliveries.models import ChannelAccount
 from tests.console.helpers import API_KEY
 from tests.factories import ChannelAccountFactory
 
@@ -34,7 +35,7 @@ def tenant_form(tenant: Tenant, **changes) -> dict:
 
 
 def change_url(tenant: Tenant) -> str:
-    return reverse("admin:deliveries_tenant_change", args=[tenant.pk])
+    return reverse("admin:core_tenant_change", args=[tenant.pk])
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from django.core.exceptions import ValidationError
 from django.urls import reverse
 from django.utils import timezone, translation
 
-from automedia_site.timeutil import JST
+from core.timeutil import JST
 from deliveries.models import DeliveryAttempt
 from linepush.models import LinePushItem, LineSource, validate_triggers
 from tests.console.helpers import messages_of, mirrored_issue, task_url
@@ -104,13 +104,13 @@ def test_it_labels_a_list_its_filters_choices_and_actions_in_english(as_manager,
 
 def test_it_labels_a_change_form_and_its_help_in_english(client, superuser, tenant):
     client.force_login(superuser)  # the form a superuser edits: secrets write-only, with a hint
-    english = page(client, "admin:deliveries_tenant_change", tenant.pk)
+    english = page(client, "admin:core_tenant_change", tenant.pk)
 
     assert "Change tenant" in english
     assert "Backlog project key:</label>" in english and "e.g. https://acme.backlog.jp" in english
     assert "Current: ••••••••-key" in english  # the masked secret's help
     assert "Withdraw the approval (invalidate)" in english
-    japanese = page(client, "admin:deliveries_tenant_change", tenant.pk, language="ja")
+    japanese = page(client, "admin:core_tenant_change", tenant.pk, language="ja")
     assert "Backlog プロジェクトキー:</label>" in japanese and "現在: ••••••••-key" in japanese
 
 

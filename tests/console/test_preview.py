@@ -8,9 +8,9 @@ from datetime import datetime
 import pytest
 import time_machine
 
-from automedia_site.timeutil import JST
 from console.preview import bubble, post_card
-from deliveries.models import Tenant
+from core.models import Tenant
+from core.timeutil import JST
 from tests.channel_fixtures import channel_body, channel_template
 from tests.console.helpers import mirrored_issue, task_url
 from tests.deliveries.test_lifecycle import body

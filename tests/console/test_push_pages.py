@@ -7,7 +7,7 @@ from django.contrib.admin.models import LogEntry
 from django.urls import reverse
 from django.utils import timezone
 
-from console.models import TenantMembership
+from core.models import TenantMembership
 from linepush.models import LinePushAttempt, LinePushItem, LineSource
 from tests.console.helpers import member, messages_of
 

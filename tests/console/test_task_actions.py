@@ -8,7 +8,7 @@ import pytest
 import time_machine
 from django.contrib.admin.models import LogEntry
 
-from automedia_site.timeutil import JST
+from core.timeutil import JST
 from deliveries.models import STATUS_APPROVED, STATUS_ERROR, ContentTask, DeliverySchedule
 from tests.console.helpers import messages_of, mirrored_issue, task_url
 from tests.deliveries.test_lifecycle import body, status_of, texts

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import reverse
 
-from console.models import TenantMembership
+from core.models import TenantMembership
 from deliveries.models import ContentTask, DeliveryAttempt
 from tests.console.helpers import member, task_url
 from tests.delivery_fixtures import fire

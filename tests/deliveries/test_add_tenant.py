@@ -9,7 +9,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.db import connection
 
-from deliveries.models import Tenant
+from core.models import Tenant
 
 REQUIRED = [
     "--backlog-url",

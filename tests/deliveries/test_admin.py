@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from deliveries.models import Tenant
+from core.models import Tenant
 from tests.factories import ContentTaskFactory, TenantFactory
 
 pytestmark = pytest.mark.django_db
@@ -20,7 +20,7 @@ def staff(client, django_user_model):
 @pytest.mark.parametrize(
     "path",
     [
-        "/admin/deliveries/tenant/",
+        "/admin/core/tenant/",
         "/admin/deliveries/contenttask/",
         "/admin/deliveries/deliveryschedule/",
         "/admin/deliveries/messagetemplate/",
@@ -42,7 +42,7 @@ def test_it_never_shows_a_tenant_secret_in_full(staff):
         slug="acme", backlog_api_key="backlog-key-abcdef123456", line_channel_token="line-token-zyxw9876"
     )
 
-    page = staff.get(f"/admin/deliveries/tenant/{tenant.pk}/change/").content.decode()
+    page = staff.get(f"/admin/core/tenant/{tenant.pk}/change/").content.decode()
 
     assert "backlog-key-abcdef123456" not in page and "line-token-zyxw9876" not in page
     assert tenant.webhook_token not in page
@@ -66,7 +66,7 @@ def test_it_keeps_a_secret_when_its_field_is_left_empty(staff):
         "is_active": "on",
     }
 
-    response = staff.post(f"/admin/deliveries/tenant/{tenant.pk}/change/", form)
+    response = staff.post(f"/admin/core/tenant/{tenant.pk}/change/", form)
 
     assert response.status_code == 302, response.content.decode()[:2000]
     tenant = Tenant.objects.get()
@@ -86,7 +86,7 @@ def test_it_rejects_invalid_quiet_hours_in_the_form(staff):
         "max_concurrent_deliveries": "4",
     }
 
-    response = staff.post(f"/admin/deliveries/tenant/{tenant.pk}/change/", form)
+    response = staff.post(f"/admin/core/tenant/{tenant.pk}/change/", form)
 
     assert response.status_code == 200
     assert "25:00" in response.content.decode()

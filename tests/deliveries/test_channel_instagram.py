@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 from django.core import mail
 
-from automedia_site.timeutil import fmt_jst
+from core.timeutil import fmt_jst
 from deliveries.models import ChannelAccount, ChannelPost, DeliveryAttempt, DeliverySchedule
 from tests.deliveries.conftest import channel_body
 from tests.deliveries.test_lifecycle import texts

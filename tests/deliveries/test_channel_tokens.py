@@ -7,8 +7,8 @@ from datetime import datetime, timedelta
 import pytest
 from django.core import mail
 
-from automedia_site.timeutil import JST
 from backlog_bridge.schedules import RECURRING
+from core.timeutil import JST
 from deliveries.models import ChannelAccount
 from deliveries.tasks import channel_tokens
 from deliveries.tokens import channel_tokens_upkeep

@@ -10,9 +10,9 @@ import time_machine
 
 from automedia_site.sandbox.anthropic import AnthropicReply, FakeAnthropic
 from automedia_site.sandbox.backlog import BOT, HUMAN
-from automedia_site.timeutil import JST
 from backlog_bridge.events import event_process
 from backlog_bridge.models import AIReview, BacklogEvent, CommandRun
+from core.timeutil import JST
 from deliveries.models import DeliverySchedule, MessageTemplate
 from tests.conftest import webhook_url
 from tests.deliveries.test_lifecycle import texts

@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 import pytest
 import time_machine
 
-from automedia_site.timeutil import JST
+from core.timeutil import JST
 from deliveries.models import ChannelAccount, ChannelPost, DeliveryAttempt, DeliverySchedule, MessageTemplate
 from tests.channel_fixtures import channel_body, channel_template
 from tests.deliveries.test_lifecycle import texts

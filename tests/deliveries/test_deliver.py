@@ -9,17 +9,11 @@ import pytest
 from django.core import mail
 from django.utils import timezone
 
-from automedia_site.timeutil import JST
+from core.models import Tenant
+from core.timeutil import JST
 from deliveries.channels.line.publisher import retry_key
 from deliveries.locks import lock_take
-from deliveries.models import (
-    ContentTask,
-    DeliveryAttempt,
-    DeliveryLock,
-    DeliverySchedule,
-    MessageTemplate,
-    Tenant,
-)
+from deliveries.models import ContentTask, DeliveryAttempt, DeliveryLock, DeliverySchedule, MessageTemplate
 from tests.deliveries.test_lifecycle import body, texts
 from tests.delivery_fixtures import DUE, MULTICAST, fire
 from tests.factories import LineContactFactory

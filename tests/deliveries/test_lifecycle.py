@@ -8,8 +8,9 @@ import pytest
 import time_machine
 from django.test import override_settings
 
-from automedia_site.timeutil import JST
-from deliveries.models import ContentTask, DeliverySchedule, Tenant
+from core.models import Tenant
+from core.timeutil import JST
+from deliveries.models import ContentTask, DeliverySchedule
 
 NOW = datetime(2026, 12, 1, 9, 0, tzinfo=JST)
 

@@ -7,7 +7,7 @@ from importlib import import_module
 from django.apps import apps
 from django_q.models import Schedule
 
-scan_path = import_module("deliveries.migrations.0009_scan_daily_task_path")  # a name Python cannot import
+scan_path = import_module("deliveries.migrations.0011_scan_daily_task_path")  # a name Python cannot import
 
 
 def test_it_points_a_stored_daily_scan_schedule_at_the_moved_task(db):

@@ -6,7 +6,7 @@ from zoneinfo import ZoneInfo
 import pytest
 from django.core.exceptions import ValidationError
 
-from deliveries.quiet_hours import QuietAction, QuietHours, quiet_hours_apply
+from core.quiet_hours import QuietAction, QuietHours, quiet_hours_apply
 
 JST = ZoneInfo("Asia/Tokyo")
 NEW_YORK = ZoneInfo("America/New_York")

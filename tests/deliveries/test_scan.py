@@ -13,9 +13,9 @@ from django.core import mail
 from django.core.management import call_command
 from django.core.management.base import CommandError, OutputWrapper
 
-from automedia_site.timeutil import JST
 from backlog_bridge.client import BacklogClient
 from backlog_bridge.schedules import RECURRING
+from core.timeutil import JST
 from deliveries.management.commands.scan_backlog import ProgressBar
 from deliveries.models import ContentTask, DeliverySchedule
 from deliveries.scan import scan_tenant

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from deliveries.models import Tenant
+from core.models import Tenant
 
 YAMADA = {"id": 1001, "userId": "manager", "name": "山田 マネージャー"}
 

@@ -24,7 +24,7 @@ import pytest
 from automedia_site.sandbox.backlog import RecordedRequest
 from automedia_site.sandbox.line import RecordedLineRequest
 from automedia_site.sandbox.stack import Stack
-from automedia_site.timeutil import JST
+from core.timeutil import JST
 
 pytestmark = pytest.mark.e2e
 
@@ -273,9 +273,7 @@ def test_it_delivers_on_time_while_a_burst_of_approvals_is_being_processed(tmp_p
 
 def test_it_does_not_busy_loop_the_scheduler_while_the_tenant_is_at_capacity(tmp_path: Path):
     with running_stack(tmp_path) as stack:
-        stack.shell(
-            "from deliveries.models import Tenant; Tenant.objects.update(max_concurrent_deliveries=1)"
-        )
+        stack.shell("from core.models import Tenant; Tenant.objects.update(max_concurrent_deliveries=1)")
         start_workers(stack, "worker-1")
         start_schedulers(stack, "sched-1")
         # The first push holds the tenant's only slot for 4 s (less than the 5 s lease).

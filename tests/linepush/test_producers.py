@@ -8,10 +8,10 @@ import pytest
 import time_machine
 from django.urls import reverse
 
-from automedia_site.timeutil import JST
 from backlog_bridge.models import BacklogEvent
 from backlog_bridge.parser import parse_issue
-from console.models import TenantMembership
+from core.models import TenantMembership
+from core.timeutil import JST
 from linepush import producers
 from linepush.models import LinePushItem, LinePushProblem, LinePushSettings
 from linepush.producers import digests_produce, escalations_produce, reminders_produce

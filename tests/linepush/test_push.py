@@ -10,7 +10,7 @@ import time_machine
 from django.core import mail
 from django.utils import timezone
 
-from deliveries.models import Tenant
+from core.models import Tenant
 from linepush.models import (
     RETRY_KEY_NAMESPACE,
     LineMonthlyUsage,

@@ -8,7 +8,7 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.urls import reverse
 
-from console.models import TenantMembership
+from core.models import TenantMembership
 from linepush.models import LineContact, LineSurveyRule, LineWebhookEvent
 from tests.console.helpers import member
 from tests.linepush.helpers import shop

@@ -20,7 +20,8 @@ from automedia_site.sandbox.backlog import FakeBacklog, demo_description
 from automedia_site.sandbox.line import FakeLine
 from automedia_site.sandbox.platforms import SandboxPlatforms
 from backlog_bridge.models import BacklogEvent
-from deliveries.models import ContentTask, Tenant
+from core.models import Tenant
+from deliveries.models import ContentTask
 from deliveries.services import tenant_webhook_urls
 
 

@@ -10,7 +10,8 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
 from automedia_site.sandbox.instagram import DEFAULT_IG_USER_ID
-from deliveries.models import ChannelAccount, Tenant
+from core.models import Tenant
+from deliveries.models import ChannelAccount
 from deliveries.services import tenant_webhook_urls
 from linepush.models import LineContact
 

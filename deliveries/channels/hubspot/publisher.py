@@ -29,8 +29,8 @@ from datetime import datetime, time, timedelta
 from django.conf import settings
 from django.utils import timezone
 
-from automedia_site.timeutil import JST, iso_jst
 from backlog_bridge.audience import Audience, AudienceError, parse_audience
+from core.timeutil import JST, iso_jst
 from deliveries.channels.hubspot.transport import (
     ASSOCIATE_BATCH,
     CONTACTS,

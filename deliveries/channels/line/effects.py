@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from datetime import date, datetime, timedelta
 
-from automedia_site.timeutil import JST
+from core.timeutil import JST
 from deliveries.channels.base import TransportError
 from deliveries.channels.line.transport import MAX_AGGREGATION_DAYS, LineTransport
 from deliveries.effects import OFFSETS, PREFIX

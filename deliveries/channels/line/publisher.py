@@ -13,12 +13,13 @@ import uuid
 
 from backlog_bridge.audience import AudienceError, parse_audience
 from backlog_bridge.parser import ParsedTask, TemplateRef
+from core.models import Tenant
 from deliveries.channels.base import SendResult, TransportError
 from deliveries.channels.line.templates import render_messages
 from deliveries.channels.line.transport import MULTICAST_MAX, aggregation_unit, line_transport
 from deliveries.channels.publisher import Context, Done, PublishFailed
 from deliveries.contacts import line_users_matching
-from deliveries.models import ContentTask, DeliveryAttempt, Tenant
+from deliveries.models import ContentTask, DeliveryAttempt
 from deliveries.rendering import template_resolve
 from deliveries.templating import RenderError
 

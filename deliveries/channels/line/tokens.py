@@ -6,7 +6,7 @@ from __future__ import annotations
 from django.core.mail import mail_admins
 from django.utils import timezone
 
-from deliveries.models import Tenant
+from core.models import Tenant
 
 
 def line_token_expired(*, tenant: Tenant, issue_key: str, reason: str) -> None:

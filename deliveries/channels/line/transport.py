@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 from django.conf import settings
 
-from automedia_site.http import ClientCache
+from core.http import ClientCache
 from deliveries.channels.base import HttpTransport, SendResult, TransportError
 
 MULTICAST_MAX = 500

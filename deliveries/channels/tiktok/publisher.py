@@ -19,7 +19,7 @@ from datetime import datetime, timedelta
 
 from django.db.models import Min
 
-from automedia_site.timeutil import fmt_jst
+from core.timeutil import fmt_jst
 from deliveries.channels.platform import PlatformError
 from deliveries.channels.publisher import (
     Context,

@@ -21,8 +21,9 @@ from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from automedia_site.timeutil import iso_jst
-from deliveries.models import ChannelAccount, Tenant
+from core.models import Tenant
+from core.timeutil import iso_jst
+from deliveries.models import ChannelAccount
 
 SECRETS = ("access_token", "refresh_token")
 REQUIRED_ON_CREATE = {

@@ -9,9 +9,9 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 from django.core.validators import URLValidator
 
-from backlog_bridge.client import validate_base_url
-from deliveries.models import Tenant, new_webhook_token
-from deliveries.quiet_hours import QuietHours
+from core.backlog_url import validate_base_url
+from core.models import Tenant, new_webhook_token
+from core.quiet_hours import QuietHours
 from deliveries.services import tenant_webhook_urls
 
 REQUIRED_ON_CREATE = ("backlog_url", "backlog_api_key", "backlog_project")

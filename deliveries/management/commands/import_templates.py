@@ -16,7 +16,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from backlog_bridge.parser import CHANNELS, PLATFORM_CHANNELS
-from deliveries.models import Tenant
+from core.models import Tenant
 from deliveries.rendering import ImportResult, template_import
 
 

@@ -11,7 +11,7 @@ import sys
 
 from django.core.management.base import BaseCommand, CommandError, OutputWrapper
 
-from deliveries.models import Tenant
+from core.models import Tenant
 from deliveries.scan import ScanResult, scan_run, scan_totals
 
 EXIT_LEAKS = 3

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from deliveries.models import Tenant
+from core.models import Tenant
 from linepush.models import LineApiToken
 
 

@@ -17,7 +17,7 @@ def backward(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("deliveries", "0008_tenant_backlog_url_check"),
+        ("deliveries", "0010_tenant_state_deleted"),
         ("django_q", "0019_alter_task_options_alter_ormq_key_alter_ormq_lock_and_more"),
     ]
 

@@ -9,9 +9,10 @@ from django.http import HttpRequest, HttpResponse
 from django.urls import path
 from django.utils.translation import gettext_lazy as _
 
-from console.access import RecordAdmin, ScopedInlineMixin, TenantScopedAdmin, may_act, may_act_somewhere
+from console.access import RecordAdmin, ScopedInlineMixin, TenantScopedAdmin
 from console.actions import bulk_action, object_action
 from console.services import push_item_approve, push_item_reject, push_item_resume, push_item_retry
+from core.access import may_act, may_act_somewhere
 from linepush.models import (
     LineApiToken,
     LineContact,

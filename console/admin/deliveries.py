@@ -1,4 +1,5 @@
-"""The managers' admin for tenants, content tasks and schedules (scoped to the user's tenants).
+"""The managers' admin for content tasks, schedules and templates (scoped to the user's
+tenants; channel accounts and posts: console/admin/channels.py).
 
 Content tasks: a list with the Backlog link, times in JST, status and the last
 attempt; a detail page with the parsed fields, schedule, every attempt, the
@@ -9,7 +10,6 @@ from __future__ import annotations
 
 import csv
 
-from django import forms
 from django.contrib import admin
 from django.db.models import OuterRef, QuerySet, Subquery
 from django.http import HttpRequest, HttpResponse
@@ -19,14 +19,14 @@ from django.urls import path
 from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
 
-from automedia_site.crypto import mask
-from automedia_site.timeutil import iso_jst
 from backlog_bridge.models import AIReview, CommandRun
-from console.access import RecordAdmin, ScopedInlineMixin, TenantScopedAdmin, may_act
+from console.access import ScopedInlineMixin, TenantScopedAdmin
 from console.actions import object_action
 from console.filters import ChannelFilter, PublishDateFilter
 from console.preview import preview_page
 from console.services import task_approve, task_cancel, task_retry
+from core.access import may_act
+from core.timeutil import iso_jst
 from deliveries.models import (
     STATUS_APPROVED,
     STATUS_DELIVERED,
@@ -35,75 +35,7 @@ from deliveries.models import (
     DeliveryAttempt,
     DeliverySchedule,
     MessageTemplate,
-    Tenant,
 )
-
-SECRET_FIELDS = ("backlog_api_key", "line_channel_token", "line_channel_secret")
-ENDPOINT_FIELDS = ("backlog_base_url", "backlog_project_key")
-
-
-class TenantForm(forms.ModelForm):
-    """The superusers' form. Secrets are write-only: shown masked, kept when the field is left empty.
-
-    A new Backlog URL needs the API key typed again in the same save: the stored key is
-    never sent to a host that the person who knows the key did not confirm.
-    """
-
-    class Meta:
-        model = Tenant
-        # generated; rotate with `add_tenant --rotate-webhook-token`
-        exclude = ("webhook_token",)  # noqa: DJ006
-        widgets = {f: forms.PasswordInput(render_value=False) for f in SECRET_FIELDS}
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        for name in SECRET_FIELDS:
-            current = getattr(self.instance, name, "")
-            self.fields[name].required = name == "backlog_api_key" and not current
-            if current:
-                self.fields[name].help_text = _("現在: %(masked)s（変更する場合のみ入力）") % {
-                    "masked": mask(current)
-                }
-
-    def clean(self):
-        cleaned = super().clean()
-        moved = self.instance.pk and "backlog_base_url" in self.changed_data
-        if moved and not cleaned.get("backlog_api_key"):
-            self.add_error(
-                "backlog_api_key",
-                _("Backlog URL を変更するときは、同じ保存で API キーも入力し直してください。"),
-            )
-        for name in SECRET_FIELDS:
-            if not cleaned.get(name) and self.instance.pk:
-                cleaned[name] = getattr(self.instance, name)
-        return cleaned
-
-
-@admin.register(Tenant)
-class TenantAdmin(TenantScopedAdmin):
-    """Managers edit their own tenant's settings (operators, quiet hours, …) and see its Backlog
-    URL, project and secrets read-only and masked; only superusers change those, add or delete."""
-
-    tenant_path = ""
-    form = TenantForm
-    secret_fields = (*SECRET_FIELDS, "webhook_token")
-    superuser_fields = ENDPOINT_FIELDS
-    list_display = (
-        "slug",
-        "name",
-        "backlog_base_url",
-        "backlog_project_key",
-        "is_active",
-        "line_token_invalid_at",
-    )
-    search_fields = ("slug", "name", "backlog_project_key")
-    readonly_fields = ("last_activity_id", "created_at", "updated_at")
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return request.user.is_superuser
-
-    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
-        return request.user.is_superuser
 
 
 class AttemptInline(ScopedInlineMixin, admin.TabularInline):
@@ -392,79 +324,3 @@ class MessageTemplateAdmin(TenantScopedAdmin):
 
     def has_change_permission(self, request, obj=None):
         return False
-
-
-# -- Instagram / TikTok / HubSpot accounts and posts (issue 7) ----------------------------
-
-from django.utils import timezone  # noqa: E402
-
-from deliveries.models import ChannelAccount, ChannelPost  # noqa: E402
-
-CHANNEL_SECRET_FIELDS = ("access_token", "refresh_token")
-
-
-class ChannelAccountForm(forms.ModelForm):
-    """Tokens are write-only, as in TenantForm: shown masked, kept when left empty.
-
-    Saving a new token clears the "token invalid" flag and records when it was set.
-    """
-
-    class Meta:
-        model = ChannelAccount
-        exclude = ("refresh_lease_until", "token_invalid_at", "refreshed_at")  # noqa: DJ006
-        widgets = {f: forms.PasswordInput(render_value=False) for f in CHANNEL_SECRET_FIELDS}
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        for name in CHANNEL_SECRET_FIELDS:
-            current = getattr(self.instance, name, "")
-            self.fields[name].required = name == "access_token" and not current
-            if current:
-                self.fields[name].help_text = _("現在: %(masked)s（変更する場合のみ入力）") % {
-                    "masked": mask(current)
-                }
-
-    def clean(self):
-        cleaned = super().clean()
-        self.new_token = any(cleaned.get(name) for name in CHANNEL_SECRET_FIELDS)
-        for name in CHANNEL_SECRET_FIELDS:
-            if not cleaned.get(name) and self.instance.pk:
-                cleaned[name] = getattr(self.instance, name)
-        return cleaned
-
-    def save(self, commit=True):
-        if getattr(self, "new_token", False):
-            self.instance.token_invalid_at = None
-            self.instance.refreshed_at = timezone.now()
-        return super().save(commit)
-
-
-@admin.register(ChannelAccount)
-class ChannelAccountAdmin(TenantScopedAdmin):
-    """A platform account's tokens and ids are integration settings: superusers (or `add_channel`)
-    set them; managers and viewers see the account with its tokens masked (console.access)."""
-
-    form = ChannelAccountForm
-    secret_fields = CHANNEL_SECRET_FIELDS
-    list_display = ("tenant", "channel", "expires_at", "refreshed_at", "token_invalid_at", "hubspot_mode")
-    list_filter = ("tenant", "channel")
-    readonly_fields = ("token_invalid_at", "refreshed_at", "refresh_lease_until", "created_at", "updated_at")
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return request.user.is_superuser
-
-    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
-        return request.user.is_superuser
-
-    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
-        return request.user.is_superuser
-
-
-@admin.register(ChannelPost)
-class ChannelPostAdmin(RecordAdmin):
-    """Where each publication stands: the platform ids saved at every step."""
-
-    list_display = ("task", "approval_seq", "channel", "phase", "post_id", "permalink", "published_at")
-    list_filter = ("tenant", "channel", "phase")
-    search_fields = ("task__issue_key", "post_id", "container_id", "publish_id", "note_id")
-    readonly_fields = [f.name for f in ChannelPost._meta.fields]

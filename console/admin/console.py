@@ -1,4 +1,4 @@
-"""Memberships (superusers), the 承認待ち page for LINE group posts, and the dashboard's records."""
+"""The 承認待ち page for LINE group posts, and the dashboard's records."""
 
 from __future__ import annotations
 
@@ -10,21 +10,12 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
 
-from console.access import RecordAdmin, TenantScopedAdmin, may_act, may_act_somewhere
+from console.access import RecordAdmin, TenantScopedAdmin
 from console.actions import bulk_action, object_action
-from console.models import DeliveryOutcome, PushApproval, ScanRun, TenantMembership
+from console.models import DeliveryOutcome, PushApproval, ScanRun
 from console.services import push_item_approve, push_item_reject
+from core.access import may_act, may_act_somewhere
 from linepush.models import LinePushItem, LineSource
-
-
-@admin.register(TenantMembership)
-class TenantMembershipAdmin(admin.ModelAdmin):
-    """Who belongs to which tenant; only superusers grant access (Django's permissions)."""
-
-    list_display = ("user", "tenant", "role", "created_at")
-    list_filter = ("role", "tenant")
-    search_fields = ("user__username", "tenant__slug", "tenant__name")
-    autocomplete_fields = ("user",)
 
 
 def _approve(item, user):

@@ -19,7 +19,7 @@ from django.core.exceptions import ValidationError
 from django.utils.text import format_lazy
 from django.utils.translation import gettext_lazy as _
 
-from automedia_site.i18n import japanese
+from core.i18n import japanese
 
 REJECT = "reject"
 DEFER = "defer"

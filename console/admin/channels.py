@@ -1,0 +1,83 @@
+"""Instagram / TikTok / HubSpot accounts and posts (issue 7): deliveries' ChannelAccount and
+ChannelPost, scoped to the user's tenants."""
+
+from __future__ import annotations
+
+from django import forms
+from django.contrib import admin
+from django.http import HttpRequest
+from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
+
+from console.access import RecordAdmin, TenantScopedAdmin
+from core.crypto import mask
+from deliveries.models import ChannelAccount, ChannelPost
+
+CHANNEL_SECRET_FIELDS = ("access_token", "refresh_token")
+
+
+class ChannelAccountForm(forms.ModelForm):
+    """Tokens are write-only, as in TenantForm: shown masked, kept when left empty.
+
+    Saving a new token clears the "token invalid" flag and records when it was set.
+    """
+
+    class Meta:
+        model = ChannelAccount
+        exclude = ("refresh_lease_until", "token_invalid_at", "refreshed_at")  # noqa: DJ006
+        widgets = {f: forms.PasswordInput(render_value=False) for f in CHANNEL_SECRET_FIELDS}
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        for name in CHANNEL_SECRET_FIELDS:
+            current = getattr(self.instance, name, "")
+            self.fields[name].required = name == "access_token" and not current
+            if current:
+                self.fields[name].help_text = _("現在: %(masked)s（変更する場合のみ入力）") % {
+                    "masked": mask(current)
+                }
+
+    def clean(self):
+        cleaned = super().clean()
+        self.new_token = any(cleaned.get(name) for name in CHANNEL_SECRET_FIELDS)
+        for name in CHANNEL_SECRET_FIELDS:
+            if not cleaned.get(name) and self.instance.pk:
+                cleaned[name] = getattr(self.instance, name)
+        return cleaned
+
+    def save(self, commit=True):
+        if getattr(self, "new_token", False):
+            self.instance.token_invalid_at = None
+            self.instance.refreshed_at = timezone.now()
+        return super().save(commit)
+
+
+@admin.register(ChannelAccount)
+class ChannelAccountAdmin(TenantScopedAdmin):
+    """A platform account's tokens and ids are integration settings: superusers (or `add_channel`)
+    set them; managers and viewers see the account with its tokens masked (console.access)."""
+
+    form = ChannelAccountForm
+    secret_fields = CHANNEL_SECRET_FIELDS
+    list_display = ("tenant", "channel", "expires_at", "refreshed_at", "token_invalid_at", "hubspot_mode")
+    list_filter = ("tenant", "channel")
+    readonly_fields = ("token_invalid_at", "refreshed_at", "refresh_lease_until", "created_at", "updated_at")
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return request.user.is_superuser
+
+    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
+        return request.user.is_superuser
+
+    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
+        return request.user.is_superuser
+
+
+@admin.register(ChannelPost)
+class ChannelPostAdmin(RecordAdmin):
+    """Where each publication stands: the platform ids saved at every step."""
+
+    list_display = ("task", "approval_seq", "channel", "phase", "post_id", "permalink", "published_at")
+    list_filter = ("tenant", "channel", "phase")
+    search_fields = ("task__issue_key", "post_id", "container_id", "publish_id", "note_id")
+    readonly_fields = [f.name for f in ChannelPost._meta.fields]

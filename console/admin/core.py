@@ -1,0 +1,90 @@
+"""Tenants (managers edit their own tenant's settings; superusers its endpoints and
+secrets) and memberships (superusers)."""
+
+from __future__ import annotations
+
+from django import forms
+from django.contrib import admin
+from django.http import HttpRequest
+from django.utils.translation import gettext_lazy as _
+
+from console.access import TenantScopedAdmin
+from core.crypto import mask
+from core.models import Tenant, TenantMembership
+
+SECRET_FIELDS = ("backlog_api_key", "line_channel_token", "line_channel_secret")
+ENDPOINT_FIELDS = ("backlog_base_url", "backlog_project_key")
+
+
+class TenantForm(forms.ModelForm):
+    """The superusers' form. Secrets are write-only: shown masked, kept when the field is left empty.
+
+    A new Backlog URL needs the API key typed again in the same save: the stored key is
+    never sent to a host that the person who knows the key did not confirm.
+    """
+
+    class Meta:
+        model = Tenant
+        # generated; rotate with `add_tenant --rotate-webhook-token`
+        exclude = ("webhook_token",)  # noqa: DJ006
+        widgets = {f: forms.PasswordInput(render_value=False) for f in SECRET_FIELDS}
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        for name in SECRET_FIELDS:
+            current = getattr(self.instance, name, "")
+            self.fields[name].required = name == "backlog_api_key" and not current
+            if current:
+                self.fields[name].help_text = _("現在: %(masked)s（変更する場合のみ入力）") % {
+                    "masked": mask(current)
+                }
+
+    def clean(self):
+        cleaned = super().clean()
+        moved = self.instance.pk and "backlog_base_url" in self.changed_data
+        if moved and not cleaned.get("backlog_api_key"):
+            self.add_error(
+                "backlog_api_key",
+                _("Backlog URL を変更するときは、同じ保存で API キーも入力し直してください。"),
+            )
+        for name in SECRET_FIELDS:
+            if not cleaned.get(name) and self.instance.pk:
+                cleaned[name] = getattr(self.instance, name)
+        return cleaned
+
+
+@admin.register(Tenant)
+class TenantAdmin(TenantScopedAdmin):
+    """Managers edit their own tenant's settings (operators, quiet hours, …) and see its Backlog
+    URL, project and secrets read-only and masked; only superusers change those, add or delete."""
+
+    tenant_path = ""
+    form = TenantForm
+    secret_fields = (*SECRET_FIELDS, "webhook_token")
+    superuser_fields = ENDPOINT_FIELDS
+    list_display = (
+        "slug",
+        "name",
+        "backlog_base_url",
+        "backlog_project_key",
+        "is_active",
+        "line_token_invalid_at",
+    )
+    search_fields = ("slug", "name", "backlog_project_key")
+    readonly_fields = ("last_activity_id", "created_at", "updated_at")
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return request.user.is_superuser
+
+    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
+        return request.user.is_superuser
+
+
+@admin.register(TenantMembership)
+class TenantMembershipAdmin(admin.ModelAdmin):
+    """Who belongs to which tenant; only superusers grant access (Django's permissions)."""
+
+    list_display = ("user", "tenant", "role", "created_at")
+    list_filter = ("role", "tenant")
+    search_fields = ("user__username", "tenant__slug", "tenant__name")
+    autocomplete_fields = ("user",)

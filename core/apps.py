@@ -1,0 +1,12 @@
+"""What every app shares: tenancy and access scoping, secrets at rest, time, outbound
+HTTP and the webhook base view. The lowest layer: it imports none of the other apps."""
+
+from __future__ import annotations
+
+from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
+
+
+class CoreConfig(AppConfig):
+    name = "core"
+    verbose_name = _("テナントとアクセス")

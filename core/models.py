@@ -1,0 +1,127 @@
+"""Tenancy: tenants (a Backlog project and its integrations) and who may see and act on
+which tenant. Every other app's rows hang off a Tenant.
+
+Both models moved here from `deliveries` and `console` with state-only migrations: their
+tables keep the names they were created with (`db_table`).
+"""
+
+from __future__ import annotations
+
+import secrets
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import models
+from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext_lazy
+
+from core.backlog_url import validate_base_url
+from core.crypto import EncryptedTextField
+from core.quiet_hours import QuietHours
+
+
+def new_webhook_token() -> str:
+    return secrets.token_urlsafe(32)
+
+
+def validate_quiet_hours(value: dict) -> None:
+    QuietHours.from_config(value)
+
+
+def validate_operators(value: list) -> None:
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise ValidationError(_("操作を許可するユーザーは文字列のリストで指定してください。"))
+
+
+class Tenant(models.Model):
+    class PublishTimePolicy(models.TextChoices):
+        INVALIDATE = "invalidate", _("承認を取り消す（invalidate）")
+        RESCHEDULE = "reschedule", _("新しい時刻で予約し直す（reschedule）")
+
+    slug = models.SlugField(_("スラッグ"), unique=True)
+    name = models.CharField(_("名前"), max_length=200)
+    # The API key is sent to this host: a space's own, or one listed in BACKLOG_ALLOWED_HOSTS.
+    backlog_base_url = models.URLField(
+        "Backlog URL", help_text=_("例: https://acme.backlog.jp"), validators=[validate_base_url]
+    )
+    backlog_api_key = EncryptedTextField(_("Backlog APIキー"))
+    backlog_project_key = models.CharField(_("Backlog プロジェクトキー"), max_length=64)
+    webhook_token = EncryptedTextField(_("Webhook トークン"), default=new_webhook_token)
+    line_channel_token = EncryptedTextField(_("LINE チャネルアクセストークン"), blank=True, default="")
+    line_channel_secret = EncryptedTextField(_("LINE チャネルシークレット"), blank=True, default="")
+    operators = models.JSONField(
+        _("コメントコマンドを許可するユーザー"),
+        default=list,
+        blank=True,
+        validators=[validate_operators],
+        help_text=_(
+            "Backlog のユーザーID（数値）または userId（ログインID）。表示名は一意ではないため一致しません。"
+        ),
+    )
+    quiet_hours = models.JSONField(
+        _("静粛時間帯"), default=dict, blank=True, validators=[validate_quiet_hours]
+    )
+    publish_time_policy = models.CharField(
+        _("投稿日時変更時の動作"),
+        max_length=16,
+        choices=PublishTimePolicy.choices,
+        default=PublishTimePolicy.INVALIDATE,
+    )
+    max_concurrent_deliveries = models.PositiveSmallIntegerField(_("同時配信数の上限"), default=4)
+    # Set when LINE answers 401/403: the token needs renewing (shown in the admin).
+    line_token_invalid_at = models.DateTimeField(_("LINE トークン無効検知"), null=True, blank=True)
+    last_activity_id = models.BigIntegerField(_("取り込み済みの最新アクティビティID"), null=True, blank=True)
+    is_active = models.BooleanField(_("有効"), default=True)
+    created_at = models.DateTimeField(_("作成日時"), auto_now_add=True)
+    updated_at = models.DateTimeField(_("更新日時"), auto_now=True)
+
+    class Meta:
+        db_table = "deliveries_tenant"  # moved from deliveries (state-only migrations)
+        verbose_name = pgettext_lazy("model", "テナント")
+        verbose_name_plural = pgettext_lazy("models", "テナント")
+        ordering = ["slug"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.slug})"
+
+    def quiet_hours_config(self) -> QuietHours:
+        return QuietHours.from_config(self.quiet_hours)
+
+    def is_operator(self, user: dict | None) -> bool:
+        """Is this Backlog user (a comment's createdUser, as the API reports it) allowed to
+        run comment commands? By numeric id or userId only: a display name is not unique,
+        and any member of the space can take one."""
+        if not user:
+            return False
+        ids = {str(user.get("id") or ""), str(user.get("userId") or "")} - {""}
+        return bool(set(self.operators) & ids)
+
+
+class TenantMembership(models.Model):
+    """A staff user belongs to a tenant as a manager (may act) or a viewer (may only look)."""
+
+    class Role(models.TextChoices):
+        MANAGER = "manager", _("マネージャー（操作可）")
+        VIEWER = "viewer", _("閲覧のみ")
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        related_name="tenant_memberships",
+        verbose_name=_("ユーザー"),
+    )
+    tenant = models.ForeignKey(
+        Tenant, on_delete=models.CASCADE, related_name="memberships", verbose_name=_("テナント")
+    )
+    role = models.CharField(_("役割"), max_length=16, choices=Role.choices, default=Role.MANAGER)
+    created_at = models.DateTimeField(_("作成日時"), auto_now_add=True)
+
+    class Meta:
+        db_table = "console_tenantmembership"  # moved from console (state-only migrations)
+        verbose_name = pgettext_lazy("model", "テナントメンバー")
+        verbose_name_plural = pgettext_lazy("models", "テナントメンバー")
+        ordering = ["tenant__slug", "user__username"]
+        constraints = [models.UniqueConstraint(fields=["user", "tenant"], name="uniq_tenant_membership")]
+
+    def __str__(self) -> str:
+        return f"{self.user} @ {self.tenant.slug} ({self.role})"

@@ -1,0 +1,159 @@
+"""Tenant and TenantMembership moved to core with state-only migrations: a database at the
+heads before the move migrates forward without losing a row, and the admin's log
+entries and permissions follow the moved models' content types."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import date
+
+import pytest
+from django.apps import apps as current_apps
+from django.contrib.admin.models import CHANGE, LogEntry
+from django.contrib.auth.models import Permission
+from django.contrib.contenttypes.models import ContentType
+from django.db import connection, models
+from django.db.migrations.executor import MigrationExecutor
+from django.utils import timezone
+
+from core.models import Tenant
+
+# The heads of main before the move (and core not there yet).
+BEFORE = [
+    ("deliveries", "0008_tenant_backlog_url_check"),
+    ("console", "0001_initial"),
+    ("linepush", "0005_push_problems"),
+    ("backlog_bridge", "0003_event_claim"),
+    ("core", None),
+]
+MOVED = {
+    ("deliveries", "Tenant"): ("core", "Tenant"),
+    ("console", "TenantMembership"): ("core", "TenantMembership"),
+}
+
+
+def migrate(targets):
+    executor = MigrationExecutor(connection)
+    executor.loader.build_graph()
+    executor.migrate(targets)
+    ContentType.objects.clear_cache()
+    # Django's own apps at their latest state (the old heads do not depend on all of it).
+    django_apps = [node for node in leaf_nodes() if node[0] in ("admin", "auth", "contenttypes")]
+    return MigrationExecutor(connection).loader.project_state([t for t in targets if t[1]] + django_apps).apps
+
+
+def leaf_nodes():
+    return MigrationExecutor(connection).loader.graph.leaf_nodes()
+
+
+@pytest.fixture
+def old_apps(transactional_db):
+    yield migrate(BEFORE)
+    migrate(leaf_nodes())
+
+
+def value_for(field: models.Field, make):
+    """A value for a required field of a historical model (one row per model: no clashes)."""
+    if field.is_relation:
+        return make(field.related_model)
+    if field.choices:
+        return field.choices[0][0]
+    if isinstance(field, models.DateTimeField):
+        return timezone.now()
+    if isinstance(field, models.DateField):
+        return date(2026, 12, 1)
+    if isinstance(field, models.UUIDField):
+        return uuid.uuid4()
+    if isinstance(field, models.JSONField):
+        return {"kept": "値"}
+    if isinstance(field, models.BooleanField):
+        return True
+    if isinstance(field, models.IntegerField | models.FloatField | models.DecimalField):
+        return 7
+    if isinstance(field, models.CharField | models.TextField):
+        return "v"[: field.max_length or 1]
+    raise AssertionError(f"no test value for {field.model.__name__}.{field.name} ({type(field).__name__})")
+
+
+def required(field: models.Field) -> bool:
+    auto_time = getattr(field, "auto_now", False) or getattr(field, "auto_now_add", False)
+    return field.concrete and not (field.primary_key or field.null or field.has_default() or auto_time)
+
+
+def row_maker(apps):
+    made: dict[type, models.Model] = {}
+
+    def make(model):
+        if model not in made:
+            made[model] = model.objects.create(
+                **{f.name: value_for(f, make) for f in model._meta.fields if required(f)}
+            )
+        return made[model]
+
+    return make, made
+
+
+def tenant_models(apps) -> list:
+    """Every model of the project's apps with a foreign key to the (old) Tenant."""
+    tenant = apps.get_model("deliveries", "Tenant")
+    return [
+        model
+        for model in apps.get_models()
+        if not model._meta.proxy  # console's PushApproval is LinePushItem's rows
+        and any(f.is_relation and f.related_model is tenant for f in model._meta.fields)
+    ]
+
+
+def as_stored(model) -> list[dict]:
+    names = [f.attname for f in model._meta.concrete_fields]
+    return list(model.objects.order_by("pk").values(*names))
+
+
+@pytest.mark.django_db(transaction=True)
+def test_it_keeps_every_row_of_a_database_at_the_old_heads(old_apps):
+    make, made = row_maker(old_apps)
+    OldTenant = old_apps.get_model("deliveries", "Tenant")
+    OldTenant.objects.filter(pk=make(OldTenant).pk).update(slug="acme", backlog_api_key="secret-key-1234")
+    for model in tenant_models(old_apps):
+        make(model)
+    before = {(m._meta.app_label, m.__name__): as_stored(m) for m in made}
+
+    migrate(leaf_nodes())
+
+    assert {
+        ("console", "TenantMembership"),
+        ("linepush", "LinePushItem"),
+        ("backlog_bridge", "BacklogEvent"),
+    } <= set(before) and len(before) > 20
+    for (app_label, name), rows in before.items():
+        model = current_apps.get_model(*MOVED.get((app_label, name), (app_label, name)))
+        assert as_stored(model) == rows, f"{app_label}.{name}"
+    assert Tenant.objects.get().backlog_api_key == "secret-key-1234"  # still decrypts
+
+
+@pytest.mark.django_db(transaction=True)
+def test_it_moves_the_admin_history_and_permissions_with_the_models(old_apps):
+    make, _ = row_maker(old_apps)
+    tenant = make(old_apps.get_model("deliveries", "Tenant"))
+    user = make(old_apps.get_model("auth", "User"))
+    OldContentType = old_apps.get_model("contenttypes", "ContentType")
+    old_type, _ = OldContentType.objects.get_or_create(app_label="deliveries", model="tenant")
+    old_apps.get_model("admin", "LogEntry").objects.create(
+        user_id=user.pk,
+        content_type_id=old_type.pk,
+        object_id=str(tenant.pk),
+        object_repr="acme",
+        action_flag=CHANGE,
+        action_time=timezone.now(),
+    )
+
+    migrate(leaf_nodes())
+
+    entry = LogEntry.objects.get()
+    assert (
+        entry.content_type == ContentType.objects.get_for_model(Tenant)
+        and entry.get_edited_object().pk == tenant.pk
+    )
+    assert not ContentType.objects.filter(app_label__in=["deliveries", "console"], model__startswith="tenant")
+    assert Permission.objects.get(codename="change_tenant").content_type.app_label == "core"
+    assert Permission.objects.get(codename="change_tenantmembership").content_type.app_label == "core"
