@@ -34,8 +34,8 @@ from http import HTTPStatus
 from typing import Any
 from urllib.parse import parse_qs
 
-from automedia_site.sandbox._http import FakeServer as HttpServer
-from automedia_site.sandbox._http import KeepAliveHandler
+from sandbox._http import FakeServer as HttpServer
+from sandbox._http import KeepAliveHandler
 
 logger = logging.getLogger(__name__)
 

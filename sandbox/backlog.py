@@ -16,7 +16,7 @@ behaviour is undocumented the fake takes the strict reading:
   field's name (UNCONFIRMED for Backlog; consumers re-read the issue).
 - Rate-limit headers are counted but never enforced; inject 429s with ``fail_next``.
 
-Run ``python -m automedia_site.sandbox.backlog --help`` for the stand-alone sandbox server.
+Run ``python -m sandbox.backlog --help`` for the stand-alone sandbox server.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 import httpx
 
-from automedia_site.sandbox._http import FakeServer, KeepAliveHandler, serve_in_thread, stop_serving
+from sandbox._http import FakeServer, KeepAliveHandler, serve_in_thread, stop_serving
 
 __all__ = [
     "BOT",

@@ -12,13 +12,13 @@ from datetime import datetime
 from typing import TextIO
 from urllib.parse import urlsplit
 
-from automedia_site.sandbox.backlog import FakeBacklog
-from automedia_site.sandbox.fakeserver import RecordedRequest
-from automedia_site.sandbox.hubspot import FakeHubSpot
-from automedia_site.sandbox.instagram import FakeInstagram
-from automedia_site.sandbox.tiktok import FakeTikTok
 from automedia_site.timeutil import JST
 from deliveries.models import ChannelAccount, Tenant
+from sandbox.backlog import FakeBacklog
+from sandbox.fakeserver import RecordedRequest
+from sandbox.hubspot import FakeHubSpot
+from sandbox.instagram import FakeInstagram
+from sandbox.tiktok import FakeTikTok
 
 DEMO_CONTACTS = [
     ("fan1@example.jp", ["active"]),

@@ -49,7 +49,7 @@ What it models, and the choices made where LINE's behaviour is undocumented:
   request is processed first (sent, quota charged, retry key remembered) and only the answer
   is replaced. A delayed error is therefore a timeout in which nothing was sent.
 
-Run ``python -m automedia_site.sandbox.line --help`` for the stand-alone server.
+Run ``python -m sandbox.line --help`` for the stand-alone server.
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ from http import HTTPStatus
 from typing import Any
 from urllib.parse import parse_qs, unquote
 
-from automedia_site.sandbox._http import FakeServer, KeepAliveHandler, serve_in_thread, stop_serving
+from sandbox._http import FakeServer, KeepAliveHandler, serve_in_thread, stop_serving
 
 __all__ = [
     "AUTH_FAILED",
