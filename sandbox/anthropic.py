@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import threading
 import time
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from sandbox.http import HttpFake, HttpRequest, HttpResponse, json_response
 
 
 @dataclass
@@ -29,30 +29,24 @@ class AnthropicRequest:
     body: dict[str, Any]
 
 
-class FakeAnthropic:
+class FakeAnthropic(HttpFake):
     """`POST /v1/messages` answered from `reply`; every request recorded in `requests`."""
 
+    name = "fake-anthropic"
+
     def __init__(self, *, host: str = "127.0.0.1", port: int = 0):
+        super().__init__(host=host, port=port)
         self.reply = AnthropicReply()
         self.requests: list[AnthropicRequest] = []
-        self._server = ThreadingHTTPServer((host, port), _handler(self))
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+
+    def answer(self, request: HttpRequest) -> HttpResponse:
+        if request.method != "POST":
+            return json_response(501, {"type": "error", "error": {"message": "Unsupported method"}})
+        path = f"{request.path}?{request.query_string}" if request.query_string else request.path
+        status, payload = self.respond(
+            AnthropicRequest(path, request.headers, json.loads(request.body or b"{}"))
         )
-
-    @property
-    def base_url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
-
-    def __enter__(self) -> FakeAnthropic:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        return json_response(status, payload)
 
     def respond(self, request: AnthropicRequest) -> tuple[int, dict[str, Any]]:
         self.requests.append(request)
@@ -70,26 +64,3 @@ class FakeAnthropic:
             "stop_sequence": None,
             "usage": {"input_tokens": reply.input_tokens, "output_tokens": reply.output_tokens},
         }
-
-
-def _handler(fake: FakeAnthropic) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802 - http.server's naming
-            length = int(self.headers.get("Content-Length") or 0)
-            body = json.loads(self.rfile.read(length) or b"{}")
-            headers = {k.lower(): v for k, v in self.headers.items()}
-            status, payload = fake.respond(AnthropicRequest(self.path, headers, body))
-            data = json.dumps(payload, ensure_ascii=False).encode()
-            try:
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-            except (BrokenPipeError, ConnectionResetError):
-                pass  # the client timed out first
-
-        def log_message(self, *args) -> None:
-            pass
-
-    return Handler
