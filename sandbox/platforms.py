@@ -1,6 +1,6 @@
 """The fake Instagram, TikTok and HubSpot of `make run`'s sandbox, wired to the demo tenants.
 
-The `sandbox` command starts them next to the fake Backlog and fake LINE: each accepts the
+`python -m sandbox` (sandbox/demo.py) starts them next to the fake Backlog and fake LINE: each accepts the
 tokens of the tenants' channel accounts (manage.py seed_demo creates them), HubSpot gets a
 few tagged demo contacts, and every tenant with an account gets a demo issue per channel.
 What the fakes publish is printed, like the LINE messages.
