@@ -3,7 +3,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 PORT   ?= 8000
-# The sandbox's fake Instagram / TikTok / HubSpot (manage.py sandbox starts them).
+# The sandbox's fake Instagram / TikTok / HubSpot (`python -m sandbox` starts them).
 # The sandbox's fake Backlog is on loopback: only a listed host gets a tenant's API key.
 SANDBOX_BACKLOG := BACKLOG_ALLOWED_HOSTS=127.0.0.1,localhost
 SANDBOX_PLATFORMS := INSTAGRAM_GRAPH_BASE_URL=http://127.0.0.1:8083 TIKTOK_API_BASE_URL=http://127.0.0.1:8084 HUBSPOT_API_BASE_URL=http://127.0.0.1:8085 TIKTOK_CLIENT_KEY=sandbox-client-key TIKTOK_CLIENT_SECRET=sandbox-client-secret

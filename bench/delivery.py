@@ -1,7 +1,7 @@
 """Delivery benchmark: how late due deliveries reach LINE, through automedia's real processes.
 
 `make bench-delivery` (or `.venv/bin/python bench/delivery.py --help`). Per database it
-starts the e2e tests' Stack (automedia_site/sandbox/stack.py: gunicorn, a default-queue
+starts the e2e tests' Stack (sandbox/stack.py: gunicorn, a default-queue
 qcluster, a `deliveries` qcluster, run_scheduler; FakeBacklog and FakeLine in this
 process) with the production defaults for lease, poll and logging, then:
 
@@ -42,8 +42,8 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from automedia_site.sandbox.line import RecordedLineRequest  # noqa: E402
-from automedia_site.sandbox.stack import Stack  # noqa: E402
+from sandbox.line import RecordedLineRequest  # noqa: E402
+from sandbox.stack import Stack  # noqa: E402
 
 PROJECT = "BENCH"
 SLUG = "bench"

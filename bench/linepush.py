@@ -1,7 +1,7 @@
 """LINE group-push benchmark: drain N queued posts across G groups through the real processes.
 
 `make bench-linepush` (or `.venv/bin/python bench/linepush.py --help`). It starts the
-stack of automedia_site/sandbox/stack.py on a throwaway database (SQLite in a temp dir,
+stack of sandbox/stack.py on a throwaway database (SQLite in a temp dir,
 or the PostgreSQL database given by `--database-url`, dropped and created): gunicorn,
 `run_scheduler`, and a `qcluster` for the deliveries queue, with the fake LINE on
 loopback in this process. Then:
@@ -32,7 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from automedia_site.sandbox.stack import Stack  # noqa: E402
+from sandbox.stack import Stack  # noqa: E402
 
 PUSH = "/v2/bot/message/push"
 TARGET_PER_S = 500.0

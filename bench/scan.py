@@ -62,7 +62,7 @@ def parse_args() -> argparse.Namespace:
 
 
 def start_fake(port: int, projects: list[str], issues: int) -> subprocess.Popen:
-    cmd = [sys.executable, "-m", "automedia_site.sandbox.backlog", "--port", str(port), "--api-key", API_KEY]
+    cmd = [sys.executable, "-m", "sandbox.backlog", "--port", str(port), "--api-key", API_KEY]
     cmd += [arg for key in projects for arg in ("--project", key)] + ["--seed-approved", str(issues)]
     proc = subprocess.Popen(cmd, cwd=ROOT, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 120  # it listens once seeding is done

@@ -8,11 +8,11 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from automedia_site.sandbox.hubspot import FakeHubSpot
-from automedia_site.sandbox.instagram import FakeInstagram
-from automedia_site.sandbox.tiktok import FakeTikTok
 from core.timeutil import JST
 from deliveries.models import ChannelAccount, MessageTemplate
+from sandbox.hubspot import FakeHubSpot
+from sandbox.instagram import FakeInstagram
+from sandbox.tiktok import FakeTikTok
 from tests.delivery_fixtures import approve_issue
 
 APPROVED_AT = datetime(2026, 12, 1, 9, 0, tzinfo=JST)

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from django.core.cache import cache
 
-from automedia_site.sandbox.backlog import FakeBacklog
 from backlog_bridge.views import _tenants
 from deliveries.rendering import _resolved
+from sandbox.backlog import FakeBacklog
 from tests.factories import TenantFactory
 
 pytest_plugins = ["tests.delivery_fixtures", "tests.channel_fixtures"]

@@ -9,11 +9,11 @@ import pytest
 import time_machine
 from django.utils import timezone
 
-from automedia_site.sandbox.line import FakeLine
 from core.timeutil import JST
 from deliveries.delivery import delivery_run
 from deliveries.models import DeliverySchedule, MessageTemplate
 from deliveries.scheduler import schedules_claim
+from sandbox.line import FakeLine
 from tests.deliveries.test_lifecycle import body
 from tests.factories import LineContactFactory
 

@@ -6,7 +6,7 @@ import runpy
 
 import pytest
 
-from automedia_site.sandbox.stack import ROOT
+from sandbox.stack import ROOT
 
 CONF = str(ROOT / "gunicorn.conf.py")
 

@@ -15,7 +15,7 @@ from django.test import Client
 from gunicorn.config import Config
 
 from automedia_site.logmask import paths_mask
-from automedia_site.sandbox.stack import ROOT
+from sandbox.stack import ROOT
 from tests.backlog_bridge.test_webhook_view import post
 from tests.conftest import load_fixture, webhook_url
 

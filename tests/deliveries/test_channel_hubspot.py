@@ -7,8 +7,8 @@ from datetime import timedelta
 import pytest
 from django.core import mail
 
-from automedia_site.sandbox.hubspot import NOTES, SINGLE_SEND
 from deliveries.models import ChannelAccount, ChannelPost, DeliveryAttempt, DeliverySchedule
+from sandbox.hubspot import NOTES, SINGLE_SEND
 from tests.deliveries.test_lifecycle import texts
 from tests.delivery_fixtures import DUE, fire
 

@@ -8,12 +8,12 @@ from datetime import datetime, timedelta
 import pytest
 import time_machine
 
-from automedia_site.sandbox.anthropic import AnthropicReply, FakeAnthropic
-from automedia_site.sandbox.backlog import BOT, HUMAN
 from backlog_bridge.events import event_process
 from backlog_bridge.models import AIReview, BacklogEvent, CommandRun
 from core.timeutil import JST
 from deliveries.models import DeliverySchedule, MessageTemplate
+from sandbox.anthropic import AnthropicReply, FakeAnthropic
+from sandbox.backlog import BOT, HUMAN
 from tests.conftest import webhook_url
 from tests.deliveries.test_lifecycle import texts
 from tests.delivery_fixtures import MULTICAST, fire

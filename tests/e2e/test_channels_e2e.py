@@ -1,6 +1,6 @@
 """Instagram, TikTok and HubSpot deliveries through automedia's real processes.
 
-One Stack for the module (automedia_site/sandbox/stack.py: gunicorn, a qcluster, run_scheduler
+One Stack for the module (sandbox/stack.py: gunicorn, a qcluster, run_scheduler
 on a throwaway database; the fake Backlog, Instagram, TikTok and HubSpot in this process).
 Each test: a manager writes an issue for one channel due a few seconds ahead and moves it to
 automedia承認 (webhooks); it must end published exactly once on the fake platform and written
@@ -25,7 +25,7 @@ from datetime import datetime
 
 import pytest
 
-from automedia_site.sandbox.stack import Stack, StackError
+from sandbox.stack import Stack, StackError
 from tests.e2e.test_delivery_e2e import (
     DISPATCHED,
     PROJECT,

@@ -1,6 +1,6 @@
 """Deliveries through automedia's real processes (gunicorn, qcluster, run_scheduler).
 
-Each test starts its own Stack (automedia_site/sandbox/stack.py): a throwaway database,
+Each test starts its own Stack (sandbox/stack.py): a throwaway database,
 the web server, workers and schedulers as subprocesses, and a FakeBacklog (which POSTs
 its webhooks to the web server) and a FakeLine in this process. The tests use no ORM
 here: they look at the fakes and ask the stack's own database through `manage.py shell`.
@@ -21,10 +21,10 @@ from pathlib import Path
 
 import pytest
 
-from automedia_site.sandbox.backlog import RecordedRequest
-from automedia_site.sandbox.line import RecordedLineRequest
-from automedia_site.sandbox.stack import Stack
 from core.timeutil import JST
+from sandbox.backlog import RecordedRequest
+from sandbox.line import RecordedLineRequest
+from sandbox.stack import Stack
 
 pytestmark = pytest.mark.e2e
 

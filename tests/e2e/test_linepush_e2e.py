@@ -15,7 +15,7 @@ import json
 import httpx
 import pytest
 
-from automedia_site.sandbox.stack import Stack
+from sandbox.stack import Stack
 
 pytestmark = pytest.mark.e2e
 

@@ -13,7 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import httpx
 import pytest
 
-from automedia_site.sandbox.backlog import BOT, HUMAN, JST, FakeBacklog, RecordedRequest
+from sandbox.backlog import BOT, HUMAN, JST, FakeBacklog, RecordedRequest
 
 API_KEY = "secret-key"
 

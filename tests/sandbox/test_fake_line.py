@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 import httpx
 import pytest
 
-from automedia_site.sandbox.line import (
+from sandbox.line import (
     AUTH_FAILED,
     DEFAULT_MEMBER_COUNT,
     MAX_MESSAGES,
@@ -555,7 +555,7 @@ def test_it_agrees_with_the_insight_spec(fake: FakeLine, api: httpx.Client) -> N
 
 def test_it_runs_standalone_and_stops_on_sigterm() -> None:
     process = subprocess.Popen(
-        [sys.executable, "-m", "automedia_site.sandbox.line", "--port", "0", "--token", TOKEN],
+        [sys.executable, "-m", "sandbox.line", "--port", "0", "--token", TOKEN],
         stderr=subprocess.PIPE,
         text=True,
     )

@@ -5,9 +5,9 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from automedia_site.sandbox.hubspot import FakeHubSpot
-from automedia_site.sandbox.instagram import FakeInstagram
-from automedia_site.sandbox.tiktok import FakeTikTok
+from sandbox.hubspot import FakeHubSpot
+from sandbox.instagram import FakeInstagram
+from sandbox.tiktok import FakeTikTok
 
 
 @pytest.fixture

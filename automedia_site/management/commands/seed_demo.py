@@ -9,7 +9,6 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
-from automedia_site.sandbox.instagram import DEFAULT_IG_USER_ID
 from core.models import Tenant
 from deliveries.models import ChannelAccount
 from deliveries.services import tenant_webhook_urls
@@ -18,6 +17,9 @@ from linepush.models import LineContact
 DEMO_SLUG = "demo"
 DEMO_PROJECT = "DEMO"
 SANDBOX_API_KEY = "sandbox-api-key"
+# An Instagram business account id of the usual shape; `python -m sandbox` makes its fake
+# Instagram answer for whatever id the demo account holds.
+DEMO_IG_USER_ID = "17841400000000001"
 
 
 class Command(BaseCommand):
@@ -64,7 +66,7 @@ class Command(BaseCommand):
     def _channel_accounts(self, tenant: Tenant) -> None:
         """Sandbox accounts and templates for Instagram / TikTok / HubSpot (the fakes accept these)."""
         accounts = {
-            "instagram": {"access_token": "sandbox-instagram-token", "ig_user_id": DEFAULT_IG_USER_ID},
+            "instagram": {"access_token": "sandbox-instagram-token", "ig_user_id": DEMO_IG_USER_ID},
             "tiktok": {
                 "access_token": "sandbox-tiktok-token",
                 "refresh_token": "sandbox-tiktok-refresh",

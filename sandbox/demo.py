@@ -1,52 +1,75 @@
-"""The `sandbox` process of `make run`: fake Backlog and fake LINE on loopback.
+"""The `sandbox` process of `make run` (``python -m sandbox``): the fakes on loopback.
 
 Every tenant whose Backlog URL points at the sandbox gets its project, its webhook
 wired to this automedia, and a demo issue ready to approve. Messages the fake LINE
 accepts are printed, so the whole flow can be watched in the `make run` output.
+
+The sandbox reads automedia's settings and demo tenants (seeded by ``manage.py
+seed_demo``): the sandbox imports the product, never the other way round.
 """
 
 from __future__ import annotations
 
+import argparse
 import signal
+import sys
 import threading
+from collections.abc import Sequence
 from datetime import timedelta
+from typing import TextIO
 from urllib.parse import urlsplit
 
 from django.conf import settings
-from django.core.management.base import BaseCommand
 from django.utils import timezone
 
-from automedia_site.sandbox.backlog import FakeBacklog, demo_description
-from automedia_site.sandbox.line import FakeLine
-from automedia_site.sandbox.platforms import SandboxPlatforms
 from backlog_bridge.models import BacklogEvent
 from core.models import Tenant
 from deliveries.models import ContentTask
 from deliveries.services import tenant_webhook_urls
+from sandbox.backlog import FakeBacklog, demo_description
+from sandbox.line import FakeLine
+from sandbox.platforms import SandboxPlatforms
 
 
-class Command(BaseCommand):
-    help = "サンドボックス（偽の Backlog）を起動し、デモテナントを接続します。"
+def main(argv: Sequence[str] | None = None) -> None:
+    """Run the sandbox until SIGTERM / SIGINT; Django must be set up (sandbox/__main__.py)."""
+    args = _parser().parse_args(argv)
+    Sandbox(out=sys.stdout, err=sys.stderr).run(
+        backlog_url=args.backlog_url,
+        line_url=args.line_url,
+        public_url=args.public_url,
+        platform_urls={
+            "instagram_url": args.instagram_url,
+            "tiktok_url": args.tiktok_url,
+            "hubspot_url": args.hubspot_url,
+        },
+    )
 
-    def add_arguments(self, parser):
-        parser.add_argument("--backlog-url", default=settings.SANDBOX_BACKLOG_URL)
-        parser.add_argument("--line-url", default=settings.SANDBOX_LINE_URL)
-        parser.add_argument("--instagram-url", default=settings.SANDBOX_INSTAGRAM_URL)
-        parser.add_argument("--tiktok-url", default=settings.SANDBOX_TIKTOK_URL)
-        parser.add_argument("--hubspot-url", default=settings.SANDBOX_HUBSPOT_URL)
-        parser.add_argument(
-            "--public-url", default=settings.PUBLIC_BASE_URL, help="automedia's URL for webhooks"
-        )
 
-    def handle(self, *args, backlog_url: str, line_url: str, public_url: str, **opts):
-        platforms = SandboxPlatforms(
-            instagram_url=opts["instagram_url"],
-            tiktok_url=opts["tiktok_url"],
-            hubspot_url=opts["hubspot_url"],
-        )
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m sandbox",
+        description="サンドボックス（偽の Backlog）を起動し、デモテナントを接続します。",
+    )
+    parser.add_argument("--backlog-url", default=settings.SANDBOX_BACKLOG_URL)
+    parser.add_argument("--line-url", default=settings.SANDBOX_LINE_URL)
+    parser.add_argument("--instagram-url", default=settings.SANDBOX_INSTAGRAM_URL)
+    parser.add_argument("--tiktok-url", default=settings.SANDBOX_TIKTOK_URL)
+    parser.add_argument("--hubspot-url", default=settings.SANDBOX_HUBSPOT_URL)
+    parser.add_argument("--public-url", default=settings.PUBLIC_BASE_URL, help="automedia's URL for webhooks")
+    return parser
+
+
+class Sandbox:
+    def __init__(self, *, out: TextIO, err: TextIO) -> None:
+        self.stdout = out
+        self.stderr = err
+
+    def run(self, *, backlog_url: str, line_url: str, public_url: str, platform_urls: dict[str, str]) -> None:
+        platforms = SandboxPlatforms(**platform_urls)
         tenants = list(Tenant.objects.filter(backlog_base_url=backlog_url.rstrip("/")))
         if not tenants:
-            self.stderr.write(f"no tenant uses {backlog_url}; run `manage.py seed_demo` first")
+            self._write(f"no tenant uses {backlog_url}; run `manage.py seed_demo` first", err=True)
         address = urlsplit(backlog_url)
         api_key = tenants[0].backlog_api_key if tenants else "sandbox-api-key"
         fake = FakeBacklog(api_key=api_key, host=address.hostname, port=address.port, webhook_mode="post")
@@ -59,14 +82,17 @@ class Command(BaseCommand):
             for tenant in tenants:
                 self._wire(fake, tenant, public_url)
                 self._wire_platforms(platforms, fake, tenant)
-            self.stdout.write(f"偽の Backlog: {fake.base_url}/  （課題の作成・状態変更はこのページから）")
-            self.stdout.write(f"偽の LINE:    {line.base_url}  （受け取ったメッセージはここに表示されます）")
-            self.stdout.write(f"偽の SNS / CRM: {platforms.urls()}")
+            self._write(f"偽の Backlog: {fake.base_url}/  （課題の作成・状態変更はこのページから）")
+            self._write(f"偽の LINE:    {line.base_url}  （受け取ったメッセージはここに表示されます）")
+            self._write(f"偽の SNS / CRM: {platforms.urls()}")
             self.stdout.flush()
             shown = 0
             while not stopping.wait(0.5):
                 shown = self._show_received(line, shown)
                 platforms.show_new(self.stdout)
+
+    def _write(self, text: str, *, err: bool = False) -> None:
+        (self.stderr if err else self.stdout).write(text + "\n")
 
     def _wire(self, fake: FakeBacklog, tenant: Tenant, public_url: str) -> None:
         # The fake Backlog starts empty (issue and activity ids from 1 again), so
@@ -84,7 +110,7 @@ class Command(BaseCommand):
             description=demo_description(publish_at),
             status="処理中",
         )
-        self.stdout.write(
+        self._write(
             f"  {tenant.slug}: プロジェクト {key}、デモ課題 {issue['issueKey']}（状態を automedia承認 にすると配信予約されます）"
         )
 
@@ -92,7 +118,7 @@ class Command(BaseCommand):
         """Demo issues for Instagram / TikTok / HubSpot, due a minute after the LINE one."""
         keys = platforms.wire(fake, tenant, timezone.now() + timedelta(minutes=3))
         if keys:
-            self.stdout.write(f"  {tenant.slug}: チャネル別のデモ課題 {'、'.join(keys)}")
+            self._write(f"  {tenant.slug}: チャネル別のデモ課題 {'、'.join(keys)}")
 
     def _show_received(self, line: FakeLine, shown: int) -> int:
         sent = line.sent()
@@ -103,7 +129,7 @@ class Command(BaseCommand):
                 m.get("text", f"<{m.get('type')}>").replace("\n", " ")
                 for m in request.body.get("messages", [])
             ]
-            self.stdout.write(f"LINE が受信: {request.path} 宛先 {count} 件: {' / '.join(texts)}")
+            self._write(f"LINE が受信: {request.path} 宛先 {count} 件: {' / '.join(texts)}")
         if len(sent) > shown:
             self.stdout.flush()
         return len(sent)

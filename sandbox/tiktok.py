@@ -35,7 +35,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from automedia_site.sandbox.fakeserver import ApiError, FakeServer, Json, Reply, Request
+from sandbox.fakeserver import ApiError, FakeServer, Json, Reply, Request
 
 CREATOR_INFO = "/v2/post/publish/creator_info/query/"
 VIDEO_INIT = "/v2/post/publish/video/init/"

@@ -38,15 +38,15 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 from cryptography.fernet import Fernet
 
-from automedia_site.sandbox.backlog import FakeBacklog
-from automedia_site.sandbox.hubspot import FakeHubSpot
-from automedia_site.sandbox.instagram import FakeInstagram
-from automedia_site.sandbox.line import FakeLine
-from automedia_site.sandbox.tiktok import FakeTikTok
+from sandbox.backlog import FakeBacklog
+from sandbox.hubspot import FakeHubSpot
+from sandbox.instagram import FakeInstagram
+from sandbox.line import FakeLine
+from sandbox.tiktok import FakeTikTok
 
 __all__ = ["ROOT", "Stack", "StackError"]
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 HOST = "127.0.0.1"
 TEMPLATES_DIR = ROOT / "templates" / "line"
 PLATFORM_CHANNELS = ("instagram", "tiktok", "hubspot")  # their templates: ROOT/templates/<channel>/

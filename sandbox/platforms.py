@@ -1,6 +1,6 @@
 """The fake Instagram, TikTok and HubSpot of `make run`'s sandbox, wired to the demo tenants.
 
-The `sandbox` command starts them next to the fake Backlog and fake LINE: each accepts the
+`python -m sandbox` (sandbox/demo.py) starts them next to the fake Backlog and fake LINE: each accepts the
 tokens of the tenants' channel accounts (manage.py seed_demo creates them), HubSpot gets a
 few tagged demo contacts, and every tenant with an account gets a demo issue per channel.
 What the fakes publish is printed, like the LINE messages.
@@ -12,14 +12,14 @@ from datetime import datetime
 from typing import TextIO
 from urllib.parse import urlsplit
 
-from automedia_site.sandbox.backlog import FakeBacklog
-from automedia_site.sandbox.fakeserver import RecordedRequest
-from automedia_site.sandbox.hubspot import FakeHubSpot
-from automedia_site.sandbox.instagram import FakeInstagram
-from automedia_site.sandbox.tiktok import FakeTikTok
 from core.models import Tenant
 from core.timeutil import JST
 from deliveries.models import ChannelAccount
+from sandbox.backlog import FakeBacklog
+from sandbox.fakeserver import RecordedRequest
+from sandbox.hubspot import FakeHubSpot
+from sandbox.instagram import FakeInstagram
+from sandbox.tiktok import FakeTikTok
 
 DEMO_CONTACTS = [
     ("fan1@example.jp", ["active"]),

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from automedia_site.sandbox.fakeserver import ApiError, FakeServer, Json, Reply, Request
+from sandbox.fakeserver import ApiError, FakeServer, Json, Reply, Request
 
 CONTACTS = "/crm/v3/objects/contacts"
 NOTES = "/crm/v3/objects/notes"

@@ -1,6 +1,6 @@
 """The HTTP plumbing the fake Instagram, TikTok and HubSpot servers share.
 
-Same approach as ``sandbox/line.py``: a stdlib ``ThreadingHTTPServer`` on loopback, state
+Same approach as ``sandbox/line/``: served by the shared base of ``sandbox/http.py``, state
 behind one lock, every answered request recorded for assertions, faults injected with
 ``fail_next``. A subclass lists its routes and says how it authenticates and how its
 errors look; handlers return a ``Reply`` or raise ``ApiError``.
@@ -20,22 +20,19 @@ authentication and before routing):
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import re
-import socket
 import threading
 import time
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from typing import Any
 from urllib.parse import parse_qs
 
-from automedia_site.sandbox._http import FakeServer as HttpServer
-from automedia_site.sandbox._http import KeepAliveHandler
+from sandbox.http import HttpFake, HttpRequest, HttpResponse, json_response
 
 logger = logging.getLogger(__name__)
 
@@ -110,21 +107,20 @@ class Request:
 Handler = Callable[..., Reply]
 
 
-class FakeServer(ABC):
-    """Base of a fake platform: lifecycle, recording, faults, routing."""
+class FakeServer(HttpFake):
+    """Base of a fake platform: recording, faults, routing (lifecycle: HttpFake)."""
 
     name = "fake"
+    max_body_bytes = MAX_BODY_BYTES
 
     def __init__(self, *, host: str = "127.0.0.1", port: int = 0) -> None:
+        super().__init__(host=host, port=port)
         self.requests: list[RecordedRequest] = []
         self.received: list[Request] = []  # at arrival, before any injected delay (requests: when answered)
         self.clock: Callable[[], float] = time.time
         """Wall clock for expiries and rate windows; tests may replace it."""
-        self._address = (host, port)
         self._lock = threading.RLock()
         self._faults: list[_Fault] = []
-        self._server: HttpServer | None = None
-        self._thread: threading.Thread | None = None
         self._routes = [(method, re.compile(pattern), handler) for method, pattern, handler in self.routes()]
 
     # -- for subclasses ------------------------------------------------------------------
@@ -143,40 +139,6 @@ class FakeServer(ABC):
     def decorate(self, request: Request, reply: Reply) -> None:
         """Add headers every answer carries (rate-limit headers, request ids); default none."""
         return None
-
-    # -- lifecycle -------------------------------------------------------------------------
-
-    @property
-    def base_url(self) -> str:
-        if self._server is None:
-            raise RuntimeError(f"{type(self).__name__} is not started")
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
-
-    def start(self):
-        if self._server is None:
-            self._server = HttpServer(self._address, self, _RequestHandler)
-            self._thread = threading.Thread(
-                target=self._server.serve_forever, kwargs={"poll_interval": 0.01}, name=self.name, daemon=True
-            )
-            self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        server, self._server = self._server, None
-        if server is None:
-            return
-        server.shutdown()
-        server.close_connections()
-        server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-
-    def __enter__(self):
-        return self.start()
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
 
     # -- faults and inspection -------------------------------------------------------
 
@@ -209,6 +171,10 @@ class FakeServer(ABC):
             ]
 
     # -- request handling ------------------------------------------------------------
+
+    def answer(self, request: HttpRequest) -> HttpResponse | None:
+        reply = self.handle(_request(request))
+        return None if reply is None else json_response(reply.status, reply.body, reply.headers)
 
     def handle(self, request: Request) -> Reply | None:
         """The answer, or None to drop the connection without one."""
@@ -281,54 +247,12 @@ class FakeServer(ABC):
             self.requests.append(recorded)
 
 
-# --- HTTP plumbing (shared with the other fakes: sandbox/_http.py) ------------------------
+# --- HTTP: the shared base's request in, its response out ---------------------------------
 
 
-class _RequestHandler(KeepAliveHandler):
-    server: HttpServer
-
-    def _serve(self) -> None:
-        received_at = time.time()
-        headers = {name.lower(): value for name, value in self.headers.items()}
-        length = min(int(headers.get("content-length") or 0), MAX_BODY_BYTES)
-        raw = self.rfile.read(length) if length > 0 else b""
-        path, _, query = self.path.partition("?")
-        request = Request(
-            self.command,
-            path,
-            parse_qs(query, keep_blank_values=True),
-            headers,
-            _body(headers, raw),
-            received_at,
-        )
-        reply = self.server.fake.handle(request)
-        if reply is None:
-            self.close_connection = True
-            with contextlib.suppress(OSError):
-                self.connection.shutdown(socket.SHUT_RDWR)
-            return
-        self._write(reply)
-
-    def _write(self, reply: Reply) -> None:
-        payload = json.dumps(reply.body, ensure_ascii=False).encode()
-        phrase = (
-            HTTPStatus(reply.status).phrase if reply.status in HTTPStatus._value2member_map_ else "Unknown"
-        )
-        lines = [
-            f"HTTP/1.1 {reply.status} {phrase}",
-            "Content-Type: application/json",
-            f"Content-Length: {len(payload)}",
-        ]
-        lines.extend(f"{name}: {value}" for name, value in reply.headers.items())
-        head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
-        try:
-            self.wfile.write(head + payload)
-        except ConnectionError:
-            self.close_connection = True  # the client gave up (a timeout during an injected delay)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        if logger.isEnabledFor(logging.DEBUG):
-            logger.debug("%s " + format, self.address_string(), *args)
+def _request(http: HttpRequest) -> Request:
+    body = _body(http.headers, http.body)
+    return Request(http.method, http.path, http.query(), http.headers, body, http.received_at)
 
 
 def _body(headers: dict[str, str], raw: bytes) -> Any:

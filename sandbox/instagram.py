@@ -34,7 +34,7 @@ import secrets
 from dataclasses import dataclass
 from typing import Any
 
-from automedia_site.sandbox.fakeserver import ApiError, FakeServer, Json, Reply, Request
+from sandbox.fakeserver import ApiError, FakeServer, Json, Reply, Request
 
 DEFAULT_IG_USER_ID = "17841400000000001"
 CONTAINER_TTL = 24 * 3600

@@ -1,1 +1,0 @@
-"""Fake servers of outside services, for the tests and the ``make run`` sandbox."""
