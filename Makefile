@@ -42,6 +42,7 @@ run: venv
 lint: venv
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports
 
 format: venv
 	$(VENV)/bin/ruff format .
