@@ -1,26 +1,34 @@
-"""Shared fixtures: a fake Backlog on loopback, a named cast of factories, webhook pumping."""
+"""Shared fixtures: the fakes on loopback (Backlog, LINE, Instagram, TikTok, HubSpot), a tenant,
+webhook pumping, approved issues. Plain helpers are in tests/helpers/."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
+from datetime import datetime, timedelta
 
 import pytest
 from django.core.cache import cache
 
 from backlog_bridge.views import _tenants
+from core.timeutil import JST
+from deliveries.models import ChannelAccount, MessageTemplate
 from deliveries.rendering import _resolved
 from sandbox.backlog import FakeBacklog
-from tests.factories import TenantFactory
-
-pytest_plugins = ["tests.delivery_fixtures", "tests.channel_fixtures"]
-
-FIXTURES = Path(__file__).parent / "fixtures"
-API_KEY = "test-api-key"
-
-
-def load_fixture(name: str) -> dict:
-    return json.loads((FIXTURES / name).read_text(encoding="utf-8"))
+from sandbox.hubspot import FakeHubSpot
+from sandbox.instagram import FakeInstagram
+from sandbox.line import FakeLine
+from sandbox.tiktok import FakeTikTok
+from tests.helpers.backlog import API_KEY, body, webhook_url
+from tests.helpers.channels import (
+    APPROVED_AT,
+    HS_TOKEN,
+    IG_TOKEN,
+    TT_REFRESH,
+    TT_TOKEN,
+    channel_body,
+    channel_template,
+)
+from tests.helpers.deliveries import approve_issue
+from tests.helpers.factories import LineContactFactory, TenantFactory
 
 
 @pytest.fixture(autouse=True)
@@ -50,21 +58,6 @@ def tenant(db, fake_backlog):
     )
 
 
-def comment_in_backlog(fake_backlog, issue_key: str, payload: dict, **kwargs) -> dict:
-    """Let the fake hold the comment a recorded type-3 payload carries: automedia runs a
-    comment only as Backlog reports it (re-read by its id). Returns the payload, its
-    comment id now the fake's. The fake's own webhook for it is dropped."""
-    comment = payload["content"]["comment"]
-    added = fake_backlog.add_comment(issue_key, comment["content"], **kwargs)
-    fake_backlog.outbox.pop()
-    comment["id"] = added["id"]
-    return payload
-
-
-def webhook_url(tenant) -> str:
-    return f"/hooks/backlog/{tenant.slug}/{tenant.webhook_token}"
-
-
 @pytest.fixture
 def pump(client, fake_backlog, django_capture_on_commit_callbacks):
     """Deliver the fake's webhooks to automedia, as Backlog would, until none are left.
@@ -84,3 +77,116 @@ def pump(client, fake_backlog, django_capture_on_commit_callbacks):
         return responses
 
     return deliver
+
+
+# -- LINE deliveries -------------------------------------------------------------------
+
+
+@pytest.fixture
+def line(settings):
+    with FakeLine(channel_tokens={"line-channel-token"}) as fake:
+        settings.LINE_API_BASE_URL = fake.base_url
+        yield fake
+
+
+@pytest.fixture
+def template(db):
+    return MessageTemplate.objects.create(
+        name="announce_open",
+        rev="r1",
+        messages=[{"type": "text", "text": "{{ date }} の営業時間は {{ hours }} です"}],
+    )
+
+
+@pytest.fixture
+def contacts(tenant):
+    return [LineContactFactory(tenant=tenant, tags=["active"]) for _ in range(3)] + [
+        LineContactFactory(tenant=tenant, tags=["active", "opt_out"]),
+        LineContactFactory(tenant=tenant, tags=["active"], blocked=True),
+    ]
+
+
+@pytest.fixture
+def approved(fake_backlog, tenant, pump, template, contacts, line):
+    """An approved issue due at DUE, with its schedule registered."""
+
+    def make(description: str = body()) -> str:
+        return approve_issue(fake_backlog, pump, tenant, summary="年末告知", description=description)
+
+    return make
+
+
+# -- Instagram, TikTok, HubSpot --------------------------------------------------------------
+
+
+@pytest.fixture
+def instagram(settings):
+    with FakeInstagram(tokens={IG_TOKEN}) as fake:
+        settings.INSTAGRAM_GRAPH_BASE_URL = fake.base_url
+        settings.INSTAGRAM_GRAPH_API_VERSION = "v25.0"
+        yield fake
+
+
+@pytest.fixture
+def tiktok(settings):
+    with FakeTikTok(client_key="sandbox-client-key", client_secret="sandbox-client-secret") as fake:
+        settings.TIKTOK_API_BASE_URL = fake.base_url
+        settings.TIKTOK_CLIENT_KEY, settings.TIKTOK_CLIENT_SECRET = fake.client_key, fake.client_secret
+        fake.add_account("open-id-1", access_token=TT_TOKEN, refresh_token=TT_REFRESH)
+        yield fake
+
+
+@pytest.fixture
+def hubspot(settings):
+    with FakeHubSpot(tokens={HS_TOKEN}) as fake:
+        settings.HUBSPOT_API_BASE_URL = fake.base_url
+        yield fake
+
+
+def _account(tenant, channel: str, **fields) -> ChannelAccount:
+    return ChannelAccount.objects.create(tenant=tenant, channel=channel, **fields)
+
+
+@pytest.fixture
+def ig_account(tenant, instagram):
+    return _account(
+        tenant,
+        "instagram",
+        access_token=IG_TOKEN,
+        ig_user_id=instagram.ig_user_id,
+        expires_at=APPROVED_AT + timedelta(days=50),
+        refreshed_at=APPROVED_AT - timedelta(days=10),
+    )
+
+
+@pytest.fixture
+def tt_account(tenant, tiktok):
+    return _account(
+        tenant,
+        "tiktok",
+        access_token=TT_TOKEN,
+        refresh_token=TT_REFRESH,
+        open_id="open-id-1",
+        expires_at=datetime(2026, 12, 31, tzinfo=JST),
+    )
+
+
+@pytest.fixture
+def hs_account(tenant, hubspot):
+    for n, tags in enumerate([["active"], ["active", "vip"], ["active", "opt_out"], ["inactive"]], 1):
+        hubspot.add_contact(f"fan{n}@example.jp", tags)
+    return _account(tenant, "hubspot", access_token=HS_TOKEN, hubspot_mode="note")
+
+
+@pytest.fixture
+def approve_channel(fake_backlog, tenant, pump):
+    """An approved issue for `channel`, due at 2026-12-10 10:00 JST, with its schedule registered."""
+
+    def make(channel: str, *, content: dict | None = None, body: str | None = None) -> str:
+        if content is not False:
+            channel_template(channel, content)
+        return approve_issue(
+            fake_backlog, pump, tenant, summary="新作告知", description=body or channel_body(channel)
+        )
+
+    return make

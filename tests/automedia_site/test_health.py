@@ -8,7 +8,7 @@ import pytest
 from django.utils import timezone
 
 from deliveries.models import SchedulerHeartbeat
-from tests.deliveries.test_scheduler import make_schedule
+from tests.helpers.deliveries import make_schedule
 
 pytestmark = pytest.mark.django_db
 

@@ -16,8 +16,7 @@ from gunicorn.config import Config
 
 from automedia_site.logmask import paths_mask
 from sandbox.stack import ROOT
-from tests.backlog_bridge.test_webhook_view import post
-from tests.conftest import load_fixture, webhook_url
+from tests.helpers.backlog import load_fixture, post, webhook_url
 
 
 class Lines(logging.Handler):

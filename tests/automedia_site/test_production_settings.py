@@ -12,6 +12,8 @@ import pytest
 from django.conf import settings
 from django.test import Client
 
+from tests.helpers.backlog import load_fixture, post, webhook_url
+
 SECURITY = (
     "SECURE_SSL_REDIRECT",
     "SECURE_HSTS_SECONDS",
@@ -114,9 +116,6 @@ def test_behind_the_redirect_probes_answer_over_http_and_browsers_are_sent_to_ht
 
 
 def test_webhooks_work_through_the_tls_proxy_behind_the_redirect(https_settings, tenant):
-    from tests.backlog_bridge.test_webhook_view import post
-    from tests.conftest import load_fixture, webhook_url
-
     client = Client()
     payload = load_fixture("backlog/issue_updated.json")
 

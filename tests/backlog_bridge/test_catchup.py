@@ -15,7 +15,7 @@ from backlog_bridge.services import catchup_run, pending_events_retry, webhook_a
 from backlog_bridge.tasks import catchup_all
 from core.models import Tenant
 from deliveries.models import DeliverySchedule
-from tests.deliveries.test_lifecycle import body
+from tests.helpers.backlog import body
 
 
 def client_for(tenant) -> BacklogClient:

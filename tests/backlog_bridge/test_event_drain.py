@@ -15,8 +15,7 @@ from backlog_bridge import events
 from backlog_bridge.events import CLAIMED_ELSEWHERE, event_process, events_drain, events_stranded_drain
 from backlog_bridge.models import BacklogEvent
 from deliveries.models import DeliverySchedule
-from tests.conftest import webhook_url
-from tests.deliveries.test_lifecycle import body
+from tests.helpers.backlog import body, webhook_url
 
 
 @pytest.fixture

@@ -12,8 +12,7 @@ from django.db import OperationalError, connection, connections
 from django.utils import translation
 
 from backlog_bridge.models import BacklogEvent
-from tests.backlog_bridge.test_webhook_view import post
-from tests.conftest import load_fixture, webhook_url
+from tests.helpers.backlog import load_fixture, post, webhook_url
 
 pytestmark = pytest.mark.usefixtures("no_enqueue")
 ON_POSTGRESQL = connection.vendor == "postgresql"

@@ -14,15 +14,10 @@ from backlog_bridge.events import events_drain
 from backlog_bridge.models import BacklogEvent
 from core.models import Tenant
 from deliveries.models import DeliverySchedule
-from tests.conftest import comment_in_backlog, load_fixture, webhook_url
-from tests.factories import TenantFactory
+from tests.helpers.backlog import comment_in_backlog, load_fixture, post, webhook_url
+from tests.helpers.factories import TenantFactory
 
 BODY = "## 配信メタ\n- チャネル: LINE\n- 投稿日時: 2030-01-10 10:00\n- 対象タグ: tag:active\n- テンプレ: announce\n"
-
-
-def post(client, url, payload, **extra):
-    data = payload if isinstance(payload, str | bytes) else json.dumps(payload)
-    return client.post(url, data=data, content_type="application/json", **extra)
 
 
 @pytest.fixture

@@ -7,8 +7,9 @@ from django.contrib.auth import get_user_model
 from django.utils import translation
 
 from core.models import TenantMembership
-from tests.console.helpers import API_KEY, member
-from tests.factories import TenantFactory
+from tests.helpers.backlog import API_KEY
+from tests.helpers.console import member
+from tests.helpers.factories import TenantFactory
 
 
 @pytest.fixture(autouse=True)

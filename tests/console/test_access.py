@@ -8,8 +8,8 @@ from django.urls import reverse
 from core.models import Tenant, TenantMembership
 from deliveries.models import ContentTask, DeliverySchedule
 from linepush.models import LinePushItem, LineSource
-from tests.console.helpers import member, task_url
-from tests.factories import ContentTaskFactory, TenantFactory
+from tests.helpers.console import member, task_url
+from tests.helpers.factories import ContentTaskFactory, TenantFactory
 
 pytestmark = pytest.mark.django_db
 

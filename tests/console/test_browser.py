@@ -27,9 +27,9 @@ from deliveries.models import (
     SchedulerHeartbeat,
 )
 from linepush.models import LineMonthlyUsage, LinePlan, LinePushItem, LinePushSettings, LineSource
-from tests.console.helpers import member, mirrored_issue
-from tests.deliveries.test_lifecycle import body
-from tests.factories import ContentTaskFactory
+from tests.helpers.backlog import body
+from tests.helpers.console import member, mirrored_issue
+from tests.helpers.factories import ContentTaskFactory
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -15,7 +15,7 @@ from core.timeutil import JST
 from deliveries.models import DeliveryAttempt, DeliverySchedule, SchedulerHeartbeat
 from deliveries.tasks import scan_daily
 from linepush.models import LineMonthlyUsage, LinePlan, LinePushItem, LinePushSettings
-from tests.factories import ContentTaskFactory
+from tests.helpers.factories import ContentTaskFactory
 
 NOW = datetime(2026, 12, 1, 9, 0, tzinfo=JST)
 Kind = DeliveryOutcome.Kind

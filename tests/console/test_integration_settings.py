@@ -7,8 +7,8 @@ from django.urls import reverse
 
 from core.models import Tenant
 from deliveries.models import ChannelAccount
-from tests.console.helpers import API_KEY
-from tests.factories import ChannelAccountFactory
+from tests.helpers.backlog import API_KEY
+from tests.helpers.factories import ChannelAccountFactory
 
 pytestmark = pytest.mark.django_db
 

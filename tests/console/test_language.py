@@ -13,9 +13,9 @@ from django.utils import timezone, translation
 from core.timeutil import JST
 from deliveries.models import DeliveryAttempt
 from linepush.models import LinePushItem, LineSource, validate_triggers
-from tests.console.helpers import messages_of, mirrored_issue, task_url
-from tests.deliveries.test_lifecycle import texts
-from tests.factories import ContentTaskFactory
+from tests.helpers.backlog import texts
+from tests.helpers.console import messages_of, mirrored_issue, task_url
+from tests.helpers.factories import ContentTaskFactory
 
 pytestmark = pytest.mark.django_db
 

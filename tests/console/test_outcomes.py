@@ -17,9 +17,8 @@ from console.dashboard import dashboard_build
 from console.models import DeliveryOutcome
 from console.outcomes import Ending, delivery_endings, derived_endings, unaccounted
 from deliveries.models import STATUS_APPROVED, STATUS_DELIVERED, STATUS_ERROR, ChannelPost, DeliveryAttempt
-from tests.console.test_records import run_task
-from tests.delivery_fixtures import DUE, MULTICAST, fire
-from tests.factories import ChannelPostFactory, ContentTaskFactory
+from tests.helpers.deliveries import DUE, MULTICAST, fire, run_task
+from tests.helpers.factories import ChannelPostFactory, ContentTaskFactory
 
 SENT, FAILED, SKIPPED = DeliveryOutcome.Kind.SENT, DeliveryOutcome.Kind.FAILED, DeliveryOutcome.Kind.SKIPPED
 LATER = DUE + timedelta(days=2)  # the chart's 7 days include DUE's

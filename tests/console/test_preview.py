@@ -11,9 +11,9 @@ import time_machine
 from console.preview import bubble, post_card
 from core.models import Tenant
 from core.timeutil import JST
-from tests.channel_fixtures import channel_body, channel_template
-from tests.console.helpers import mirrored_issue, task_url
-from tests.deliveries.test_lifecycle import body
+from tests.helpers.backlog import body
+from tests.helpers.channels import channel_body, channel_template
+from tests.helpers.console import mirrored_issue, task_url
 
 NOW = datetime(2026, 12, 1, 9, 0, tzinfo=JST)
 BANNER = "https://example.jp/banner.png"

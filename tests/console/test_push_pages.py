@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from core.models import TenantMembership
 from linepush.models import LinePushAttempt, LinePushItem, LineSource
-from tests.console.helpers import member, messages_of
+from tests.helpers.console import member, messages_of
 
 pytestmark = pytest.mark.django_db
 Status = LinePushItem.Status

@@ -10,7 +10,7 @@ from backlog_bridge.models import BacklogEvent, CommandRun
 from console.models import DeliveryOutcome
 from deliveries.models import DeliverySchedule
 from linepush.models import LineMonthlyUsage, LinePushAttempt, LinePushItem, LineWebhookEvent
-from tests.factories import ContentTaskFactory
+from tests.helpers.factories import ContentTaskFactory
 
 pytestmark = pytest.mark.django_db
 

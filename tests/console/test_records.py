@@ -2,29 +2,15 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
 from io import StringIO
 
 import pytest
-import time_machine
 from django.core.management import call_command
-from django.utils import timezone
 
 from console.models import DeliveryOutcome, ScanRun
-from deliveries.models import DeliverySchedule
-from deliveries.scheduler import schedules_claim
-from deliveries.tasks import deliver
-from tests.delivery_fixtures import MULTICAST
+from tests.helpers.deliveries import MULTICAST, run_task
 
 Kind = DeliveryOutcome.Kind
-
-
-def run_task(key: str) -> str:
-    """The scheduler's claim, then the django-q2 task itself (deliveries.tasks.deliver)."""
-    schedule = DeliverySchedule.objects.get(task__issue_key=key)
-    with time_machine.travel(schedule.due_at + timedelta(seconds=0.01), tick=True):
-        [(schedule_id, token)] = schedules_claim(now=timezone.now())
-        return deliver(schedule_id, token)
 
 
 def test_it_records_a_sent_delivery(approved):

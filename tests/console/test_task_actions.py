@@ -10,8 +10,8 @@ from django.contrib.admin.models import LogEntry
 
 from core.timeutil import JST
 from deliveries.models import STATUS_APPROVED, STATUS_ERROR, ContentTask, DeliverySchedule
-from tests.console.helpers import messages_of, mirrored_issue, task_url
-from tests.deliveries.test_lifecycle import body, status_of, texts
+from tests.helpers.backlog import body, status_of, texts
+from tests.helpers.console import messages_of, mirrored_issue, task_url
 
 NOW = datetime(2026, 12, 1, 9, 0, tzinfo=JST)
 

@@ -6,9 +6,9 @@ from django.urls import reverse
 
 from core.models import TenantMembership
 from deliveries.models import ContentTask, DeliveryAttempt
-from tests.console.helpers import member, task_url
-from tests.delivery_fixtures import fire
-from tests.factories import ContentTaskFactory
+from tests.helpers.console import member, task_url
+from tests.helpers.deliveries import fire
+from tests.helpers.factories import ContentTaskFactory
 
 
 def test_it_lists_tasks_with_the_backlog_link_due_time_and_last_attempt(client, approved, tenant):

@@ -1,20 +1,9 @@
-"""The channel tests' settings; their fixtures are the plugin tests/channel_fixtures.py."""
+"""The channel tests' settings; their fixtures are in tests/conftest.py, their helpers in
+tests/helpers/channels.py."""
 
 from __future__ import annotations
 
 import pytest
-
-from tests.channel_fixtures import (  # noqa: F401 - imported by the test modules from here
-    APPROVED_AT,
-    HS_TOKEN,
-    IG_TOKEN,
-    TEMPLATES,
-    TT_REFRESH,
-    TT_TOKEN,
-    VARIABLES,
-    channel_body,
-    channel_template,
-)
 
 
 @pytest.fixture(autouse=True)

@@ -13,7 +13,7 @@ from django.db import connection
 from django.utils import timezone
 
 from deliveries.models import ChannelAccount
-from tests.factories import TenantFactory
+from tests.helpers.factories import TenantFactory
 
 pytestmark = pytest.mark.django_db
 

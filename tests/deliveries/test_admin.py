@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from core.models import Tenant
-from tests.factories import ContentTaskFactory, TenantFactory
+from tests.helpers.factories import ContentTaskFactory, TenantFactory
 
 pytestmark = pytest.mark.django_db
 

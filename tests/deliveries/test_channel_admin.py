@@ -6,7 +6,7 @@ import pytest
 from django.utils import timezone
 
 from deliveries.models import ChannelAccount
-from tests.factories import TenantFactory
+from tests.helpers.factories import TenantFactory
 
 pytestmark = pytest.mark.django_db
 

@@ -19,10 +19,10 @@ import time_machine
 
 from deliveries.effects import effect_reports_run
 from deliveries.models import ChannelAccount, ChannelPost, ContentTask, EffectReport
-from tests.deliveries.conftest import TEMPLATES
-from tests.deliveries.test_lifecycle import texts
-from tests.delivery_fixtures import fire
-from tests.factories import ChannelAccountFactory, ChannelPostFactory, EffectReportFactory
+from tests.helpers.backlog import texts
+from tests.helpers.channels import TEMPLATES
+from tests.helpers.deliveries import fire
+from tests.helpers.factories import ChannelAccountFactory, ChannelPostFactory, EffectReportFactory
 
 IG = "https://graph.instagram.test"
 TT = "https://open.tiktokapis.test"

@@ -9,8 +9,9 @@ from django.core import mail
 
 from deliveries.models import ChannelAccount, ChannelPost, DeliveryAttempt, DeliverySchedule
 from sandbox.hubspot import NOTES, SINGLE_SEND
-from tests.deliveries.test_lifecycle import texts
-from tests.delivery_fixtures import DUE, fire
+from tests.helpers.backlog import texts
+from tests.helpers.channels import channel_body
+from tests.helpers.deliveries import DUE, fire
 
 pytestmark = pytest.mark.usefixtures("hs_account")
 
@@ -179,8 +180,6 @@ def test_a_template_for_the_other_mode_is_refused_naming_the_field(approve_chann
 
 
 def test_an_audience_without_contacts_is_an_error(approve_channel, hubspot, fake_backlog):
-    from tests.deliveries.conftest import channel_body
-
     key = approve_channel("hubspot", body=channel_body("hubspot", audience="tag:nobody"))
 
     assert fire(key) == "failed"

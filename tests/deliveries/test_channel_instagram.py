@@ -9,9 +9,9 @@ from django.core import mail
 
 from core.timeutil import fmt_jst
 from deliveries.models import ChannelAccount, ChannelPost, DeliveryAttempt, DeliverySchedule
-from tests.deliveries.conftest import channel_body
-from tests.deliveries.test_lifecycle import texts
-from tests.delivery_fixtures import DUE, fire
+from tests.helpers.backlog import texts
+from tests.helpers.channels import channel_body
+from tests.helpers.deliveries import DUE, fire
 
 pytestmark = pytest.mark.usefixtures("ig_account")
 

@@ -12,7 +12,7 @@ from django.core.management import CommandError, call_command
 from deliveries.channel_templates import render_channel_template, validate_channel_template
 from deliveries.models import MessageTemplate
 from deliveries.templating import RenderError
-from tests.deliveries.conftest import TEMPLATES
+from tests.helpers.channels import TEMPLATES
 
 pytestmark = pytest.mark.django_db
 

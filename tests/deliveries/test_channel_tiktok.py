@@ -10,9 +10,9 @@ from django.utils import timezone
 
 from deliveries.channels.tiktok.transport import VIDEO_INIT
 from deliveries.models import ChannelAccount, ChannelPost, DeliveryAttempt, DeliverySchedule
-from tests.deliveries.conftest import TEMPLATES, TT_REFRESH, TT_TOKEN
-from tests.deliveries.test_lifecycle import texts
-from tests.delivery_fixtures import DUE, fire
+from tests.helpers.backlog import texts
+from tests.helpers.channels import TEMPLATES, TT_REFRESH, TT_TOKEN
+from tests.helpers.deliveries import DUE, fire
 
 pytestmark = pytest.mark.usefixtures("tt_account")
 

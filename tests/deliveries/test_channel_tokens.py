@@ -12,7 +12,7 @@ from core.timeutil import JST
 from deliveries.models import ChannelAccount
 from deliveries.tasks import channel_tokens
 from deliveries.tokens import channel_tokens_upkeep
-from tests.deliveries.conftest import IG_TOKEN, TT_REFRESH
+from tests.helpers.channels import IG_TOKEN, TT_REFRESH
 
 NOW = datetime(2026, 12, 1, 3, 0, tzinfo=JST)
 

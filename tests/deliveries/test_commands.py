@@ -14,9 +14,8 @@ from core.timeutil import JST
 from deliveries.models import DeliverySchedule, MessageTemplate
 from sandbox.anthropic import AnthropicReply, FakeAnthropic
 from sandbox.backlog import BOT, HUMAN
-from tests.conftest import webhook_url
-from tests.deliveries.test_lifecycle import texts
-from tests.delivery_fixtures import MULTICAST, fire
+from tests.helpers.backlog import body, texts, webhook_url
+from tests.helpers.deliveries import MULTICAST, fire
 
 NOW = datetime(2026, 12, 1, 9, 0, tzinfo=JST)
 STRANGER = {
@@ -97,8 +96,6 @@ def test_it_sends_now_through_the_scheduler_with_the_overrides(approved, say, li
 def test_it_sends_an_issue_that_was_not_approved_yet(
     fake_backlog, say, template, contacts, line, pump, tenant
 ):
-    from tests.deliveries.test_lifecycle import body
-
     key = fake_backlog.create_issue("ACME", summary="即時", description=body(), status="処理中")["issueKey"]
 
     reply = say(key, "/automedia send template=announce_open")

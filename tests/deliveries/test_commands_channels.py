@@ -10,9 +10,9 @@ import time_machine
 
 from core.timeutil import JST
 from deliveries.models import ChannelAccount, ChannelPost, DeliveryAttempt, DeliverySchedule, MessageTemplate
-from tests.channel_fixtures import channel_body, channel_template
-from tests.deliveries.test_lifecycle import texts
-from tests.delivery_fixtures import fire
+from tests.helpers.backlog import texts
+from tests.helpers.channels import channel_body, channel_template
+from tests.helpers.deliveries import fire
 
 NOW = datetime(2026, 12, 1, 9, 0, tzinfo=JST)
 

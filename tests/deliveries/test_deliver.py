@@ -14,9 +14,9 @@ from core.timeutil import JST
 from deliveries.channels.line.publisher import retry_key
 from deliveries.locks import lock_take
 from deliveries.models import ContentTask, DeliveryAttempt, DeliveryLock, DeliverySchedule, MessageTemplate
-from tests.deliveries.test_lifecycle import body, texts
-from tests.delivery_fixtures import DUE, MULTICAST, fire
-from tests.factories import LineContactFactory
+from tests.helpers.backlog import body, texts
+from tests.helpers.deliveries import DUE, MULTICAST, fire
+from tests.helpers.factories import LineContactFactory
 
 
 def schedule_of(key: str) -> DeliverySchedule | None:

@@ -14,7 +14,7 @@ from deliveries import tasks
 from deliveries.delivery import WRITEBACK_QUEUED
 from deliveries.models import ContentTask, DeliverySchedule
 from deliveries.scheduler import schedules_claim
-from tests.deliveries.test_lifecycle import body
+from tests.helpers.backlog import body
 
 PUSHES = "/v2/bot/message/multicast"
 

@@ -13,8 +13,8 @@ from deliveries.channels.line.effects import format_effect_comment
 from deliveries.channels.line.transport import LineTransport
 from deliveries.effects import effect_reports_plan, effect_reports_run
 from deliveries.models import ContentTask, EffectReport
-from tests.deliveries.test_lifecycle import texts
-from tests.delivery_fixtures import MULTICAST, fire
+from tests.helpers.backlog import texts
+from tests.helpers.deliveries import MULTICAST, fire
 
 INSIGHT = "/v2/bot/insight/message/event/aggregation"
 PREFIX_24H = "[automedia] 効果測定 (24h)"

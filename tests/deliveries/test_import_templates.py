@@ -13,7 +13,7 @@ from django.core.management import CommandError, call_command
 from backlog_bridge.parser import TemplateRef
 from deliveries.models import MessageTemplate
 from deliveries.rendering import ImportResult, template_import, template_resolve, template_rev
-from tests.factories import MessageTemplateFactory, TenantFactory
+from tests.helpers.factories import MessageTemplateFactory, TenantFactory
 
 OPEN = [{"type": "text", "text": "{{ date }} より営業開始（{{ hours }}）"}]
 REMIND = [{"type": "text", "text": "{{date}} はお休みです"}]

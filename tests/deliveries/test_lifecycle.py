@@ -11,23 +11,9 @@ from django.test import override_settings
 from core.models import Tenant
 from core.timeutil import JST
 from deliveries.models import ContentTask, DeliverySchedule
+from tests.helpers.backlog import approve, body, status_of, texts
 
 NOW = datetime(2026, 12, 1, 9, 0, tzinfo=JST)
-
-
-def body(
-    when: str = "2026-12-10 10:00", template: str = "announce_open@r1", hours: str = "7:00-18:00"
-) -> str:
-    return (
-        "## 配信メタ\n"
-        "- チャネル: LINE\n"
-        f"- 投稿日時: {when} (JST)\n"
-        "- 対象タグ: tag:active, !tag:opt_out\n"
-        f"- テンプレ: {template}\n"
-        "\n## 文面 / 変数\n"
-        "- date: 2026-12-10\n"
-        f"- hours: {hours}\n"
-    )
 
 
 @pytest.fixture(autouse=True)
@@ -44,26 +30,12 @@ def issue(fake_backlog, tenant, pump):
     return created["issueKey"]
 
 
-def approve(fake_backlog, pump, tenant, key: str) -> None:
-    fake_backlog.update_issue(key, status="automedia承認")
-    pump(tenant)
-
-
 def schedule_of(key: str) -> DeliverySchedule | None:
     return DeliverySchedule.objects.filter(task__issue_key=key).first()
 
 
 def writes(fake_backlog) -> list:
     return [r for r in fake_backlog.requests if r.method in ("PATCH", "POST")]
-
-
-def status_of(fake_backlog, key: str) -> str:
-    return fake_backlog.issue(key)["status"]["name"]
-
-
-def texts(fake_backlog, key: str) -> list[str]:
-    """Comments with text (Backlog also lists bare change-log entries as comments)."""
-    return [c["content"] for c in fake_backlog.comments(key) if c["content"]]
 
 
 def last_comment(fake_backlog, key: str) -> str:

@@ -9,7 +9,7 @@ from backlog_bridge.parser import Attachment, TemplateRef
 from deliveries.channels.line.templates import render_messages, validate_line_messages
 from deliveries.rendering import template_resolve, template_rev
 from deliveries.templating import RenderError, template_variables
-from tests.factories import MessageTemplateFactory, TenantFactory
+from tests.helpers.factories import MessageTemplateFactory, TenantFactory
 
 TEXT = [{"type": "text", "text": "{{ date }} より営業開始（{{hours}}）"}]
 IMAGE_URL = "https://cdn.example.jp/banner.PNG?v=2"

@@ -20,9 +20,8 @@ from deliveries.management.commands.scan_backlog import ProgressBar
 from deliveries.models import ContentTask, DeliverySchedule
 from deliveries.scan import scan_tenant
 from deliveries.tasks import scan_daily
-from tests.conftest import API_KEY
-from tests.deliveries.test_lifecycle import approve, body, texts
-from tests.factories import TenantFactory
+from tests.helpers.backlog import API_KEY, approve, body, texts
+from tests.helpers.factories import TenantFactory
 
 NOW = datetime(2026, 12, 1, 9, 0, tzinfo=JST)
 APPROVED = "automedia承認"

@@ -11,21 +11,10 @@ from django.utils import timezone
 from deliveries.management.commands.run_scheduler import Command
 from deliveries.models import DeliverySchedule, SchedulerHeartbeat
 from deliveries.scheduler import lease_release, lease_renew, next_wakeup, schedules_claim
-from tests.factories import ContentTaskFactory, TenantFactory
+from tests.helpers.deliveries import make_schedule
+from tests.helpers.factories import TenantFactory
 
 pytestmark = pytest.mark.django_db
-
-
-def make_schedule(tenant=None, *, due_in: float = -1.0, **fields) -> DeliverySchedule:
-    task = ContentTaskFactory(tenant=tenant or TenantFactory(slug="acme"))
-    return DeliverySchedule.objects.create(
-        tenant=task.tenant,
-        task=task,
-        name=DeliverySchedule.name_for(task.tenant, task.issue_key),
-        due_at=timezone.now() + timedelta(seconds=due_in),
-        reason="approval",
-        **fields,
-    )
 
 
 def test_it_claims_a_due_row_under_a_lease():

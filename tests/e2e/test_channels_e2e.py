@@ -26,7 +26,7 @@ from datetime import datetime
 import pytest
 
 from sandbox.stack import Stack, StackError
-from tests.e2e.test_delivery_e2e import (
+from tests.helpers.stack import (
     DISPATCHED,
     PROJECT,
     patches,

@@ -8,31 +8,35 @@ here: they look at the fakes and ask the stack's own database through `manage.py
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import re
 import time
 import uuid
 from collections import Counter
-from collections.abc import Iterator
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 
 import pytest
 
 from core.timeutil import JST
-from sandbox.backlog import RecordedRequest
 from sandbox.line import RecordedLineRequest
 from sandbox.stack import Stack
+from tests.helpers.stack import (
+    DISPATCHED,
+    PROJECT,
+    comments,
+    patches,
+    reserved_for,
+    running_stack,
+    start_schedulers,
+    start_workers,
+    successful_patches,
+    whole_seconds_from_now,
+)
 
 pytestmark = pytest.mark.e2e
 
-PROJECT = "E2E"
 PUSH = "/v2/bot/message/push"
 POSTGRES_URL = "postgres://postgres@127.0.0.1:5432/automedia_e2e"
-RESERVED = re.compile(r"\[automedia\] 配信を予約しました: (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) \(JST\)")
-DISPATCHED = "[automedia] dispatched at "
 RETRY_KEY = "x-line-retry-key"
 
 
@@ -41,10 +45,6 @@ RETRY_KEY = "x-line-retry-key"
 
 def new_group() -> str:
     return f"C{uuid.uuid4().hex}"
-
-
-def whole_seconds_from_now(seconds: float) -> datetime:
-    return (datetime.now(JST) + timedelta(seconds=seconds)).replace(microsecond=0)
 
 
 def issue_body(*, publish_at: datetime, group: str, template: str) -> str:
@@ -79,31 +79,6 @@ def approve_new_issue(stack: Stack, *, publish_at: datetime, group: str) -> str:
 # -- what the fakes saw ------------------------------------------------------------------
 
 
-def patches(stack: Stack, key: str | None = None) -> list[RecordedRequest]:
-    """PATCHes of one issue (or of every issue) that the fake Backlog answered."""
-    paths = [r for r in list(stack.backlog.requests) if r.method == "PATCH"]
-    if key is None:
-        return [r for r in paths if r.path.startswith("/api/v2/issues/")]
-    return [r for r in paths if r.path == f"/api/v2/issues/{key}"]
-
-
-def successful_patches(stack: Stack, key: str | None = None) -> list[RecordedRequest]:
-    return [r for r in patches(stack, key) if r.status == 200]
-
-
-def comments(stack: Stack, key: str) -> list[str]:
-    return [c["content"] for c in stack.backlog.comments(key) if c["content"]]
-
-
-def reserved_for(stack: Stack, key: str) -> datetime | None:
-    """The due time automedia announced in its reservation comment."""
-    for text in comments(stack, key):
-        match = RESERVED.match(text)
-        if match:
-            return datetime.strptime(match.group(1), "%Y-%m-%d %H:%M:%S").replace(tzinfo=JST)
-    return None
-
-
 def line_requests(stack: Stack, *, status: int | None = None) -> list[RecordedLineRequest]:
     return [r for r in list(stack.line.requests) if r.path == PUSH and (status is None or r.status == status)]
 
@@ -113,35 +88,6 @@ def schedules_left(stack: Stack) -> int:
 
 
 # -- processes ---------------------------------------------------------------------------
-
-
-def start_workers(stack: Stack, *names: str) -> None:
-    """Each name is a deliveries qcluster (the Procfile's `deliverer`) plus a default-queue
-    qcluster for webhook processing named `<name>-events`. Tasks wait in the broker until
-    they run."""
-    for name in names:
-        stack.spawn(name, "qcluster", env={"Q_CLUSTER_NAME": "deliveries"})
-        stack.spawn(f"{name}-events", "qcluster")
-
-
-def start_schedulers(stack: Stack, *names: str) -> None:
-    for name in names:
-        stack.spawn(name, "run_scheduler")
-    for name in names:
-        stack.wait_for_log(name, "started")
-
-
-@contextlib.contextmanager
-def running_stack(tmp_path: Path, **options) -> Iterator[Stack]:
-    """A started stack with the tenant "e2e" on project E2E; a failure prints the process logs.
-
-    The database follows the suite's: when `make test` runs on PostgreSQL (DATABASE_URL),
-    so do the processes, on a database of their own."""
-    if os.environ.get("DATABASE_URL", "").startswith("postgres"):
-        options.setdefault("database_url", "postgres://postgres@127.0.0.1:5432/automedia_e2e_run")
-    with Stack(tmp_dir=tmp_path, **options) as stack:
-        stack.add_tenant(project=PROJECT)
-        yield stack
 
 
 # -- the tests ---------------------------------------------------------------------------

@@ -6,8 +6,8 @@ import pytest
 from django.core.management import call_command
 
 from linepush.models import LineApiToken, LinePushItem, api_token_hash
-from tests.factories import TenantFactory
-from tests.linepush.helpers import PUSH, group, reload, shop, step
+from tests.helpers.factories import TenantFactory
+from tests.helpers.linepush import PUSH, group, reload, shop, step
 
 pytestmark = pytest.mark.django_db
 URL = "/api/linepush/items/"

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from linepush.models import LineApiToken, LinePushItem
-from tests.linepush.helpers import group, shop
+from tests.helpers.linepush import group, shop
 
 pytestmark = pytest.mark.django_db
 URL = "/api/linepush/items/"

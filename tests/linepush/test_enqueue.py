@@ -8,8 +8,8 @@ from django.urls import reverse
 
 from linepush.models import LinePushItem, LineTriggerPolicy
 from linepush.services import PushInvalid, push_enqueue
-from tests.factories import TenantFactory
-from tests.linepush.helpers import PUSH, enqueue, group, reload, shop, step
+from tests.helpers.factories import TenantFactory
+from tests.helpers.linepush import PUSH, enqueue, group, reload, shop, step
 
 pytestmark = pytest.mark.django_db
 Status = LinePushItem.Status

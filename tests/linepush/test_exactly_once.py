@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from linepush.models import LinePushItem
 from linepush.push import push_claim, push_items
-from tests.linepush.helpers import PUSH, enqueue, group, shop, step
+from tests.helpers.linepush import PUSH, enqueue, group, shop, step
 
 pytestmark = pytest.mark.django_db
 

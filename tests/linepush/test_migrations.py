@@ -10,7 +10,7 @@ from django.db.migrations.executor import MigrationExecutor
 from django.utils import timezone
 
 from linepush.models import RETRY_KEY_NAMESPACE, LinePushItem
-from tests.factories import TenantFactory
+from tests.helpers.factories import TenantFactory
 
 BEFORE = [("linepush", "0003_line_plans")]
 AFTER = [("linepush", "0004_per_tenant_dedupe")]

@@ -16,10 +16,10 @@ from linepush import producers
 from linepush.models import LinePushItem, LinePushProblem, LinePushSettings
 from linepush.producers import digests_produce, escalations_produce, reminders_produce
 from linepush.services import PushInvalid, push_enqueue
-from tests.console.helpers import member
-from tests.deliveries.test_lifecycle import body, texts
-from tests.factories import ContentTaskFactory, TenantFactory
-from tests.linepush.helpers import PUSH, enqueue, group, step
+from tests.helpers.backlog import body, texts
+from tests.helpers.console import member
+from tests.helpers.factories import ContentTaskFactory, TenantFactory
+from tests.helpers.linepush import PUSH, enqueue, group, step
 
 pytestmark = pytest.mark.django_db
 GROUP = "C0123456789abcdef0123456789abcdef"

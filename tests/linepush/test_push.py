@@ -21,8 +21,8 @@ from linepush.models import (
 )
 from linepush.push import push_claim, push_items
 from linepush.services import month_of
-from tests.factories import TenantFactory
-from tests.linepush.helpers import PUSH, enqueue, group, reload, shop, step
+from tests.helpers.factories import TenantFactory
+from tests.helpers.linepush import PUSH, enqueue, group, reload, shop, step
 
 pytestmark = pytest.mark.django_db
 Status = LinePushItem.Status

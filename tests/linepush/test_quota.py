@@ -7,7 +7,7 @@ from django.core import mail
 
 from linepush.models import LineMonthlyUsage, LinePlan, LinePushItem, LinePushSettings
 from linepush.tasks import quota_check_daily
-from tests.linepush.helpers import PUSH, enqueue, group, reload, shop, step
+from tests.helpers.linepush import PUSH, enqueue, group, reload, shop, step
 
 pytestmark = pytest.mark.django_db
 

@@ -10,9 +10,8 @@ from django.urls import reverse
 
 from core.models import TenantMembership
 from linepush.models import LineContact, LineSurveyRule, LineWebhookEvent
-from tests.console.helpers import member
-from tests.linepush.helpers import shop
-from tests.linepush.test_webhook import USER, deliver, fixture
+from tests.helpers.console import member
+from tests.helpers.linepush import USER, deliver, fixture, shop
 
 pytestmark = pytest.mark.django_db
 

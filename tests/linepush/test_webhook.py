@@ -6,10 +6,6 @@ them to LINE's published spec.
 
 from __future__ import annotations
 
-import base64
-import copy
-import hashlib
-import hmac
 import json
 from unittest import mock
 
@@ -28,15 +24,11 @@ from linepush.models import (
     LineSurveyRule,
     LineWebhookEvent,
 )
-from tests.conftest import load_fixture
 from tests.contracts.openapi import OpenApi30Validator, load_spec, with_discriminator_bases
-from tests.linepush.helpers import enqueue, reload, shop
+from tests.helpers.linepush import USER, deliver, enqueue, fixture, reload, shop, sign
 
 pytestmark = pytest.mark.django_db
 
-SECRET = "line-channel-secret"
-URL = "/hooks/line/shop"
-USER = "U4af4980629f1e2c0f3b5d7e9a1c3e5f7"
 GROUP = "C4af4980629f1e2c0f3b5d7e9a1c3e5f7"
 FIXTURES = ["follow", "unfollow", "message_text", "join", "leave", "member_joined", "member_left"]
 COUPON = [{"type": "text", "text": "友だち登録ありがとうございます！登録特典のクーポンコード: WELCOME10"}]
@@ -45,22 +37,6 @@ COUPON = [{"type": "text", "text": "友だち登録ありがとうございま�
 @pytest.fixture
 def tenant(db):
     return shop()
-
-
-def fixture(name: str, **changes) -> dict:
-    body = copy.deepcopy(load_fixture(f"line/{name}.json"))
-    body["events"][0].update(changes)
-    return body
-
-
-def sign(raw: bytes, secret: str = SECRET) -> str:
-    return base64.b64encode(hmac.new(secret.encode(), raw, hashlib.sha256).digest()).decode()
-
-
-def deliver(client, body: dict | bytes, signature: str | None = None):
-    raw = body if isinstance(body, bytes) else json.dumps(body, ensure_ascii=False).encode()
-    headers = {"HTTP_X_LINE_SIGNATURE": sign(raw) if signature is None else signature}
-    return client.post(URL, raw, content_type="application/json", **headers)
 
 
 # -- the fixtures are LINE's shapes --------------------------------------------------------

@@ -1,58 +1,25 @@
-"""Delivery fixtures shared by the delivery, command and effect tests (a pytest plugin):
-a fake LINE, a template, LINE contacts, an approved issue, and firing its schedule."""
+"""Delivery helpers shared by the delivery, command, effect and admin tests: the due time,
+LINE's multicast path, approving an issue and firing its schedule.
+
+Their fixtures (a fake LINE, a template, LINE contacts, `approved`) are in tests/conftest.py.
+"""
 
 from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-import pytest
 import time_machine
 from django.utils import timezone
 
 from core.timeutil import JST
 from deliveries.delivery import delivery_run
-from deliveries.models import DeliverySchedule, MessageTemplate
+from deliveries.models import DeliverySchedule
 from deliveries.scheduler import schedules_claim
-from sandbox.line import FakeLine
-from tests.deliveries.test_lifecycle import body
-from tests.factories import LineContactFactory
+from deliveries.tasks import deliver
+from tests.helpers.factories import ContentTaskFactory, TenantFactory
 
 DUE = datetime(2026, 12, 10, 10, 0, tzinfo=JST)
 MULTICAST = "/v2/bot/message/multicast"
-
-
-@pytest.fixture
-def line(settings):
-    with FakeLine(channel_tokens={"line-channel-token"}) as fake:
-        settings.LINE_API_BASE_URL = fake.base_url
-        yield fake
-
-
-@pytest.fixture
-def template(db):
-    return MessageTemplate.objects.create(
-        name="announce_open",
-        rev="r1",
-        messages=[{"type": "text", "text": "{{ date }} の営業時間は {{ hours }} です"}],
-    )
-
-
-@pytest.fixture
-def contacts(tenant):
-    return [LineContactFactory(tenant=tenant, tags=["active"]) for _ in range(3)] + [
-        LineContactFactory(tenant=tenant, tags=["active", "opt_out"]),
-        LineContactFactory(tenant=tenant, tags=["active"], blocked=True),
-    ]
-
-
-@pytest.fixture
-def approved(fake_backlog, tenant, pump, template, contacts, line):
-    """An approved issue due at DUE, with its schedule registered."""
-
-    def make(description: str = body()) -> str:
-        return approve_issue(fake_backlog, pump, tenant, summary="年末告知", description=description)
-
-    return make
 
 
 def approve_issue(fake_backlog, pump, tenant, *, summary: str, description: str) -> str:
@@ -75,3 +42,23 @@ def fire(key: str, *, late: float = 0.01) -> str:
     with time_machine.travel(schedule.due_at + timedelta(seconds=late), tick=True):
         [(schedule_id, token)] = schedules_claim(now=timezone.now())
         return delivery_run(schedule_id=schedule_id, token=token)
+
+
+def run_task(key: str) -> str:
+    """The scheduler's claim, then the django-q2 task itself (deliveries.tasks.deliver)."""
+    schedule = DeliverySchedule.objects.get(task__issue_key=key)
+    with time_machine.travel(schedule.due_at + timedelta(seconds=0.01), tick=True):
+        [(schedule_id, token)] = schedules_claim(now=timezone.now())
+        return deliver(schedule_id, token)
+
+
+def make_schedule(tenant=None, *, due_in: float = -1.0, **fields) -> DeliverySchedule:
+    task = ContentTaskFactory(tenant=tenant or TenantFactory(slug="acme"))
+    return DeliverySchedule.objects.create(
+        tenant=task.tenant,
+        task=task,
+        name=DeliverySchedule.name_for(task.tenant, task.issue_key),
+        due_at=timezone.now() + timedelta(seconds=due_in),
+        reason="approval",
+        **fields,
+    )

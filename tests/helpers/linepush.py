@@ -1,15 +1,25 @@
-"""The linepush cast: a tenant with LINE credentials, its groups, queued posts, a scheduler pass."""
+"""The linepush cast: a tenant with LINE credentials, its groups, queued posts, a scheduler pass,
+and LINE's signed webhooks to /hooks/line/shop."""
 
 from __future__ import annotations
 
+import base64
+import copy
+import hashlib
+import hmac
 import itertools
+import json
 
 from deliveries.management.commands.run_scheduler import Command
 from linepush.models import LinePushItem, LineSource, Trigger
 from linepush.services import push_enqueue
-from tests.factories import TenantFactory
+from tests.helpers.backlog import load_fixture
+from tests.helpers.factories import TenantFactory
 
 PUSH = "/v2/bot/message/push"
+SECRET = "line-channel-secret"
+URL = "/hooks/line/shop"
+USER = "U4af4980629f1e2c0f3b5d7e9a1c3e5f7"
 ALL_TRIGGERS = list(Trigger.values)
 _groups = itertools.count(1)
 
@@ -63,3 +73,19 @@ def step() -> bool:
 def reload(item: LinePushItem) -> LinePushItem:
     item.refresh_from_db()
     return item
+
+
+def fixture(name: str, **changes) -> dict:
+    body = copy.deepcopy(load_fixture(f"line/{name}.json"))
+    body["events"][0].update(changes)
+    return body
+
+
+def sign(raw: bytes, secret: str = SECRET) -> str:
+    return base64.b64encode(hmac.new(secret.encode(), raw, hashlib.sha256).digest()).decode()
+
+
+def deliver(client, body: dict | bytes, signature: str | None = None):
+    raw = body if isinstance(body, bytes) else json.dumps(body, ensure_ascii=False).encode()
+    headers = {"HTTP_X_LINE_SIGNATURE": sign(raw) if signature is None else signature}
+    return client.post(URL, raw, content_type="application/json", **headers)

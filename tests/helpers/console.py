@@ -6,9 +6,8 @@ from django.contrib.auth import get_user_model
 from django.urls import reverse
 
 from core.models import TenantMembership
-from tests.deliveries.test_lifecycle import body
-
-API_KEY = "test-api-key"  # tests/conftest.py's fake Backlog key
+from deliveries.models import ContentTask
+from tests.helpers.backlog import body
 
 
 def member(username: str, tenant, role: str):
@@ -21,8 +20,6 @@ def mirrored_issue(
     fake_backlog, pump, tenant, *, status: str = "処理中", description: str | None = None, **kw
 ):
     """An issue in the fake Backlog, its webhook delivered so automedia mirrors it as a ContentTask."""
-    from deliveries.models import ContentTask
-
     created = fake_backlog.create_issue(
         tenant.backlog_project_key,
         summary=kw.pop("summary", "年末告知"),

@@ -1,0 +1,53 @@
+"""Instagram / TikTok / HubSpot helpers shared by the channel, command and preview tests:
+the fakes' tokens, a template and an issue body for each channel.
+
+Their fixtures (the three fakes on loopback, a channel account each, `approve_channel`) are
+in tests/conftest.py.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from core.timeutil import JST
+from deliveries.models import MessageTemplate
+
+APPROVED_AT = datetime(2026, 12, 1, 9, 0, tzinfo=JST)
+IG_TOKEN = "ig-long-lived-token"
+TT_TOKEN = "tt-access-token"
+TT_REFRESH = "tt-refresh-token"
+HS_TOKEN = "pat-na1-hubspot-token"
+
+TEMPLATES = {
+    "instagram": {
+        "type": "image",
+        "caption": "{{ date }} 新作公開！",
+        "image_url": "https://cdn.example.jp/{{ image }}",
+    },
+    "tiktok": {
+        "type": "video",
+        "title": "{{ date }} の新作",
+        "video_url": "https://cdn.example.jp/{{ video }}",
+        "privacy_level": "SELF_ONLY",
+    },
+    "hubspot": {"type": "note", "body": "<p>{{ date }} 新作を配信しました</p>"},
+}
+VARIABLES = {"date": "2026-12-10", "image": "new.jpg", "video": "new.mp4"}
+
+
+def channel_body(channel: str, *, template: str = "post", audience: str = "tag:active, !tag:opt_out") -> str:
+    labels = {"instagram": "Instagram", "tiktok": "TikTok", "hubspot": "HubSpot"}
+    return (
+        "## 配信メタ\n"
+        f"- チャネル: {labels[channel]}\n"
+        "- 投稿日時: 2026-12-10 10:00 (JST)\n"
+        f"- 対象タグ: {audience}\n"
+        f"- テンプレ: {template}\n"
+        "\n## 文面 / 変数\n" + "".join(f"- {k}: {v}\n" for k, v in VARIABLES.items())
+    )
+
+
+def channel_template(channel: str, content: dict | None = None, *, name: str = "post", rev: str = "r1"):
+    return MessageTemplate.objects.create(
+        name=name, rev=rev, channel=channel, messages=content or TEMPLATES[channel]
+    )

@@ -1,0 +1,77 @@
+"""Driving a Stack (sandbox/stack.py) in the e2e tests: its processes, the tenant "e2e" on
+project E2E, and what its fake Backlog saw."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+from collections.abc import Iterator
+from datetime import datetime, timedelta
+from pathlib import Path
+
+from core.timeutil import JST
+from sandbox.backlog import RecordedRequest
+from sandbox.stack import Stack
+
+PROJECT = "E2E"
+RESERVED = re.compile(r"\[automedia\] 配信を予約しました: (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) \(JST\)")
+DISPATCHED = "[automedia] dispatched at "
+
+
+def whole_seconds_from_now(seconds: float) -> datetime:
+    return (datetime.now(JST) + timedelta(seconds=seconds)).replace(microsecond=0)
+
+
+def patches(stack: Stack, key: str | None = None) -> list[RecordedRequest]:
+    """PATCHes of one issue (or of every issue) that the fake Backlog answered."""
+    paths = [r for r in list(stack.backlog.requests) if r.method == "PATCH"]
+    if key is None:
+        return [r for r in paths if r.path.startswith("/api/v2/issues/")]
+    return [r for r in paths if r.path == f"/api/v2/issues/{key}"]
+
+
+def successful_patches(stack: Stack, key: str | None = None) -> list[RecordedRequest]:
+    return [r for r in patches(stack, key) if r.status == 200]
+
+
+def comments(stack: Stack, key: str) -> list[str]:
+    return [c["content"] for c in stack.backlog.comments(key) if c["content"]]
+
+
+def reserved_for(stack: Stack, key: str) -> datetime | None:
+    """The due time automedia announced in its reservation comment."""
+    for text in comments(stack, key):
+        match = RESERVED.match(text)
+        if match:
+            return datetime.strptime(match.group(1), "%Y-%m-%d %H:%M:%S").replace(tzinfo=JST)
+    return None
+
+
+def start_workers(stack: Stack, *names: str) -> None:
+    """Each name is a deliveries qcluster (the Procfile's `deliverer`) plus a default-queue
+    qcluster for webhook processing named `<name>-events`. Tasks wait in the broker until
+    they run."""
+    for name in names:
+        stack.spawn(name, "qcluster", env={"Q_CLUSTER_NAME": "deliveries"})
+        stack.spawn(f"{name}-events", "qcluster")
+
+
+def start_schedulers(stack: Stack, *names: str) -> None:
+    for name in names:
+        stack.spawn(name, "run_scheduler")
+    for name in names:
+        stack.wait_for_log(name, "started")
+
+
+@contextlib.contextmanager
+def running_stack(tmp_path: Path, **options) -> Iterator[Stack]:
+    """A started stack with the tenant "e2e" on project E2E; a failure prints the process logs.
+
+    The database follows the suite's: when `make test` runs on PostgreSQL (DATABASE_URL),
+    so do the processes, on a database of their own."""
+    if os.environ.get("DATABASE_URL", "").startswith("postgres"):
+        options.setdefault("database_url", "postgres://postgres@127.0.0.1:5432/automedia_e2e_run")
+    with Stack(tmp_dir=tmp_path, **options) as stack:
+        stack.add_tenant(project=PROJECT)
+        yield stack
