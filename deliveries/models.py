@@ -9,7 +9,7 @@ from django.db import models
 from django.utils.translation import gettext, pgettext_lazy
 from django.utils.translation import gettext_lazy as _
 
-from backlog_bridge.parser import CHANNELS
+from backlog_bridge.body.channels import CHANNELS
 from core.crypto import EncryptedTextField
 from core.models import Tenant
 
@@ -24,7 +24,7 @@ FIELD_PUBLISH_AT = "投稿日時"
 FIELD_DELIVERED_AT = "自動配信実行日時"
 
 
-# The grammar's one list of channels (backlog_bridge.parser.CHANNELS) as model choices; each
+# The grammar's one list of channels (backlog_bridge.body.channels.CHANNELS) as model choices; each
 # channel has its package deliveries/channels/<value>/. Labels are the brands' own names.
 Channel = models.TextChoices(
     "Channel", [(value.upper(), (value, label)) for value, label in CHANNELS.items()]

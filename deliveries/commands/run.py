@@ -8,10 +8,10 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from backlog_bridge.audience import AudienceError, parse_audience
+from backlog_bridge.body.task import ParsedTask
 from backlog_bridge.client import BacklogClient, BacklogError
 from backlog_bridge.events import EventHandler, EventIgnored
 from backlog_bridge.models import TYPE_COMMENTED, BacklogEvent, CommandRun
-from backlog_bridge.parser import ParsedTask
 from backlog_bridge.statuses import status_name_of
 from core.models import Tenant
 from core.timeutil import fmt_jst
