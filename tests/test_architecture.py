@@ -102,3 +102,15 @@ def test_it_keeps_every_app_module_under_400_lines():
     }
     assert len(sizes) > 50
     assert {path: lines for path, lines in sizes.items() if lines > MAX_APP_LINES and path not in KNOWN} == {}
+
+
+def test_it_builds_every_line_transport_in_one_place():
+    # line_transport() hands out the worker's kept-alive client; a second way to build one
+    # (a fresh client per call, closed by whoever happened to open it) is a second rule.
+    builders = {
+        str(path.relative_to(ROOT))
+        for package in APPS
+        for path in (ROOT / package).rglob("*.py")
+        if "LineTransport(" in path.read_text(encoding="utf-8")
+    }
+    assert builders == {"deliveries/channels/line/transport.py"}
