@@ -17,8 +17,8 @@ from datetime import datetime, timedelta
 from django.db import transaction
 from django.utils import timezone
 
+from backlog_bridge.body.task import ParsedTask
 from backlog_bridge.client import BacklogClient, BacklogError, shared_client
-from backlog_bridge.parser import ParsedTask
 from backlog_bridge.statuses import BacklogConfigError, status_id_require
 from core import metrics
 from core.models import Tenant

@@ -21,8 +21,8 @@ from datetime import datetime, timedelta
 
 from django.utils import timezone
 
+from backlog_bridge.body.channels import PLATFORM_CHANNELS
 from backlog_bridge.client import BacklogClient, BacklogError
-from backlog_bridge.parser import PLATFORM_CHANNELS
 from deliveries.channel_effects import channel_measure, planned_labels, planned_recipients
 from deliveries.channels.base import TransportError
 from deliveries.channels.line.transport import aggregation_unit

@@ -7,8 +7,11 @@ from datetime import datetime
 
 from django.utils import timezone
 
+from backlog_bridge.body.fingerprint import content_fingerprint
+from backlog_bridge.body.issue import parse_issue
+from backlog_bridge.body.publish_at import parse_publish_at
+from backlog_bridge.body.task import ParsedTask
 from backlog_bridge.client import BacklogClient, BacklogError
-from backlog_bridge.parser import ParsedTask, content_fingerprint, parse_issue, parse_publish_at
 from deliveries.models import FIELD_DELIVERED_AT, STATUS_APPROVED
 
 

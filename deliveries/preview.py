@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from backlog_bridge.audience import AudienceError
-from backlog_bridge.parser import ParsedTask
+from backlog_bridge.body.task import ParsedTask
 from core.models import Tenant
 from core.quiet_hours import QuietVerdict, quiet_hours_apply
 from core.timeutil import fmt_jst

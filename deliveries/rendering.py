@@ -19,7 +19,7 @@ from pathlib import Path
 from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
 
-from backlog_bridge.parser import TemplateRef
+from backlog_bridge.body.task import TemplateRef
 from core.models import Tenant
 from deliveries.channels.registry import channel_part
 from deliveries.models import MessageTemplate

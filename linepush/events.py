@@ -25,7 +25,7 @@ from django.utils import timezone
 
 from core.models import Tenant
 from deliveries.channels.base import TransportError
-from deliveries.channels.line.transport import LineTransport
+from deliveries.channels.line.transport import LineTransport, line_transport
 from linepush.models import LineContact, LineSource, LineSurveyRule, LineWebhookEvent
 from linepush.services import push_settings
 
@@ -103,14 +103,9 @@ def line_event_process(*, event_id: int, transport: LineTransport | None = None)
         _finish(event, Outcome.IGNORED, f"{event.type} は扱いません")
         return Outcome.IGNORED
     LineWebhookEvent.objects.filter(pk=event.pk).update(attempts=F("attempts") + 1)
-    own = transport is None
-    transport = transport or LineTransport(token=event.tenant.line_channel_token or "-")
-    try:
-        # An exception leaves the event pending: line_events_retry runs it again.
-        detail = handler(event.tenant, event.payload, transport)
-    finally:
-        if own:
-            transport.close()
+    transport = transport or line_transport(event.tenant.line_channel_token or "-")
+    # An exception leaves the event pending: line_events_retry runs it again.
+    detail = handler(event.tenant, event.payload, transport)
     _finish(event, Outcome.DONE, detail)
     return Outcome.DONE
 

@@ -1,7 +1,7 @@
 """Producers of group posts (seed 003 §2): task approved, reminders, escalations, morning digest.
 
 A content task names the LINE group told about it with the optional item
-`- 連絡グループ: <groupId>` in its `## 配信メタ` (backlog_bridge.parser). Every producer
+`- 連絡グループ: <groupId>` in its `## 配信メタ` (backlog_bridge.body). Every producer
 is idempotent through its dedupe key, so a job that runs twice (django-q2 is
 at-least-once) or overlaps the previous run posts nothing twice. A post that cannot be
 queued never stops the others: the problem is logged and kept as a `LinePushProblem`

@@ -20,7 +20,7 @@ from backlog_bridge.audience import Audience
 from core.models import Tenant
 from deliveries.channels.base import TransportError
 from deliveries.channels.line.templates import validate_line_messages
-from deliveries.channels.line.transport import LineTransport
+from deliveries.channels.line.transport import LineTransport, line_transport
 from linepush.models import (
     LineContact,
     LineMonthlyUsage,
@@ -280,13 +280,8 @@ def quota_check(*, tenant: Tenant, transport: LineTransport | None = None) -> Qu
     """Daily: read LINE's quota and usage, store them, warn at 80 %, release held items if room."""
     push = push_settings(tenant=tenant)
     month = month_of(timezone.now(), push.zone)
-    own = transport is None
-    transport = transport or LineTransport(token=tenant.line_channel_token)
-    try:
-        quota, consumption = transport.quota(), transport.consumption()
-    finally:
-        if own:
-            transport.close()
+    transport = transport or line_transport(tenant.line_channel_token)
+    quota, consumption = transport.quota(), transport.consumption()
     usage = usage_row(tenant=tenant, month=month)
     line_limit = quota.get("value") if quota.get("type") == "limited" else None
     total = int(consumption.get("totalUsage") or 0)

@@ -1,7 +1,7 @@
 """The layout's rules, checked: the import-linter contracts of pyproject.toml (the apps'
 direction core → backlog_bridge → deliveries → linepush → console, no app importing the
 composition root, the product importing neither the fakes nor the tests), no import
-cycle between modules."""
+cycle between modules, no app module over 400 lines."""
 
 from __future__ import annotations
 
@@ -13,6 +13,13 @@ import grimp
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("core", "backlog_bridge", "deliveries", "linepush", "console", "automedia_site", "sandbox")
+APPS = ("core", "backlog_bridge", "deliveries", "linepush", "console", "automedia_site")
+MAX_APP_LINES = 400  # migrations aside; the fakes' limit is tests/sandbox/test_layout.py's
+# Over the limit today, being split in another step (the lead removes them when that lands).
+KNOWN = {
+    "linepush/models.py": "being split in another step",
+    "linepush/push.py": "being split in another step",
+}
 
 
 def test_it_keeps_the_import_contracts():
@@ -84,3 +91,26 @@ def test_it_finds_a_cycle_where_there_is_one(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(tmp_path))
 
     assert import_cycles(grimp.build_graph("loop", cache_dir=None)) == [["loop.a", "loop.b", "loop.c"]]
+
+
+def test_it_keeps_every_app_module_under_400_lines():
+    sizes = {
+        str(path.relative_to(ROOT)): len(path.read_text(encoding="utf-8").splitlines())
+        for package in APPS
+        for path in (ROOT / package).rglob("*.py")
+        if "migrations" not in path.parts
+    }
+    assert len(sizes) > 50
+    assert {path: lines for path, lines in sizes.items() if lines > MAX_APP_LINES and path not in KNOWN} == {}
+
+
+def test_it_builds_every_line_transport_in_one_place():
+    # line_transport() hands out the worker's kept-alive client; a second way to build one
+    # (a fresh client per call, closed by whoever happened to open it) is a second rule.
+    builders = {
+        str(path.relative_to(ROOT))
+        for package in APPS
+        for path in (ROOT / package).rglob("*.py")
+        if "LineTransport(" in path.read_text(encoding="utf-8")
+    }
+    assert builders == {"deliveries/channels/line/transport.py"}

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from backlog_bridge.parser import PLATFORM_CHANNELS, ParsedTask, TemplateRef
+from backlog_bridge.body.channels import PLATFORM_CHANNELS
+from backlog_bridge.body.task import ParsedTask, TemplateRef
 from core.models import Tenant
 from core.timeutil import fmt_jst
 from deliveries.channel_templates import describe, render_channel_template

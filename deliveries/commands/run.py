@@ -8,11 +8,11 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from backlog_bridge.audience import AudienceError, parse_audience
+from backlog_bridge.body.task import ParsedTask
 from backlog_bridge.client import BacklogClient, BacklogError
 from backlog_bridge.events import EventHandler, EventIgnored
 from backlog_bridge.models import TYPE_COMMENTED, BacklogEvent, CommandRun
-from backlog_bridge.parser import ParsedTask
-from backlog_bridge.statuses import status_name_of
+from backlog_bridge.statuses import BacklogConfigError, status_id_require, status_name_of
 from core.models import Tenant
 from core.timeutil import fmt_jst
 from deliveries.actions import revert_status_id
@@ -180,11 +180,15 @@ def _preview(*, tenant, issue_key, command, user, client) -> str:
 def _send(*, tenant, issue_key, command, user, client) -> str:
     state = issue_read(client=client, issue_key=issue_key)
     problems = _send_problems(tenant, issue_key, command.kwargs, state)
+    try:
+        # Resolved before scheduling: a send the status cannot follow would never be delivered.
+        status_id = _approved_status_id(tenant, state, client)
+    except BacklogConfigError as exc:
+        problems.append(str(exc))
     if problems:
         return f"{OWN_PREFIX} 送信できません:\n" + "\n".join(f"- {p}" for p in problems)
     due = _send_schedule(tenant, issue_key, command.kwargs, state)
-    if state.status_name != STATUS_APPROVED:
-        status_id = client.status_id(tenant.backlog_project_key, STATUS_APPROVED)
+    if status_id is not None:
         client.update_issue(issue_key, status_id=status_id)
     by = user.get("name") or user.get("userId") or ""
     channel = _channel(state.parsed)
@@ -193,6 +197,13 @@ def _send(*, tenant, issue_key, command, user, client) -> str:
         f"（チャネル: {CHANNEL_LABELS[channel]}、テンプレ: {command.kwargs['template']}、"
         f"対象: {_target(channel, command.kwargs.get('audience') or state.parsed.audience)}）。"
     )
+
+
+def _approved_status_id(tenant: Tenant, state: IssueState | None, client: BacklogClient) -> int | None:
+    """The status a send moves the issue to; None when it is there already (or not found)."""
+    if state is None or state.status_name == STATUS_APPROVED:
+        return None
+    return status_id_require(client=client, project_key=tenant.backlog_project_key, name=STATUS_APPROVED)
 
 
 def _channel(parsed: ParsedTask) -> str:

@@ -10,7 +10,7 @@ import pytest
 from django.conf import settings
 from django.core.management import CommandError, call_command
 
-from backlog_bridge.parser import TemplateRef
+from backlog_bridge.body.task import TemplateRef
 from deliveries.models import MessageTemplate
 from deliveries.rendering import ImportResult, template_import, template_resolve, template_rev
 from tests.helpers.factories import MessageTemplateFactory, TenantFactory

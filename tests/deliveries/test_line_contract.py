@@ -15,7 +15,7 @@ from django.conf import settings
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT4
 
-from backlog_bridge.parser import Attachment
+from backlog_bridge.body.task import Attachment
 from deliveries.channels.line.templates import render_messages, validate_line_messages
 from deliveries.channels.line.transport import LineTransport, aggregation_unit, multicast_body, push_body
 from deliveries.templating import template_variables

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import time_machine
 
-from backlog_bridge.parser import Attachment, TemplateRef
+from backlog_bridge.body.task import Attachment, TemplateRef
 from deliveries.channels.line.templates import render_messages, validate_line_messages
 from deliveries.rendering import template_resolve, template_rev
 from deliveries.templating import RenderError, template_variables

@@ -8,8 +8,8 @@ import pytest
 import time_machine
 from django.urls import reverse
 
+from backlog_bridge.body.issue import parse_issue
 from backlog_bridge.models import BacklogEvent
-from backlog_bridge.parser import parse_issue
 from core.models import TenantMembership
 from core.timeutil import JST
 from linepush import producers

@@ -10,7 +10,7 @@ from datetime import date, datetime, timedelta
 
 from core.timeutil import JST
 from deliveries.channels.base import TransportError
-from deliveries.channels.line.transport import MAX_AGGREGATION_DAYS, LineTransport
+from deliveries.channels.line.transport import MAX_AGGREGATION_DAYS, line_transport
 from deliveries.effects import OFFSETS, PREFIX
 from deliveries.models import EffectReport
 
@@ -47,11 +47,7 @@ def _statistics(report: EffectReport, since: date, until: date) -> dict:
     token = report.tenant.line_channel_token
     if not token:
         raise TransportError("LINE チャネルアクセストークンが設定されていません", permanent=True)
-    transport = LineTransport(token=token)
-    try:
-        return transport.unit_statistics(unit=report.unit, since=since, until=until)
-    finally:
-        transport.close()
+    return line_transport(token).unit_statistics(unit=report.unit, since=since, until=until)
 
 
 # -- the comment ----------------------------------------------------------------------

@@ -12,7 +12,7 @@ from __future__ import annotations
 import uuid
 
 from backlog_bridge.audience import AudienceError, parse_audience
-from backlog_bridge.parser import ParsedTask, TemplateRef
+from backlog_bridge.body.task import ParsedTask, TemplateRef
 from core.models import Tenant
 from deliveries.channels.base import SendResult, TransportError
 from deliveries.channels.line.templates import render_messages

@@ -18,7 +18,7 @@ import json
 from collections.abc import Callable, Iterable
 from urllib.parse import urlsplit
 
-from backlog_bridge.parser import Attachment
+from backlog_bridge.body.task import Attachment
 from deliveries.templating import RenderError, placeholders_fill, with_samples
 
 MAX_MESSAGES = 5

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from backlog_bridge.parser import CHANNELS, PLATFORM_CHANNELS
+from backlog_bridge.body.channels import CHANNELS, PLATFORM_CHANNELS
 from core.models import Tenant
 from deliveries.rendering import ImportResult, template_import
 

@@ -7,14 +7,10 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from backlog_bridge.parser import (
-    Attachment,
-    ParsedTask,
-    TemplateRef,
-    content_fingerprint,
-    parse_issue,
-    parse_publish_at,
-)
+from backlog_bridge.body.fingerprint import content_fingerprint
+from backlog_bridge.body.issue import parse_issue
+from backlog_bridge.body.publish_at import parse_publish_at
+from backlog_bridge.body.task import Attachment, ParsedTask, TemplateRef
 
 JST = ZoneInfo("Asia/Tokyo")
 

@@ -1,0 +1,9 @@
+"""The one list of channels (value of チャネル → label); every other list derives from it."""
+
+from __future__ import annotations
+
+CHANNELS = {"line": "LINE", "tiktok": "TikTok", "instagram": "Instagram", "hubspot": "HubSpot"}
+# Channels published through a channel account (deliveries/channels/<kind>/); LINE uses the tenant's token.
+PLATFORM_CHANNELS = tuple(channel for channel in CHANNELS if channel != "line")
+AUDIENCE_REQUIRED = ("line", "hubspot")
+GROUP_CHANNELS = ("line",)
