@@ -107,8 +107,6 @@ def test_it_sends_an_issue_that_was_not_approved_yet(
 
 
 def test_it_refuses_a_send_when_the_project_has_no_approved_status(fake_backlog, say, template, contacts):
-    from tests.deliveries.test_lifecycle import body
-
     key = fake_backlog.create_issue("ACME", summary="即時", description=body(), status="処理中")["issueKey"]
     project = fake_backlog._projects["ACME"]  # a project whose manager deleted automedia承認
     project.statuses[:] = [status for status in project.statuses if status["name"] != "automedia承認"]
