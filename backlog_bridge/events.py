@@ -214,10 +214,9 @@ def _drain_one(event_id: int, tenant: Tenant) -> bool:
     except Exception as exc:
         logger.exception("backlog event %s failed", event_id)
         BacklogEvent.objects.filter(pk=event_id).update(
-            outcome=BacklogEvent.Outcome.FAILED,
-            detail=f"{type(exc).__name__}: {exc}"[:2000],
-            processed_at=timezone.now(),
-            claimed_until=None,
+            **BacklogEvent.finished(
+                outcome=BacklogEvent.Outcome.FAILED, detail=f"{type(exc).__name__}: {exc}"
+            )
         )
         return True
 
@@ -261,8 +260,7 @@ def event_process(*, event_id: int, client: BacklogClient | None = None, tenant:
         event = BacklogEvent.objects.get(pk=event_id, tenant=tenant)
         event.tenant = tenant  # no join, no second decryption of its secrets
     if not claimed:
-        done = (BacklogEvent.Outcome.DONE, BacklogEvent.Outcome.IGNORED)
-        return event.outcome if event.outcome in done else CLAIMED_ELSEWHERE
+        return event.outcome if event.is_settled() else CLAIMED_ELSEWHERE
     own_client = client is None
     client = client or BacklogClient.for_tenant(event.tenant)
     try:
@@ -284,9 +282,7 @@ def event_process(*, event_id: int, client: BacklogClient | None = None, tenant:
 
 
 def _event_finish(event: BacklogEvent, outcome: str, detail: str) -> None:
-    BacklogEvent.objects.filter(pk=event.pk).update(
-        outcome=outcome, detail=detail[:2000], processed_at=timezone.now(), claimed_until=None
-    )
+    BacklogEvent.objects.filter(pk=event.pk).update(**BacklogEvent.finished(outcome=outcome, detail=detail))
 
 
 def _route(event: BacklogEvent, client: BacklogClient) -> str:

@@ -108,7 +108,7 @@ def _line_attempts_sent(task: ContentTask) -> list[DeliveryAttempt]:
             task=task,
             approval_seq=task.approval_seq,
             channel="line",
-            outcome__in=[DeliveryAttempt.Outcome.SENT, DeliveryAttempt.Outcome.DUPLICATE],
+            outcome__in=DeliveryAttempt.ACCEPTED,
         )
     )
 

@@ -96,7 +96,7 @@ def _store(tenant: Tenant, event: dict) -> LineWebhookEvent | None:
 
 def line_event_process(*, event_id: int, transport: LineTransport | None = None) -> str:
     event = LineWebhookEvent.objects.select_related("tenant").get(pk=event_id)
-    if event.outcome in (Outcome.DONE, Outcome.IGNORED):
+    if event.is_settled():
         return event.outcome
     handler = HANDLERS.get(event.type)
     if handler is None:
@@ -117,7 +117,7 @@ def line_event_process(*, event_id: int, transport: LineTransport | None = None)
 
 def _finish(event: LineWebhookEvent, outcome: str, detail: str) -> None:
     LineWebhookEvent.objects.filter(pk=event.pk).update(
-        outcome=outcome, detail=detail[:2000], processed_at=timezone.now()
+        **LineWebhookEvent.finished(outcome=outcome, detail=detail)
     )
 
 
