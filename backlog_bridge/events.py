@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 import psycopg
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection, transaction
-from django.db.models import F, Q
+from django.db.models import F
 from django.utils import timezone
 
 from backlog_bridge.activities import (
@@ -29,12 +29,14 @@ from backlog_bridge.activities import (
 from backlog_bridge.client import BacklogClient, BacklogError, InvalidIdentifier, shared_client
 from backlog_bridge.models import TYPE_BULK_UPDATED, BacklogEvent
 from backlog_bridge.statuses import BacklogConfigError
+from core.due import Lease, claim_one
 from core.models import Tenant
 
 logger = logging.getLogger(__name__)
 
 MAX_EVENT_ATTEMPTS = 5
 EVENT_LEASE = timedelta(minutes=2)  # how long a drain holds an event it is processing
+EVENT_CLAIM = Lease(length=EVENT_LEASE, until="claimed_until", owner=None)
 EVENT_BATCH = 50  # events read per round of a drain
 DRAIN_BUDGET_SECONDS = 60.0  # a drain hands what is left to a new drain after this long
 STRANDED_AFTER = timedelta(seconds=2)  # run_scheduler drains events pending this long
@@ -172,13 +174,9 @@ def _drain_enqueue() -> None:
         enqueue()  # the ORM broker's row commits (or not) with the caller's transaction
 
 
-def _claim_free(now: datetime) -> Q:
-    return Q(claimed_until__isnull=True) | Q(claimed_until__lte=now)
-
-
 def _claimable(now: datetime):
     return BacklogEvent.objects.filter(
-        _claim_free(now),
+        EVENT_CLAIM.free(now),
         outcome=BacklogEvent.Outcome.PENDING,
         attempts__lt=MAX_EVENT_ATTEMPTS,
     )
@@ -214,10 +212,9 @@ def _drain_one(event_id: int, tenant: Tenant) -> bool:
     except Exception as exc:
         logger.exception("backlog event %s failed", event_id)
         BacklogEvent.objects.filter(pk=event_id).update(
-            outcome=BacklogEvent.Outcome.FAILED,
-            detail=f"{type(exc).__name__}: {exc}"[:2000],
-            processed_at=timezone.now(),
-            claimed_until=None,
+            **BacklogEvent.finished(
+                outcome=BacklogEvent.Outcome.FAILED, detail=f"{type(exc).__name__}: {exc}"
+            )
         )
         return True
 
@@ -239,6 +236,13 @@ def events_stranded_drain(*, now: datetime) -> bool:
     return True
 
 
+def events_stranded_step(*, now: datetime, limit: int) -> bool:
+    """run_scheduler's step (registered by deliveries' ready): False even when it enqueued a
+    drain, since the drain does the work and the loop has nothing more to claim for it."""
+    events_stranded_drain(now=now)
+    return False
+
+
 CLAIMED_ELSEWHERE = "claimed elsewhere"
 
 
@@ -247,22 +251,17 @@ def event_process(*, event_id: int, client: BacklogClient | None = None, tenant:
     conditional UPDATE must hit the row, so two workers never process it at once.
     `tenant`: the event's tenant when the caller has it loaded (a drain)."""
     now = timezone.now()
-    claimed = (
-        BacklogEvent.objects.filter(
-            _claim_free(now),
-            pk=event_id,
-            outcome__in=[BacklogEvent.Outcome.PENDING, BacklogEvent.Outcome.FAILED],
-        ).update(attempts=F("attempts") + 1, claimed_until=now + EVENT_LEASE)
-        == 1
+    retryable = BacklogEvent.objects.filter(
+        outcome__in=[BacklogEvent.Outcome.PENDING, BacklogEvent.Outcome.FAILED]
     )
+    claimed = claim_one(retryable, pk=event_id, now=now, lease=EVENT_CLAIM, attempts=F("attempts") + 1)
     if tenant is None:
         event = BacklogEvent.objects.select_related("tenant").get(pk=event_id)
     else:
         event = BacklogEvent.objects.get(pk=event_id, tenant=tenant)
         event.tenant = tenant  # no join, no second decryption of its secrets
     if not claimed:
-        done = (BacklogEvent.Outcome.DONE, BacklogEvent.Outcome.IGNORED)
-        return event.outcome if event.outcome in done else CLAIMED_ELSEWHERE
+        return event.outcome if event.is_settled() else CLAIMED_ELSEWHERE
     own_client = client is None
     client = client or BacklogClient.for_tenant(event.tenant)
     try:
@@ -284,9 +283,7 @@ def event_process(*, event_id: int, client: BacklogClient | None = None, tenant:
 
 
 def _event_finish(event: BacklogEvent, outcome: str, detail: str) -> None:
-    BacklogEvent.objects.filter(pk=event.pk).update(
-        outcome=outcome, detail=detail[:2000], processed_at=timezone.now(), claimed_until=None
-    )
+    BacklogEvent.objects.filter(pk=event.pk).update(**BacklogEvent.finished(outcome=outcome, detail=detail))
 
 
 def _route(event: BacklogEvent, client: BacklogClient) -> str:

@@ -7,6 +7,7 @@ from django.utils.translation import gettext_lazy as _
 from django.utils.translation import pgettext_lazy
 
 from core.models import Tenant
+from core.records import StoredWebhookEvent
 
 # Activity types automedia acts on (`ActivityType` in nulab/backlog-js:src/types.ts).
 TYPE_CREATED = 1
@@ -17,32 +18,18 @@ TYPE_BULK_UPDATED = 14
 HANDLED_TYPES = {TYPE_CREATED, TYPE_UPDATED, TYPE_COMMENTED, TYPE_DELETED, TYPE_BULK_UPDATED}
 
 
-class BacklogEvent(models.Model):
+class BacklogEvent(StoredWebhookEvent):
     class Source(models.TextChoices):
         WEBHOOK = "webhook", "Webhook"
         CATCHUP = "catchup", _("取りこぼし回収")
-
-    class Outcome(models.TextChoices):
-        PENDING = "pending", _("処理待ち")
-        DONE = "done", _("処理済み")
-        IGNORED = "ignored", _("対象外")
-        FAILED = "failed", _("失敗")
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="backlog_events")
     activity_id = models.BigIntegerField(_("アクティビティID"))
     type = models.PositiveSmallIntegerField(_("種別"))
     issue_key = models.CharField(_("課題キー"), max_length=64, blank=True)
-    payload = models.JSONField(_("受信内容"))
     source = models.CharField(max_length=16, choices=Source.choices, default=Source.WEBHOOK)
-    outcome = models.CharField(_("結果"), max_length=16, choices=Outcome.choices, default=Outcome.PENDING)
-    detail = models.TextField(_("詳細"), blank=True)
-    attempts = models.PositiveSmallIntegerField(_("処理回数"), default=0)
-    received_at = models.DateTimeField(_("受信日時"), auto_now_add=True)
-    processed_at = models.DateTimeField(_("処理日時"), null=True, blank=True)
-    # A drain task holds the event while it processes it; a dead worker's hold expires.
-    claimed_until = models.DateTimeField(_("処理中の期限"), null=True, blank=True)
 
-    class Meta:
+    class Meta(StoredWebhookEvent.Meta):
         verbose_name = pgettext_lazy("model", "Backlog イベント")
         verbose_name_plural = pgettext_lazy("models", "Backlog イベント")
         constraints = [

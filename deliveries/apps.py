@@ -8,8 +8,13 @@ class DeliveriesConfig(AppConfig):
 
     def ready(self) -> None:
         # backlog_bridge's event drain acts through these; it imports nothing of deliveries.
-        from backlog_bridge.events import event_handlers_register
+        from backlog_bridge.events import event_handlers_register, events_stranded_step
         from deliveries import lifecycle
         from deliveries.commands import run
+        from deliveries.scheduler import schedules_step
+        from deliveries.scheduler_steps import scheduler_step_register
 
         event_handlers_register({**lifecycle.EVENT_HANDLERS, **run.EVENT_HANDLERS})
+        # run_scheduler's queues of the two lower layers (backlog_bridge cannot import this registry).
+        scheduler_step_register(schedules_step)
+        scheduler_step_register(events_stranded_step)

@@ -43,7 +43,7 @@ from deliveries.models import (
 )
 from deliveries.outcome_comments import failure_comment, success_comment
 from deliveries.retry import next_delay, writeback_delay
-from deliveries.scheduler import lease_length, lease_release, lease_renew
+from deliveries.scheduler import SCHEDULE_LEASE, lease_length, lease_release, lease_renew
 from deliveries.tokens import account_token_expired
 
 logger = logging.getLogger(__name__)
@@ -102,7 +102,7 @@ def delivery_run(
     other claimed sends after this one, so other deliveries are due (see `_sent`)."""
     schedule = (
         DeliverySchedule.objects.select_related("task", "tenant")
-        .filter(pk=schedule_id, claimed_by=token)
+        .filter(SCHEDULE_LEASE.mine(token), pk=schedule_id)
         .first()
     )
     if schedule is None:
@@ -319,8 +319,8 @@ def _to_writeback(run: Run, outcome: dict, *, release: bool = False) -> None:
     """`release`: also give the claim back, due now (the write-back is claimed later)."""
     changes = {"stage": DeliverySchedule.Stage.WRITEBACK, "outcome": outcome, "attempts": 0, "last_error": ""}
     if release:
-        changes |= {"lease_until": None, "claimed_by": "", "due_at": timezone.now()}
-    if DeliverySchedule.objects.filter(pk=run.schedule.pk, claimed_by=run.token).update(**changes):
+        changes |= {**SCHEDULE_LEASE.freed(), "due_at": timezone.now()}
+    if DeliverySchedule.objects.filter(SCHEDULE_LEASE.mine(run.token), pk=run.schedule.pk).update(**changes):
         for name, value in changes.items():  # what the row now holds; its task and tenant stay loaded
             setattr(run.schedule, name, value)
     else:

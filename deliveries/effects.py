@@ -23,6 +23,7 @@ from django.utils import timezone
 
 from backlog_bridge.body.channels import PLATFORM_CHANNELS
 from backlog_bridge.client import BacklogClient, BacklogError
+from core.due import Lease, claim_one
 from deliveries.channel_effects import channel_measure, planned_labels, planned_recipients
 from deliveries.channels.base import TransportError
 from deliveries.channels.line.transport import aggregation_unit
@@ -35,6 +36,7 @@ OFFSETS = {EffectReport.Label.H24: timedelta(hours=24), EffectReport.Label.H72: 
 MAX_ATTEMPTS = 5
 RETRY_DELAY = timedelta(hours=1)
 LEASE = timedelta(minutes=10)  # a worker that dies mid-report gives its row back after this
+REPORT_CLAIM = Lease(length=LEASE, until="due_at", owner=None)  # a claim moves due_at on
 BATCH = 100
 PREFIX = "[automedia] 効果測定"
 
@@ -108,7 +110,7 @@ def _line_attempts_sent(task: ContentTask) -> list[DeliveryAttempt]:
             task=task,
             approval_seq=task.approval_seq,
             channel="line",
-            outcome__in=[DeliveryAttempt.Outcome.SENT, DeliveryAttempt.Outcome.DUPLICATE],
+            outcome__in=DeliveryAttempt.ACCEPTED,
         )
     )
 
@@ -140,10 +142,8 @@ def _due(now: datetime) -> list[tuple[int, datetime]]:
 
 def _claim(report_id: int, due_at: datetime, now: datetime) -> EffectReport | None:
     """A conditional update that only one process wins; due_at doubles as the lease."""
-    won = EffectReport.objects.filter(pk=report_id, due_at=due_at, done_at__isnull=True).update(
-        due_at=now + LEASE
-    )
-    if won != 1:
+    unfinished = EffectReport.objects.filter(due_at=due_at, done_at__isnull=True)
+    if not claim_one(unfinished, pk=report_id, now=now, lease=REPORT_CLAIM):
         return None
     return EffectReport.objects.select_related("task", "tenant", "post").get(pk=report_id)
 

@@ -10,6 +10,7 @@ from django.utils.translation import gettext_lazy as _
 
 from backlog_bridge.body.channels import CHANNELS
 from core.models import Tenant
+from core.records import OutboundAttempt
 
 # Django registers an app's models from its models module: the channel accounts and posts
 # live beside the channel packages and are the app's models through this import.
@@ -146,14 +147,8 @@ class DeliveryLock(models.Model):
         return f"{self.issue_key} ({self.owner})"
 
 
-class DeliveryAttempt(models.Model):
+class DeliveryAttempt(OutboundAttempt):
     """One outbound request of a delivery: the audit log and the admin's history."""
-
-    class Outcome(models.TextChoices):
-        SENT = "sent", _("送信済み")
-        DUPLICATE = "duplicate", _("送信済み（再送検知 409）")
-        RETRY = "retry", _("再試行")
-        FAILED = "failed", _("失敗")
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
     task = models.ForeignKey(ContentTask, on_delete=models.CASCADE, related_name="attempts")
@@ -163,17 +158,10 @@ class DeliveryAttempt(models.Model):
     endpoint = models.CharField(max_length=200)
     retry_key = models.CharField(max_length=64, blank=True)
     request_summary = models.JSONField(_("リクエスト概要"), default=dict)
-    status_code = models.PositiveIntegerField(_("HTTP ステータス"), null=True, blank=True)
-    request_id = models.CharField(_("LINE リクエストID"), max_length=100, blank=True)
-    outcome = models.CharField(_("結果"), max_length=16, choices=Outcome.choices)
-    error = models.TextField(_("エラー"), blank=True)
-    duration_ms = models.PositiveIntegerField(_("所要時間 (ms)"), default=0)
-    created_at = models.DateTimeField(_("日時"), auto_now_add=True)
 
-    class Meta:
+    class Meta(OutboundAttempt.Meta):
         verbose_name = pgettext_lazy("model", "配信試行")
         verbose_name_plural = pgettext_lazy("models", "配信試行")
-        ordering = ["-created_at"]
         indexes = [models.Index(fields=["task", "approval_seq", "chunk"])]
 
     def __str__(self) -> str:

@@ -1,45 +1,53 @@
-"""Claiming due schedules under a lease, safely from several processes at once.
+"""Claiming due schedules under a lease (core/due.py), safely from several processes at once,
+within each tenant's concurrency limit; the loop's wake-up time and heartbeat.
 
-PostgreSQL: `SELECT … FOR UPDATE SKIP LOCKED` in a short transaction. SQLite (and
-anything else): a conditional UPDATE per row that must change exactly one row.
 A claim is a lease: if the worker dies, the row is due again when it expires.
 """
 
 from __future__ import annotations
 
-import uuid
 from collections import Counter
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import connection, transaction
-from django.db.models import Case, Count, Min, Q, Value, When
+from django.db.models import Count, Min, Q
+from django_q.tasks import async_task
 
+from core.due import Lease, claim, release, renew
 from core.models import Tenant
 from deliveries.models import DeliverySchedule, SchedulerHeartbeat
+
+DELIVERY_QUEUE = "deliveries"  # settings.Q_CLUSTER["ALT_CLUSTERS"]
 
 
 def lease_length() -> timedelta:
     return timedelta(seconds=settings.DELIVERY_LEASE_SECONDS)
 
 
-def _due(now: datetime) -> Q:
-    return Q(due_at__lte=now) & (Q(lease_until__isnull=True) | Q(lease_until__lte=now))
-
-
-def new_token() -> str:
-    return uuid.uuid4().hex
+SCHEDULE_LEASE = Lease(length=lease_length)  # lease_until / claimed_by
 
 
 def schedules_claim(*, now: datetime, limit: int = 50) -> list[tuple[int, str]]:
     """Claim up to `limit` due rows; returns (schedule id, claim token) pairs."""
-    if connection.vendor == "postgresql":
-        return _claim_skip_locked(now, limit)
-    return _claim_conditional(now, limit)
+    due = DeliverySchedule.objects.filter(due_at__lte=now).only("id", "tenant_id").order_by("due_at")
+    choose = lambda candidates: _within_capacity(candidates, now)  # noqa: E731
+    return claim(due, now=now, lease=SCHEDULE_LEASE, limit=limit, read=limit * 2, choose=choose)
+
+
+def schedules_step(*, now: datetime, limit: int) -> bool:
+    """run_scheduler's step for due schedules: claim them and hand them, a few per task,
+    to django-q2 `deliver_batch` tasks."""
+    claimed = schedules_claim(now=now, limit=limit)
+    size = max(1, settings.DELIVERY_TASK_SIZE)
+    for start in range(0, len(claimed), size):
+        async_task("deliveries.tasks.deliver_batch", claimed[start : start + size], cluster=DELIVERY_QUEUE)
+    return bool(claimed)
 
 
 def _in_flight(now: datetime) -> Counter:
-    rows = DeliverySchedule.objects.filter(lease_until__gt=now).values("tenant_id").annotate(n=Count("id"))
+    rows = (
+        DeliverySchedule.objects.filter(SCHEDULE_LEASE.held(now)).values("tenant_id").annotate(n=Count("id"))
+    )
     return Counter({r["tenant_id"]: r["n"] for r in rows})
 
 
@@ -59,56 +67,14 @@ def _within_capacity(candidates: list[DeliverySchedule], now: datetime) -> list[
     return chosen
 
 
-def _claim_skip_locked(now: datetime, limit: int) -> list[tuple[int, str]]:
-    with transaction.atomic():
-        candidates = list(
-            DeliverySchedule.objects.select_for_update(skip_locked=True, of=("self",))
-            .filter(_due(now))
-            .only("id", "tenant_id")
-            .order_by("due_at")[: limit * 2]
-        )
-        claimed = [(row.pk, new_token()) for row in _within_capacity(candidates, now)[:limit]]
-        if claimed:  # the rows are locked by this transaction: one UPDATE gives each its token
-            tokens = Case(*(When(pk=pk, then=Value(token)) for pk, token in claimed))
-            DeliverySchedule.objects.filter(pk__in=[pk for pk, _ in claimed]).update(
-                lease_until=now + lease_length(), claimed_by=tokens
-            )
-    return claimed
-
-
-def _claim_conditional(now: datetime, limit: int) -> list[tuple[int, str]]:
-    candidates = list(
-        DeliverySchedule.objects.filter(_due(now)).only("id", "tenant_id").order_by("due_at")[: limit * 2]
-    )
-    claimed = []
-    for row in _within_capacity(candidates, now)[:limit]:
-        token = new_token()
-        hit = DeliverySchedule.objects.filter(_due(now), pk=row.pk).update(
-            lease_until=now + lease_length(), claimed_by=token
-        )
-        if hit == 1:  # 0 = another scheduler claimed it between our read and write
-            claimed.append((row.pk, token))
-    return claimed
-
-
 def lease_renew(*, schedule_id: int, token: str, now: datetime) -> bool:
     """Extend a claim before each slow step; False when the claim was lost."""
-    return (
-        DeliverySchedule.objects.filter(pk=schedule_id, claimed_by=token).update(
-            lease_until=now + lease_length()
-        )
-        == 1
-    )
+    return renew(DeliverySchedule, pk=schedule_id, now=now, lease=SCHEDULE_LEASE, owner=token)
 
 
 def lease_release(*, schedule_id: int, token: str, **changes) -> bool:
     """Give the row back (optionally with a new due time, error, …) if we still hold it."""
-    return (
-        DeliverySchedule.objects.filter(pk=schedule_id, claimed_by=token).update(
-            lease_until=None, claimed_by="", **changes
-        )
-        == 1
-    )
+    return release(DeliverySchedule, pk=schedule_id, lease=SCHEDULE_LEASE, owner=token, **changes)
 
 
 def next_wakeup(*, now: datetime, poll: float) -> float:

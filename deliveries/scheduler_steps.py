@@ -1,5 +1,6 @@
-"""Steps other apps add to run_scheduler's pass (linepush's due pushes), registered in
-their AppConfig.ready so this loop imports none of them."""
+"""The steps of run_scheduler's pass, one per queue, registered in the apps'
+AppConfig.ready so the loop imports none of them: due schedules and stranded Backlog
+events (deliveries' ready), due group posts and stranded LINE events (linepush's)."""
 
 from __future__ import annotations
 

@@ -23,9 +23,9 @@ import logging
 from datetime import datetime, timedelta
 
 from django.core.mail import mail_admins
-from django.db.models import Q
 from django.utils import timezone
 
+from core.due import Lease, claim_one, release
 from core.models import Tenant
 from deliveries.channels.platform import PlatformError
 from deliveries.channels.registry import channel_part
@@ -34,6 +34,7 @@ from deliveries.models import ChannelAccount
 logger = logging.getLogger(__name__)
 
 REFRESH_LEASE = timedelta(seconds=60)
+REFRESH_CLAIM = Lease(length=REFRESH_LEASE, until="refresh_lease_until", owner=None)
 
 
 class RefreshFailed(Exception):
@@ -109,20 +110,16 @@ def _upkeep_one(account: ChannelAccount, now: datetime) -> str:
 
 
 def refresh_claim(account: ChannelAccount, now: datetime) -> bool:
-    free = Q(refresh_lease_until__isnull=True) | Q(refresh_lease_until__lte=now)
-    return (
-        ChannelAccount.objects.filter(free, pk=account.pk).update(refresh_lease_until=now + REFRESH_LEASE)
-        == 1
-    )
+    return claim_one(ChannelAccount, pk=account.pk, now=now, lease=REFRESH_CLAIM)
 
 
 def refresh_release(account: ChannelAccount) -> None:
-    ChannelAccount.objects.filter(pk=account.pk).update(refresh_lease_until=None)
+    release(ChannelAccount, pk=account.pk, lease=REFRESH_CLAIM)
 
 
 def refreshed_store(account: ChannelAccount, now: datetime, **fields) -> None:
     """The new token (and rotated refresh token) and the freed lease in one UPDATE."""
-    fields.update(refreshed_at=now, token_invalid_at=None, refresh_lease_until=None)
+    fields.update(refreshed_at=now, token_invalid_at=None, **REFRESH_CLAIM.freed())
     ChannelAccount.objects.filter(pk=account.pk).update(**fields)
     for name, value in fields.items():
         setattr(account, name, value)

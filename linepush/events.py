@@ -15,6 +15,7 @@ import hashlib
 import hmac
 import json
 import logging
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
@@ -23,6 +24,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from core.due import Lease, claim_one, release
 from core.models import Tenant
 from deliveries.channels.base import TransportError
 from deliveries.channels.line.transport import LineTransport, line_transport
@@ -32,6 +34,10 @@ from linepush.services import push_settings
 logger = logging.getLogger(__name__)
 
 MAX_EVENT_ATTEMPTS = 5
+EVENT_LEASE = timedelta(minutes=2)  # how long a worker holds an event it is processing
+EVENT_CLAIM = Lease(length=EVENT_LEASE, until="claimed_until", owner=None)
+EVENT_BATCH = 50  # events read per round of a drain
+STRANDED_AFTER = timedelta(seconds=2)  # run_scheduler drains events untried this long
 Outcome = LineWebhookEvent.Outcome
 
 
@@ -94,25 +100,38 @@ def _store(tenant: Tenant, event: dict) -> LineWebhookEvent | None:
 # -- processing ----------------------------------------------------------------------------------
 
 
+CLAIMED_ELSEWHERE = "claimed elsewhere"
+
+
 def line_event_process(*, event_id: int, transport: LineTransport | None = None) -> str:
+    """Act on one stored event under a claim: the broker's task, the retry job and a
+    drain may all reach it, and only the one whose conditional UPDATE hits the row acts."""
     event = LineWebhookEvent.objects.select_related("tenant").get(pk=event_id)
-    if event.outcome in (Outcome.DONE, Outcome.IGNORED):
+    if event.is_settled():
         return event.outcome
     handler = HANDLERS.get(event.type)
     if handler is None:
         _finish(event, Outcome.IGNORED, f"{event.type} は扱いません")
         return Outcome.IGNORED
-    LineWebhookEvent.objects.filter(pk=event.pk).update(attempts=F("attempts") + 1)
+    retryable = LineWebhookEvent.objects.filter(outcome__in=[Outcome.PENDING, Outcome.FAILED])
+    if not claim_one(
+        retryable, pk=event.pk, now=timezone.now(), lease=EVENT_CLAIM, attempts=F("attempts") + 1
+    ):
+        return CLAIMED_ELSEWHERE
     transport = transport or line_transport(event.tenant.line_channel_token or "-")
-    # An exception leaves the event pending: line_events_retry runs it again.
-    detail = handler(event.tenant, event.payload, transport)
+    try:
+        detail = handler(event.tenant, event.payload, transport)
+    except Exception:
+        # The event stays pending, free again: line_events_retry runs it again.
+        release(LineWebhookEvent, pk=event.pk, lease=EVENT_CLAIM)
+        raise
     _finish(event, Outcome.DONE, detail)
     return Outcome.DONE
 
 
 def _finish(event: LineWebhookEvent, outcome: str, detail: str) -> None:
     LineWebhookEvent.objects.filter(pk=event.pk).update(
-        outcome=outcome, detail=detail[:2000], processed_at=timezone.now()
+        **LineWebhookEvent.finished(outcome=outcome, detail=detail)
     )
 
 
@@ -128,6 +147,43 @@ def line_events_retry(*, older_than: timedelta = timedelta(minutes=1)) -> int:
         line_event_process(event_id=pk)
         count += 1
     return count
+
+
+def _untried(now: datetime):
+    """Pending events no worker has taken yet (a failed try is line_events_retry's)."""
+    return LineWebhookEvent.objects.filter(EVENT_CLAIM.free(now), outcome=Outcome.PENDING, attempts=0)
+
+
+def line_events_drain() -> int:
+    """Act on every untried event in arrival order (the drain the scheduler step enqueues);
+    an event's unexpected error is logged and left to line_events_retry."""
+    processed = 0
+    while batch := list(_untried(timezone.now()).order_by("pk").values_list("pk", flat=True)[:EVENT_BATCH]):
+        for event_id in batch:
+            try:
+                processed += line_event_process(event_id=event_id) != CLAIMED_ELSEWHERE
+            except Exception:
+                logger.exception("LINE event %s failed", event_id)
+    return processed
+
+
+_stranded_checked_at = float("-inf")
+
+
+def line_events_stranded_step(*, now: datetime, limit: int) -> bool:
+    """run_scheduler's step (at most every STRANDED_AFTER): an event untried for longer
+    than STRANDED_AFTER (its task lost, or stuck behind a burst) gets a drain. False:
+    the drain does the work, nothing more is due for the loop."""
+    global _stranded_checked_at
+    tick = time.monotonic()
+    if tick - _stranded_checked_at < STRANDED_AFTER.total_seconds():
+        return False
+    _stranded_checked_at = tick
+    if _untried(now).filter(received_at__lte=now - STRANDED_AFTER).exists():
+        from django_q.tasks import async_task
+
+        async_task("linepush.tasks.process_line_events")
+    return False
 
 
 def _occurred(payload: dict) -> datetime:

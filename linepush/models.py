@@ -26,6 +26,7 @@ from django.utils.translation import gettext_lazy as _
 
 from core.i18n import japanese
 from core.models import Tenant
+from core.records import OutboundAttempt, StoredWebhookEvent
 
 API_TOKEN_PREFIX = "lp_"
 logger = logging.getLogger(__name__)
@@ -364,28 +365,15 @@ class LinePushItem(models.Model):
         return self.first_attempt_at is not None and now - self.first_attempt_at > timedelta(hours=23)
 
 
-class LinePushAttempt(models.Model):
+class LinePushAttempt(OutboundAttempt):
     """One push request of an item: the audit log."""
-
-    class Outcome(models.TextChoices):
-        SENT = "sent", _("送信済み")
-        DUPLICATE = "duplicate", _("送信済み（再送検知 409）")
-        RETRY = "retry", _("再試行")
-        FAILED = "failed", _("失敗")
 
     item = models.ForeignKey(LinePushItem, on_delete=models.CASCADE, related_name="attempts")
     retry_key = models.CharField(_("再送キー"), max_length=64)
-    status_code = models.PositiveIntegerField(_("HTTP ステータス"), null=True, blank=True)
-    request_id = models.CharField(_("LINE リクエストID"), max_length=100, blank=True)
-    outcome = models.CharField(_("結果"), max_length=16, choices=Outcome.choices)
-    error = models.TextField(_("エラー"), blank=True)
-    duration_ms = models.PositiveIntegerField(_("所要時間 (ms)"), default=0)
-    created_at = models.DateTimeField(_("日時"), auto_now_add=True)
 
-    class Meta:
+    class Meta(OutboundAttempt.Meta):
         verbose_name = pgettext_lazy("model", "LINE 投稿の試行")
         verbose_name_plural = pgettext_lazy("models", "LINE 投稿の試行")
-        ordering = ["-created_at"]
 
     def __str__(self) -> str:
         return f"{self.item_id} {self.outcome} {self.status_code or ''}"
@@ -454,26 +442,14 @@ class LineApiToken(models.Model):
         return row, plain
 
 
-class LineWebhookEvent(models.Model):
+class LineWebhookEvent(StoredWebhookEvent):
     """A LINE webhook event, stored raw and deduplicated on webhookEventId before it is acted on."""
-
-    class Outcome(models.TextChoices):
-        PENDING = "pending", _("処理待ち")
-        DONE = "done", _("処理済み")
-        IGNORED = "ignored", _("対象外")
-        FAILED = "failed", _("失敗")
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="line_webhook_events")
     webhook_event_id = models.CharField("webhookEventId", max_length=64)
     type = models.CharField(_("種別"), max_length=32)
-    payload = models.JSONField(_("受信内容"))
-    outcome = models.CharField(_("結果"), max_length=16, choices=Outcome.choices, default=Outcome.PENDING)
-    detail = models.TextField(_("詳細"), blank=True)
-    attempts = models.PositiveSmallIntegerField(_("処理回数"), default=0)
-    received_at = models.DateTimeField(_("受信日時"), auto_now_add=True)
-    processed_at = models.DateTimeField(_("処理日時"), null=True, blank=True)
 
-    class Meta:
+    class Meta(StoredWebhookEvent.Meta):
         verbose_name = pgettext_lazy("model", "LINE Webhook イベント")
         verbose_name_plural = pgettext_lazy("models", "LINE Webhook イベント")
         constraints = [

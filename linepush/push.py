@@ -1,4 +1,6 @@
-"""Sending the group push queue through the delivery scheduler (sub-second, seed 003 §6).
+"""Claiming the group push queue through the delivery scheduler (sub-second, seed 003 §6).
+
+Sending and recording the claimed items: linepush/sending.py.
 
 `run_scheduler` calls `push_step` on every pass: it claims due items under a lease
 and decides, in one short transaction, everything that needs the database — the
@@ -16,27 +18,23 @@ failed instead of being resent blind.
 Concurrency: PostgreSQL claims with `SKIP LOCKED` and locks the tenants' settings
 rows (in id order) so that two schedulers never count the same rate-limit window at
 once. SQLite runs every transaction as `BEGIN IMMEDIATE` (settings), so the claim is
-the only writer while it runs.
+the only writer while it runs. The lease columns are core/due.py's (`PUSH_LEASE`).
 """
 
 from __future__ import annotations
 
-import uuid
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Case, Count, F, Q, Value, When
-from django.db.models.functions import Coalesce, Greatest
-from django.utils import timezone
+from django.db.models import Count, F, Value
+from django.db.models.functions import Coalesce
 
-from core.models import Tenant
-from deliveries.channels.base import SendResult, TransportError
-from deliveries.channels.line.transport import LineTransport, line_transport
-from linepush.models import LineMonthlyUsage, LinePushAttempt, LinePushItem, LinePushSettings, LineSource
-from linepush.services import month_of, quota_limit, quota_warn_once
+from core.due import Lease, due_locked, new_token
+from linepush.models import LineMonthlyUsage, LinePushItem, LinePushSettings, LineSource
+from linepush.services import month_of, quota_limit
 
 Status = LinePushItem.Status
 PUSH_QUEUE = "deliveries"
@@ -46,9 +44,7 @@ def _lease() -> timedelta:
     return timedelta(seconds=settings.LINEPUSH_LEASE_SECONDS)
 
 
-def _due(now: datetime) -> Q:
-    free = Q(lease_until__isnull=True) | Q(lease_until__lte=now)
-    return Q(status=Status.PENDING, scheduled_at__lte=now) & free
+PUSH_LEASE = Lease(length=_lease)  # lease_until / claimed_by, as DeliverySchedule
 
 
 # -- claiming -----------------------------------------------------------------------------
@@ -107,13 +103,12 @@ def push_claim(*, now: datetime, limit: int) -> list[Claim]:
 
 
 def _in_flight(now: datetime) -> int:
-    return LinePushItem.objects.filter(status=Status.PENDING, lease_until__gt=now).count()
+    return LinePushItem.objects.filter(PUSH_LEASE.held(now), status=Status.PENDING).count()
 
 
 def _candidates(now: datetime, room: int) -> list[LinePushItem]:
-    rows = LinePushItem.objects.filter(_due(now)).order_by("scheduled_at", "id")
-    if connection.vendor == "postgresql":
-        rows = rows.select_for_update(skip_locked=True, of=("self",))
+    due = LinePushItem.objects.filter(status=Status.PENDING, scheduled_at__lte=now)
+    rows = due_locked(due, now=now, lease=PUSH_LEASE).order_by("scheduled_at", "id")
     return list(rows.defer("payload")[:room])
 
 
@@ -239,11 +234,10 @@ def _reserve(tenant_id: int, items: list[tuple[LinePushItem, int]], now: datetim
     by_cost: dict[int, list[int]] = defaultdict(list)
     for item, cost in items:
         by_cost[cost].append(item.pk)
-    token = uuid.uuid4().hex
-    for cost, ids in by_cost.items():
+    token = new_token()
+    for cost, ids in by_cost.items():  # the rows are locked (PostgreSQL) or ours alone (SQLite)
         LinePushItem.objects.filter(pk__in=ids).update(
-            lease_until=now + _lease(),
-            claimed_by=token,
+            **PUSH_LEASE.taken(now=now, owner=token),
             reserved_at=now,
             reserved_cost=cost,
             first_attempt_at=Coalesce(F("first_attempt_at"), Value(now)),
@@ -264,171 +258,3 @@ def _keep_retry_keys(items: list[LinePushItem]) -> None:
     for item in keyless:
         item.retry_key = item.derived_retry_key()
     LinePushItem.objects.bulk_update(keyless, ["retry_key"])
-
-
-# -- sending ------------------------------------------------------------------------------
-
-
-@dataclass
-class Outcome:
-    item: LinePushItem
-    retry_key: str
-    result: SendResult | None = None
-    error: TransportError | None = None
-
-
-def push_send(*, item_ids: list[int], token: str) -> dict[str, int]:
-    """Worker: push each still-claimed item once, then record every outcome."""
-    items = list(LinePushItem.objects.filter(pk__in=item_ids, claimed_by=token, status=Status.PENDING))
-    # One tenant per claim: read (and decrypt) its row once, not once per item.
-    tenants = Tenant.objects.in_bulk({item.tenant_id for item in items})
-    for item in items:
-        item.tenant = tenants[item.tenant_id]
-    outcomes = push_items(items)
-    return push_record(outcomes=outcomes, token=token)
-
-
-def push_items(items: list[LinePushItem]) -> list[Outcome]:
-    """The HTTP part: no transaction, no lock."""
-    return [_push_one(line_transport(item.tenant.line_channel_token), item) for item in items]
-
-
-def _push_one(transport: LineTransport, item: LinePushItem) -> Outcome:
-    key = item.retry_key
-    if not item.tenant.line_channel_token:
-        error = TransportError("LINE チャネルアクセストークンが設定されていません", permanent=True, auth=True)
-        return Outcome(item, key, error=error)
-    try:
-        return Outcome(
-            item, key, result=transport.push(to=item.ext_group_id, messages=item.payload, retry_key=key)
-        )
-    except TransportError as exc:
-        return Outcome(item, key, error=exc)
-
-
-# -- recording ----------------------------------------------------------------------------
-
-
-def push_record(*, outcomes: list[Outcome], token: str) -> dict[str, int]:
-    now = timezone.now()
-    counts: Counter = Counter()
-    sent = [o for o in outcomes if _was_sent(o)]
-    with transaction.atomic():
-        attempts = [_attempt(o, _sent_outcome(o)) for o in sent]
-        counts[Status.SENT] = _record_sent(sent, token, now)
-        for outcome in outcomes:
-            if not _was_sent(outcome):
-                status, attempt_outcome = _record_unsent(outcome, token, now)
-                counts[status] += 1
-                attempts.append(_attempt(outcome, attempt_outcome))
-        LinePushAttempt.objects.bulk_create(attempts)
-    _auth_failures(outcomes, now)
-    _warn_quotas({o.item.tenant for o in outcomes if o.result is not None}, now)
-    return dict(counts)
-
-
-def _was_sent(outcome: Outcome) -> bool:
-    """2xx, or 409: LINE had already accepted this retry key.
-
-    https://developers.line.biz/en/docs/messaging-api/retrying-api-request/
-    """
-    return outcome.result is not None or outcome.error.status == 409
-
-
-def _sent_outcome(outcome: Outcome) -> str:
-    duplicate = outcome.result is None or outcome.result.duplicate
-    return LinePushAttempt.Outcome.DUPLICATE if duplicate else LinePushAttempt.Outcome.SENT
-
-
-def _record_sent(sent: list[Outcome], token: str, now: datetime) -> int:
-    """One UPDATE for the whole batch (the common case), only for items still claimed by us."""
-    if not sent:
-        return 0
-    request_ids = [
-        When(pk=o.item.pk, then=Value(o.result.request_id if o.result else o.error.request_id)) for o in sent
-    ]
-    LinePushItem.objects.filter(pk__in=[o.item.pk for o in sent], claimed_by=token).update(
-        status=Status.SENT,
-        sent_at=now,
-        request_id=Case(*request_ids, default=Value("")),
-        last_error="",
-        attempt_count=F("attempt_count") + 1,
-        lease_until=None,
-        claimed_by="",
-    )
-    return len(sent)
-
-
-def _record_unsent(outcome: Outcome, token: str, now: datetime) -> tuple[str, str]:
-    item, error = outcome.item, outcome.error
-    attempt = item.attempt_count + 1
-    mine = LinePushItem.objects.filter(pk=item.pk, claimed_by=token)
-    done = {"attempt_count": attempt, "lease_until": None, "claimed_by": ""}
-    if mine.exists():
-        _give_back(item, now)
-    if _monthly_limit(error):
-        mine.update(
-            status=Status.HELD, last_error=f"LINE の月間上限に達したため保留しました: {error.message}", **done
-        )
-        return Status.HELD, LinePushAttempt.Outcome.FAILED
-    if error.permanent:
-        mine.update(status=Status.FAILED, last_error=error.message, **done)
-        return Status.FAILED, LinePushAttempt.Outcome.FAILED
-    if attempt >= LinePushItem.MAX_ATTEMPTS:
-        reason = f"再試行の上限（{LinePushItem.MAX_ATTEMPTS} 回）に達しました。最後のエラー: {error.message}"
-        mine.update(status=Status.FAILED, last_error=reason, **done)
-        return Status.FAILED, LinePushAttempt.Outcome.FAILED
-    mine.update(scheduled_at=now + backoff(attempt, error.retry_after), last_error=error.message, **done)
-    return "retry", LinePushAttempt.Outcome.RETRY
-
-
-def backoff(attempt: int, retry_after: float | None = None) -> timedelta:
-    """Exponential: base, 2 × base, … (LINEPUSH_RETRY_BASE_SECONDS); a longer Retry-After wins."""
-    seconds = settings.LINEPUSH_RETRY_BASE_SECONDS * 2 ** (attempt - 1)
-    return timedelta(seconds=max(seconds, retry_after or 0))
-
-
-def _monthly_limit(error: TransportError) -> bool:
-    # LINE answers 429 both for its rate limit and for an exhausted month; only the
-    # message tells them apart (https://developers.line.biz/en/docs/messaging-api/handling-http-429-errors/;
-    # the text is from a third-party copy, UNCONFIRMED verbatim).
-    return error.status == 429 and "monthly limit" in error.message
-
-
-def _give_back(item: LinePushItem, now: datetime) -> None:
-    """An attempt that sent nothing returns its messages to the month's allowance."""
-    if not item.reserved_cost or item.reserved_at is None:
-        return
-    push = LinePushSettings.objects.get(tenant_id=item.tenant_id)
-    LineMonthlyUsage.objects.filter(
-        tenant_id=item.tenant_id, month=month_of(item.reserved_at, push.zone)
-    ).update(messages=Greatest(F("messages") - item.reserved_cost, Value(0)))
-
-
-def _attempt(outcome: Outcome, attempt_outcome: str) -> LinePushAttempt:
-    result, error = outcome.result, outcome.error
-    return LinePushAttempt(
-        item=outcome.item,
-        retry_key=outcome.retry_key,
-        status_code=result.status if result else error.status,
-        request_id=result.request_id if result else error.request_id,
-        outcome=attempt_outcome,
-        error=error.message if error else "",
-        duration_ms=result.duration_ms if result else 0,
-    )
-
-
-def _auth_failures(outcomes: list[Outcome], now: datetime) -> None:
-    tenants = {o.item.tenant_id for o in outcomes if o.error is not None and o.error.auth}
-    if tenants:
-        Tenant.objects.filter(pk__in=tenants, line_token_invalid_at__isnull=True).update(
-            line_token_invalid_at=now
-        )
-
-
-def _warn_quotas(tenants: set[Tenant], now: datetime) -> None:
-    for tenant in tenants:
-        push = LinePushSettings.objects.select_related("plan").get(tenant=tenant)
-        usage = LineMonthlyUsage.objects.filter(tenant=tenant, month=month_of(now, push.zone)).first()
-        if usage is not None and usage.warned_at is None:
-            quota_warn_once(tenant=tenant, usage=usage, limit=quota_limit(push=push, usage=usage))

@@ -1,6 +1,6 @@
 """Workflows of the group push queue: enqueue, approve / reject, settings, quota (seed 003).
 
-Sending (claim → push → record) is in `linepush.push`; producers of items in
+Sending (claim → push → record) is in `linepush.push` and `linepush.sending`; producers of items in
 `linepush.producers`; the LINE webhook in `linepush.events`.
 """
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from django.utils import timezone
 
-from linepush.events import line_event_process, line_events_retry
+from linepush.events import line_event_process, line_events_drain, line_events_retry
 from linepush.producers import digests_produce, escalations_produce, reminders_produce
-from linepush.push import push_send as _push_send
+from linepush.sending import push_send as _push_send
 from linepush.services import quota_check_all
 
 
@@ -16,6 +16,11 @@ def push_send(item_ids: list[int], token: str) -> dict[str, int]:
 
 def process_line_event(event_id: int) -> str:
     return line_event_process(event_id=event_id)
+
+
+def process_line_events() -> int:
+    """Every untried LINE event (run_scheduler's stranded-events step enqueues this)."""
+    return line_events_drain()
 
 
 def retry_line_events() -> int:

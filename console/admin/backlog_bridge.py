@@ -21,7 +21,22 @@ class BacklogEventAdmin(RecordAdmin):
     )
     list_filter = ("tenant", "type", "outcome", "source")
     search_fields = ("issue_key", "activity_id")
-    readonly_fields = [f.name for f in BacklogEvent._meta.fields]
+    # Listed, not read from _meta: the fields of the abstract base would come first.
+    readonly_fields = (
+        "id",
+        "tenant",
+        "activity_id",
+        "type",
+        "issue_key",
+        "payload",
+        "source",
+        "outcome",
+        "detail",
+        "attempts",
+        "received_at",
+        "processed_at",
+        "claimed_until",
+    )
 
 
 @admin.register(CommandRun)

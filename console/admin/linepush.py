@@ -286,6 +286,7 @@ class LineWebhookEventAdmin(RecordAdmin):
         "attempts",
         "received_at",
         "processed_at",
+        "claimed_until",
     )
 
 

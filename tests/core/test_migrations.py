@@ -127,7 +127,9 @@ def test_it_keeps_every_row_of_a_database_at_the_old_heads(old_apps):
     } <= set(before) and len(before) > 20
     for (app_label, name), rows in before.items():
         model = current_apps.get_model(*MOVED.get((app_label, name), (app_label, name)))
-        assert as_stored(model) == rows, f"{app_label}.{name}"
+        # The columns the row had (a later AddField, e.g. a claim, adds a column with a default).
+        kept = list(model.objects.order_by("pk").values(*rows[0]))
+        assert kept == rows, f"{app_label}.{name}"
     assert Tenant.objects.get().backlog_api_key == "secret-key-1234"  # still decrypts
 
 

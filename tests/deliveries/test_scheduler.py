@@ -95,7 +95,7 @@ def test_the_loop_step_enqueues_each_claimed_row_and_beats(monkeypatch):
     command = Command()
     command.name, command.batch, command.task_size = "test-scheduler", 50, 10
 
-    with mock.patch("deliveries.management.commands.run_scheduler.async_task") as enqueue:
+    with mock.patch("deliveries.scheduler.async_task") as enqueue:
         assert command.handle_one() is True
         assert command.handle_one() is False
 

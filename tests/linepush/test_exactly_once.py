@@ -17,7 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from linepush.models import LinePushItem
-from linepush.push import push_claim, push_items
+from linepush.push import push_claim
+from linepush.sending import push_items
 from tests.helpers.linepush import PUSH, enqueue, group, shop, step
 
 pytestmark = pytest.mark.django_db

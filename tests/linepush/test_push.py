@@ -19,7 +19,8 @@ from linepush.models import (
     LinePushItem,
     LinePushSettings,
 )
-from linepush.push import push_claim, push_items
+from linepush.push import push_claim
+from linepush.sending import push_items
 from linepush.services import month_of
 from tests.helpers.factories import TenantFactory
 from tests.helpers.linepush import PUSH, enqueue, group, reload, shop, step

@@ -94,7 +94,7 @@ def _chunks_done(task: ContentTask) -> dict[int, DeliveryAttempt]:
     sent = DeliveryAttempt.objects.filter(
         task=task,
         approval_seq=task.approval_seq,
-        outcome__in=[DeliveryAttempt.Outcome.SENT, DeliveryAttempt.Outcome.DUPLICATE],
+        outcome__in=DeliveryAttempt.ACCEPTED,
     )
     return {a.chunk: a for a in sent}
 

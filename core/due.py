@@ -1,0 +1,160 @@
+"""The due-work kernel: claiming due rows under a lease, renewing and releasing it.
+
+Every queue (delivery schedules, group push items, Backlog and LINE webhook events,
+effect reports, token refreshes) claims through these functions; a `Lease` names the
+queue's own columns, so no table had to change for it.
+
+- A claim is a lease: the row is held until `until`; a dead worker's row is free again
+  when the lease expires. `owner`, when the queue has one, holds the claimer's token, so
+  only the holder renews or releases it.
+- PostgreSQL: `SELECT … FOR UPDATE SKIP LOCKED` in a short transaction, then one UPDATE
+  for the rows taken. Anything else (SQLite): a conditional UPDATE per row that must
+  change exactly one row; 0 means another claimer won the row between read and write.
+- Never hold the claim's transaction across an HTTP call: claim, commit, call, record.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.db import connection, transaction
+from django.db.models import Case, Model, Q, QuerySet, Value, When
+
+Choose = Callable[[list[Model]], list[Model]]
+
+
+@dataclass(frozen=True)
+class Lease:
+    """Which columns of a queue hold its claim, and for how long a claim holds."""
+
+    length: timedelta | Callable[[], timedelta]  # a callable reads a setting at each claim
+    until: str = "lease_until"
+    owner: str | None = "claimed_by"  # None: the lease alone is the claim (no token)
+
+    def ends(self, now: datetime) -> datetime:
+        return now + (self.length() if callable(self.length) else self.length)
+
+    def free(self, now: datetime) -> Q:
+        """Never claimed, or the lease has run out."""
+        return Q(**{f"{self.until}__isnull": True}) | Q(**{f"{self.until}__lte": now})
+
+    def held(self, now: datetime) -> Q:
+        """Under a live lease (in flight)."""
+        return Q(**{f"{self.until}__gt": now})
+
+    def mine(self, owner: str) -> Q:
+        return Q(**{self.owner: owner}) if self.owner else Q()
+
+    def taken(self, *, now: datetime, owner: str | None = None) -> dict:
+        """The UPDATE that takes rows."""
+        return {self.until: self.ends(now), **({self.owner: owner} if self.owner else {})}
+
+    def freed(self) -> dict:
+        """The UPDATE that gives rows back."""
+        return {self.until: None, **({self.owner: ""} if self.owner else {})}
+
+
+def new_token() -> str:
+    return uuid.uuid4().hex
+
+
+def _rows(rows: QuerySet | type[Model]) -> QuerySet:
+    return rows.objects.all() if isinstance(rows, type) else rows
+
+
+def due_locked(rows: QuerySet | type[Model], *, now: datetime, lease: Lease) -> QuerySet:
+    """The free rows among `rows`; on PostgreSQL also locked, skipping rows another
+    claimer has locked. Read it inside `transaction.atomic()`."""
+    free = _rows(rows).filter(lease.free(now))
+    if connection.vendor == "postgresql":
+        free = free.select_for_update(skip_locked=True, of=("self",))
+    return free
+
+
+def claim(
+    rows: QuerySet | type[Model],
+    *,
+    now: datetime,
+    lease: Lease,
+    limit: int,
+    owner: str | None = None,
+    read: int | None = None,
+    choose: Choose | None = None,
+    **changes,
+) -> list[tuple[int, str]]:
+    """Claim up to `limit` of `rows` (due rows, in the order to take them) that are free.
+
+    Returns (pk, token) pairs: `owner` for every row when given, else a new token per row
+    ("" when the lease has no owner column). `read`: how many candidates to read (default
+    `limit`); `choose`: which of them to take (e.g. a per-tenant capacity), at most `limit`
+    are. `changes`: more columns set by the same UPDATE.
+    """
+    rows = _rows(rows)
+    if connection.vendor == "postgresql":
+        return _claim_skip_locked(rows, now, lease, limit, owner, read, choose, changes)
+    return _claim_conditional(rows, now, lease, limit, owner, read, choose, changes)
+
+
+def _candidates(rows: QuerySet, limit: int, read: int | None, choose: Choose | None) -> list[Model]:
+    candidates = list(rows[: read or limit])
+    return (choose(candidates) if choose else candidates)[:limit]
+
+
+def _token(lease: Lease, owner: str | None) -> str:
+    return owner or (new_token() if lease.owner else "")
+
+
+def _claim_skip_locked(rows, now, lease, limit, owner, read, choose, changes) -> list[tuple[int, str]]:
+    with transaction.atomic():
+        locked = due_locked(rows, now=now, lease=lease)
+        claimed = [(row.pk, _token(lease, owner)) for row in _candidates(locked, limit, read, choose)]
+        if claimed:  # the rows are locked by this transaction: one UPDATE takes them all
+            taken = lease.taken(now=now)
+            if lease.owner and owner is None:  # each row its own token
+                taken[lease.owner] = Case(*(When(pk=pk, then=Value(token)) for pk, token in claimed))
+            elif lease.owner:
+                taken[lease.owner] = owner
+            rows.model.objects.filter(pk__in=[pk for pk, _ in claimed]).update(**taken, **changes)
+    return claimed
+
+
+def _claim_conditional(rows, now, lease, limit, owner, read, choose, changes) -> list[tuple[int, str]]:
+    free = rows.filter(lease.free(now))
+    claimed = []
+    for row in _candidates(free, limit, read, choose):
+        token = _token(lease, owner)
+        if claim_one(rows, pk=row.pk, now=now, lease=lease, owner=token or None, **changes):
+            claimed.append((row.pk, token))
+    return claimed
+
+
+def claim_one(
+    rows: QuerySet | type[Model],
+    *,
+    pk: int,
+    now: datetime,
+    lease: Lease,
+    owner: str | None = None,
+    **changes,
+) -> bool:
+    """Claim one row if it is among `rows` and free: a conditional UPDATE that must change
+    exactly one row (portable). False: someone else holds it, or it is no longer due."""
+    taken = lease.taken(now=now, owner=owner)
+    return _rows(rows).filter(lease.free(now), pk=pk).update(**taken, **changes) == 1
+
+
+def renew(rows: QuerySet | type[Model], *, pk: int, now: datetime, lease: Lease, owner: str) -> bool:
+    """Extend our own claim (before each slow step); False when the claim was lost."""
+    return _rows(rows).filter(lease.mine(owner), pk=pk).update(**{lease.until: lease.ends(now)}) == 1
+
+
+def release(
+    rows: QuerySet | type[Model], *, pk: int, lease: Lease, owner: str | None = None, **changes
+) -> bool:
+    """Give the row back (with `changes`, e.g. a new due time) if we still hold it.
+    Without an owner column the lease is freed unconditionally."""
+    mine = lease.mine(owner) if owner else Q()
+    return _rows(rows).filter(mine, pk=pk).update(**lease.freed(), **changes) == 1

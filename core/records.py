@@ -1,0 +1,77 @@
+"""Abstract bases of the record models several apps keep alike.
+
+- `StoredWebhookEvent`: a provider's webhook event stored raw and deduplicated before
+  anything acts on it (`backlog_bridge.BacklogEvent`, `linepush.LineWebhookEvent`); a
+  worker takes it under a claim (`claimed_until`, see core/due.py) and records the outcome.
+- `OutboundAttempt`: one outbound request, the audit log and the admin's history
+  (`deliveries.DeliveryAttempt`, `linepush.LinePushAttempt`).
+
+Each concrete model keeps its own table and column names; the fields here are the
+ones both twins already had, with the same names, types and labels, so moving them
+here changed no migration state.
+"""
+
+from __future__ import annotations
+
+from django.db import models
+from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
+
+DETAIL_MAX = 2000  # an outcome's detail is a summary, not a dump
+
+
+class StoredWebhookEvent(models.Model):
+    class Outcome(models.TextChoices):
+        PENDING = "pending", _("処理待ち")
+        DONE = "done", _("処理済み")
+        IGNORED = "ignored", _("対象外")
+        FAILED = "failed", _("失敗")
+
+    SETTLED = (Outcome.DONE, Outcome.IGNORED)  # processing it again would act twice
+
+    payload = models.JSONField(_("受信内容"))
+    outcome = models.CharField(_("結果"), max_length=16, choices=Outcome.choices, default=Outcome.PENDING)
+    detail = models.TextField(_("詳細"), blank=True)
+    attempts = models.PositiveSmallIntegerField(_("処理回数"), default=0)
+    received_at = models.DateTimeField(_("受信日時"), auto_now_add=True)
+    processed_at = models.DateTimeField(_("処理日時"), null=True, blank=True)
+    # A worker holds the event while it processes it; a dead worker's hold expires.
+    claimed_until = models.DateTimeField(_("処理中の期限"), null=True, blank=True)
+
+    class Meta:
+        abstract = True
+
+    @classmethod
+    def finished(cls, *, outcome: str, detail: str) -> dict:
+        """The UPDATE that ends processing: the outcome, a bounded detail, the hold freed."""
+        return {
+            "outcome": outcome,
+            "detail": detail[:DETAIL_MAX],
+            "processed_at": timezone.now(),
+            "claimed_until": None,
+        }
+
+    def is_settled(self) -> bool:
+        return self.outcome in self.SETTLED
+
+
+class OutboundAttempt(models.Model):
+    class Outcome(models.TextChoices):
+        SENT = "sent", _("送信済み")
+        DUPLICATE = "duplicate", _("送信済み（再送検知 409）")
+        RETRY = "retry", _("再試行")
+        FAILED = "failed", _("失敗")
+
+    # The provider took the request (now, or on an earlier try with the same retry key).
+    ACCEPTED = (Outcome.SENT, Outcome.DUPLICATE)
+
+    status_code = models.PositiveIntegerField(_("HTTP ステータス"), null=True, blank=True)
+    request_id = models.CharField(_("LINE リクエストID"), max_length=100, blank=True)
+    outcome = models.CharField(_("結果"), max_length=16, choices=Outcome.choices)
+    error = models.TextField(_("エラー"), blank=True)
+    duration_ms = models.PositiveIntegerField(_("所要時間 (ms)"), default=0)
+    created_at = models.DateTimeField(_("日時"), auto_now_add=True)
+
+    class Meta:
+        abstract = True
+        ordering = ["-created_at"]

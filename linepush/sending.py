@@ -1,0 +1,200 @@
+"""Sending the claimed group posts (linepush/push.py claims them) and recording each outcome.
+
+django-q2 workers push each claimed item (`push_send`) with the item's stored
+`X-Line-Retry-Key` (uuid5 of tenant and dedupe key, fixed at creation), and record the
+outcome, only for items still claimed by this worker's token. No transaction is held
+across an HTTP call.
+
+Exactly once: a key LINE already accepted answers 409, which is `sent`; a worker that
+dies after the push leaves its claim to expire, and the resend with the same key is
+that 409.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Case, F, Value, When
+from django.db.models.functions import Greatest
+from django.utils import timezone
+
+from core.models import Tenant
+from deliveries.channels.base import SendResult, TransportError
+from deliveries.channels.line.transport import LineTransport, line_transport
+from linepush.models import LineMonthlyUsage, LinePushAttempt, LinePushItem, LinePushSettings
+from linepush.push import PUSH_LEASE
+from linepush.services import month_of, quota_limit, quota_warn_once
+
+Status = LinePushItem.Status
+
+
+# -- sending ------------------------------------------------------------------------------
+
+
+@dataclass
+class Outcome:
+    item: LinePushItem
+    retry_key: str
+    result: SendResult | None = None
+    error: TransportError | None = None
+
+
+def push_send(*, item_ids: list[int], token: str) -> dict[str, int]:
+    """Worker: push each still-claimed item once, then record every outcome."""
+    mine = LinePushItem.objects.filter(PUSH_LEASE.mine(token), pk__in=item_ids, status=Status.PENDING)
+    items = list(mine)
+    # One tenant per claim: read (and decrypt) its row once, not once per item.
+    tenants = Tenant.objects.in_bulk({item.tenant_id for item in items})
+    for item in items:
+        item.tenant = tenants[item.tenant_id]
+    outcomes = push_items(items)
+    return push_record(outcomes=outcomes, token=token)
+
+
+def push_items(items: list[LinePushItem]) -> list[Outcome]:
+    """The HTTP part: no transaction, no lock."""
+    return [_push_one(line_transport(item.tenant.line_channel_token), item) for item in items]
+
+
+def _push_one(transport: LineTransport, item: LinePushItem) -> Outcome:
+    key = item.retry_key
+    if not item.tenant.line_channel_token:
+        error = TransportError("LINE チャネルアクセストークンが設定されていません", permanent=True, auth=True)
+        return Outcome(item, key, error=error)
+    try:
+        return Outcome(
+            item, key, result=transport.push(to=item.ext_group_id, messages=item.payload, retry_key=key)
+        )
+    except TransportError as exc:
+        return Outcome(item, key, error=exc)
+
+
+# -- recording ----------------------------------------------------------------------------
+
+
+def push_record(*, outcomes: list[Outcome], token: str) -> dict[str, int]:
+    now = timezone.now()
+    counts: Counter = Counter()
+    sent = [o for o in outcomes if _was_sent(o)]
+    with transaction.atomic():
+        attempts = [_attempt(o, _sent_outcome(o)) for o in sent]
+        counts[Status.SENT] = _record_sent(sent, token, now)
+        for outcome in outcomes:
+            if not _was_sent(outcome):
+                status, attempt_outcome = _record_unsent(outcome, token, now)
+                counts[status] += 1
+                attempts.append(_attempt(outcome, attempt_outcome))
+        LinePushAttempt.objects.bulk_create(attempts)
+    _auth_failures(outcomes, now)
+    _warn_quotas({o.item.tenant for o in outcomes if o.result is not None}, now)
+    return dict(counts)
+
+
+def _was_sent(outcome: Outcome) -> bool:
+    """2xx, or 409: LINE had already accepted this retry key.
+
+    https://developers.line.biz/en/docs/messaging-api/retrying-api-request/
+    """
+    return outcome.result is not None or outcome.error.status == 409
+
+
+def _sent_outcome(outcome: Outcome) -> str:
+    duplicate = outcome.result is None or outcome.result.duplicate
+    return LinePushAttempt.Outcome.DUPLICATE if duplicate else LinePushAttempt.Outcome.SENT
+
+
+def _record_sent(sent: list[Outcome], token: str, now: datetime) -> int:
+    """One UPDATE for the whole batch (the common case), only for items still claimed by us."""
+    if not sent:
+        return 0
+    request_ids = [
+        When(pk=o.item.pk, then=Value(o.result.request_id if o.result else o.error.request_id)) for o in sent
+    ]
+    LinePushItem.objects.filter(PUSH_LEASE.mine(token), pk__in=[o.item.pk for o in sent]).update(
+        status=Status.SENT,
+        sent_at=now,
+        request_id=Case(*request_ids, default=Value("")),
+        last_error="",
+        attempt_count=F("attempt_count") + 1,
+        **PUSH_LEASE.freed(),
+    )
+    return len(sent)
+
+
+def _record_unsent(outcome: Outcome, token: str, now: datetime) -> tuple[str, str]:
+    item, error = outcome.item, outcome.error
+    attempt = item.attempt_count + 1
+    mine = LinePushItem.objects.filter(PUSH_LEASE.mine(token), pk=item.pk)
+    done = {"attempt_count": attempt, **PUSH_LEASE.freed()}
+    if mine.exists():
+        _give_back(item, now)
+    if _monthly_limit(error):
+        mine.update(
+            status=Status.HELD, last_error=f"LINE の月間上限に達したため保留しました: {error.message}", **done
+        )
+        return Status.HELD, LinePushAttempt.Outcome.FAILED
+    if error.permanent:
+        mine.update(status=Status.FAILED, last_error=error.message, **done)
+        return Status.FAILED, LinePushAttempt.Outcome.FAILED
+    if attempt >= LinePushItem.MAX_ATTEMPTS:
+        reason = f"再試行の上限（{LinePushItem.MAX_ATTEMPTS} 回）に達しました。最後のエラー: {error.message}"
+        mine.update(status=Status.FAILED, last_error=reason, **done)
+        return Status.FAILED, LinePushAttempt.Outcome.FAILED
+    mine.update(scheduled_at=now + backoff(attempt, error.retry_after), last_error=error.message, **done)
+    return "retry", LinePushAttempt.Outcome.RETRY
+
+
+def backoff(attempt: int, retry_after: float | None = None) -> timedelta:
+    """Exponential: base, 2 × base, … (LINEPUSH_RETRY_BASE_SECONDS); a longer Retry-After wins."""
+    seconds = settings.LINEPUSH_RETRY_BASE_SECONDS * 2 ** (attempt - 1)
+    return timedelta(seconds=max(seconds, retry_after or 0))
+
+
+def _monthly_limit(error: TransportError) -> bool:
+    # LINE answers 429 both for its rate limit and for an exhausted month; only the
+    # message tells them apart (https://developers.line.biz/en/docs/messaging-api/handling-http-429-errors/;
+    # the text is from a third-party copy, UNCONFIRMED verbatim).
+    return error.status == 429 and "monthly limit" in error.message
+
+
+def _give_back(item: LinePushItem, now: datetime) -> None:
+    """An attempt that sent nothing returns its messages to the month's allowance."""
+    if not item.reserved_cost or item.reserved_at is None:
+        return
+    push = LinePushSettings.objects.get(tenant_id=item.tenant_id)
+    LineMonthlyUsage.objects.filter(
+        tenant_id=item.tenant_id, month=month_of(item.reserved_at, push.zone)
+    ).update(messages=Greatest(F("messages") - item.reserved_cost, Value(0)))
+
+
+def _attempt(outcome: Outcome, attempt_outcome: str) -> LinePushAttempt:
+    result, error = outcome.result, outcome.error
+    return LinePushAttempt(
+        item=outcome.item,
+        retry_key=outcome.retry_key,
+        status_code=result.status if result else error.status,
+        request_id=result.request_id if result else error.request_id,
+        outcome=attempt_outcome,
+        error=error.message if error else "",
+        duration_ms=result.duration_ms if result else 0,
+    )
+
+
+def _auth_failures(outcomes: list[Outcome], now: datetime) -> None:
+    tenants = {o.item.tenant_id for o in outcomes if o.error is not None and o.error.auth}
+    if tenants:
+        Tenant.objects.filter(pk__in=tenants, line_token_invalid_at__isnull=True).update(
+            line_token_invalid_at=now
+        )
+
+
+def _warn_quotas(tenants: set[Tenant], now: datetime) -> None:
+    for tenant in tenants:
+        push = LinePushSettings.objects.select_related("plan").get(tenant=tenant)
+        usage = LineMonthlyUsage.objects.filter(tenant=tenant, month=month_of(now, push.zone)).first()
+        if usage is not None and usage.warned_at is None:
+            quota_warn_once(tenant=tenant, usage=usage, limit=quota_limit(push=push, usage=usage))

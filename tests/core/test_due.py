@@ -1,0 +1,140 @@
+"""The due-work kernel (core/due.py) on two real queues: group push items (a lease and
+an owner token) and Backlog events (the lease alone is the claim)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from backlog_bridge.models import BacklogEvent
+from core.due import Lease, claim, claim_one, release, renew
+from linepush.models import LinePushItem
+from tests.helpers.factories import TenantFactory
+
+pytestmark = pytest.mark.django_db
+
+LEASE = Lease(length=timedelta(minutes=1))
+HOLD = Lease(length=timedelta(minutes=1), until="claimed_until", owner=None)
+
+
+@pytest.fixture
+def tenant():
+    return TenantFactory()
+
+
+def item(tenant, n: int, *, due_in: float = -1) -> LinePushItem:
+    return LinePushItem.objects.create(
+        tenant=tenant,
+        ext_group_id="C1",
+        trigger_type="reminder",
+        payload=[{"type": "text", "text": "x"}],
+        dedupe_key=f"k{n}",
+        scheduled_at=timezone.now() + timedelta(seconds=due_in),
+    )
+
+
+def due(now):
+    return LinePushItem.objects.filter(scheduled_at__lte=now).order_by("pk")
+
+
+def test_it_claims_only_due_unclaimed_rows(tenant):
+    now = timezone.now()
+    ready, later, held = item(tenant, 1), item(tenant, 2, due_in=60), item(tenant, 3)
+    LinePushItem.objects.filter(pk=held.pk).update(
+        lease_until=now + timedelta(seconds=30), claimed_by="other"
+    )
+
+    [(pk, token)] = claim(due(now), now=now, lease=LEASE, limit=10)
+
+    assert pk == ready.pk and token
+    row = LinePushItem.objects.get(pk=ready.pk)
+    assert row.claimed_by == token and row.lease_until == now + timedelta(minutes=1)
+    assert LinePushItem.objects.get(pk=later.pk).lease_until is None
+    assert LinePushItem.objects.get(pk=held.pk).claimed_by == "other"
+
+
+def test_a_second_claimer_gets_none(tenant):
+    now = timezone.now()
+    item(tenant, 1), item(tenant, 2)
+    assert len(claim(due(now), now=now, lease=LEASE, limit=10)) == 2
+    assert claim(due(now), now=now, lease=LEASE, limit=10) == []
+
+
+def test_it_takes_an_expired_lease_again(tenant):
+    now = timezone.now()
+    row = item(tenant, 1)
+    [(_, first)] = claim(due(now), now=now, lease=LEASE, limit=1)
+    assert claim(due(now), now=now + timedelta(seconds=59), lease=LEASE, limit=1) == []
+
+    later = now + timedelta(minutes=1)  # the first claimer died: its lease ran out
+    [(pk, second)] = claim(due(later), now=later, lease=LEASE, limit=1)
+
+    assert pk == row.pk and second != first
+
+
+def test_it_shares_one_owner_token_and_respects_limit_and_choice(tenant):
+    now = timezone.now()
+    rows = [item(tenant, n) for n in range(4)]
+    skip_first = lambda candidates: candidates[1:]  # noqa: E731
+
+    claimed = claim(due(now), now=now, lease=LEASE, limit=2, read=4, choose=skip_first, owner="batch")
+
+    assert claimed == [(rows[1].pk, "batch"), (rows[2].pk, "batch")]
+
+
+def test_renew_extends_only_your_own_claim(tenant):
+    now = timezone.now()
+    row = item(tenant, 1)
+    [(_, token)] = claim(due(now), now=now, lease=LEASE, limit=1)
+    later = now + timedelta(seconds=40)
+
+    assert renew(LinePushItem, pk=row.pk, now=later, lease=LEASE, owner="not-mine") is False
+    assert LinePushItem.objects.get(pk=row.pk).lease_until == now + timedelta(minutes=1)
+    assert renew(LinePushItem, pk=row.pk, now=later, lease=LEASE, owner=token) is True
+    assert LinePushItem.objects.get(pk=row.pk).lease_until == later + timedelta(minutes=1)
+
+
+def test_release_frees_it_for_the_next_claimer_only_when_you_hold_it(tenant):
+    now = timezone.now()
+    row = item(tenant, 1)
+    [(_, token)] = claim(due(now), now=now, lease=LEASE, limit=1)
+
+    assert release(LinePushItem, pk=row.pk, lease=LEASE, owner="not-mine") is False
+    assert release(LinePushItem, pk=row.pk, lease=LEASE, owner=token, last_error="later") is True
+
+    freed = LinePushItem.objects.get(pk=row.pk)
+    assert (freed.lease_until, freed.claimed_by, freed.last_error) == (None, "", "later")
+    assert [pk for pk, _ in claim(due(now), now=now, lease=LEASE, limit=1)] == [row.pk]
+
+
+def test_claim_one_must_change_exactly_the_row_and_a_lease_without_owner_is_the_claim(tenant):
+    now = timezone.now()
+    event = BacklogEvent.objects.create(tenant=tenant, activity_id=1, type=2, payload={})
+    pending = BacklogEvent.objects.filter(outcome="pending")
+
+    assert claim_one(pending, pk=event.pk, now=now, lease=HOLD, attempts=1) is True
+    assert claim_one(pending, pk=event.pk, now=now, lease=HOLD) is False  # held
+    assert claim_one(pending, pk=event.pk + 1, now=now, lease=HOLD) is False  # no such row
+    assert BacklogEvent.objects.get(pk=event.pk).attempts == 1
+
+    release(BacklogEvent, pk=event.pk, lease=HOLD)
+    BacklogEvent.objects.filter(pk=event.pk).update(outcome="done")
+    assert claim_one(pending, pk=event.pk, now=now, lease=HOLD) is False  # no longer among the rows
+
+
+def test_it_claims_a_batch_in_one_update_on_postgresql_and_one_per_row_elsewhere(tenant):
+    now = timezone.now()
+    for n in range(3):
+        item(tenant, n)
+    with CaptureQueriesContext(connection) as queries:
+        assert len(claim(due(now), now=now, lease=LEASE, limit=3)) == 3
+    updates = [q["sql"] for q in queries.captured_queries if q["sql"].startswith("UPDATE")]
+    if connection.vendor == "postgresql":
+        assert len(updates) == 1
+        assert any("SKIP LOCKED" in q["sql"] for q in queries.captured_queries)
+    else:
+        assert len(updates) == 3

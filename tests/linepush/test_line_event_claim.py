@@ -1,0 +1,104 @@
+"""LINE webhook events are acted on under a claim (core/due.py): the broker's task, the
+retry job and the scheduler's drain may all reach one event, and only one acts."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from unittest import mock
+
+import pytest
+import time_machine
+from django.utils import timezone
+
+from linepush import events
+from linepush.events import (
+    CLAIMED_ELSEWHERE,
+    line_event_process,
+    line_events_drain,
+    line_events_retry,
+    line_events_stranded_step,
+)
+from linepush.models import LineWebhookEvent
+from tests.helpers.factories import TenantFactory
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def stored():
+    tenant = TenantFactory()
+    return [
+        LineWebhookEvent.objects.create(
+            tenant=tenant, webhook_event_id=f"e{n}", type="follow", payload={"n": n}
+        )
+        for n in range(2)
+    ]
+
+
+def handled_by(handler):
+    return mock.patch.dict(events.HANDLERS, {"follow": handler})
+
+
+def test_two_drains_never_process_the_same_line_event(stored):
+    acted_on = []
+    second_drain = []
+
+    def follow(tenant, payload, transport):
+        acted_on.append(payload["n"])
+        if not second_drain:  # another worker's drain starts while this one acts on the event
+            second_drain.append(line_events_drain())
+        return "ok"
+
+    with handled_by(follow):
+        first_drain = line_events_drain()
+
+    assert sorted(acted_on) == [0, 1]  # each event once, by whichever drain claimed it
+    assert first_drain + second_drain[0] == 2
+    assert set(LineWebhookEvent.objects.values_list("outcome", "attempts", "claimed_until")) == {
+        ("done", 1, None)
+    }
+
+
+def test_a_task_for_an_event_another_worker_holds_does_nothing(stored):
+    event = stored[0]
+    handler = mock.Mock(return_value="ok")
+    with handled_by(handler):
+        inner = []
+        handler.side_effect = lambda *a: inner.append(line_event_process(event_id=event.pk)) or "ok"
+        assert line_event_process(event_id=event.pk) == "done"
+
+    assert inner == [CLAIMED_ELSEWHERE]
+    assert handler.call_count == 1
+
+
+def test_a_failing_event_is_freed_for_the_retry_job(stored):
+    event = stored[0]
+    with handled_by(mock.Mock(side_effect=RuntimeError("LINE down"))), pytest.raises(RuntimeError):
+        line_event_process(event_id=event.pk)
+    event.refresh_from_db()
+    assert (event.outcome, event.attempts, event.claimed_until) == ("pending", 1, None)
+
+    with handled_by(mock.Mock(return_value="ok")), time_machine.travel(timezone.now() + timedelta(minutes=2)):
+        assert line_events_retry() == 2
+    event.refresh_from_db()
+    assert (event.outcome, event.attempts) == ("done", 2)
+
+
+def test_the_scheduler_step_drains_events_no_worker_took(stored, monkeypatch):
+    monkeypatch.setattr(events, "_stranded_checked_at", float("-inf"))
+    with mock.patch("django_q.tasks.async_task") as enqueue:
+        assert line_events_stranded_step(now=timezone.now(), limit=50) is False
+        assert enqueue.call_count == 0  # younger than 2 s: its own task may be on its way
+
+        later = timezone.now() + timedelta(seconds=3)
+        monkeypatch.setattr(events, "_stranded_checked_at", float("-inf"))
+        line_events_stranded_step(now=later, limit=50)
+        line_events_stranded_step(now=later, limit=50)  # looks again only after 2 s
+
+    enqueue.assert_called_once_with("linepush.tasks.process_line_events")
+
+
+def test_the_line_events_step_is_registered():
+    from deliveries.scheduler_steps import SCHEDULER_STEPS
+
+    assert line_events_stranded_step in SCHEDULER_STEPS
