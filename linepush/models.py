@@ -9,15 +9,10 @@ every group and tenant is rate limited, and a dedupe key makes every post happen
 
 from __future__ import annotations
 
-import hashlib
-import logging
-import secrets
 import uuid
 from datetime import datetime, timedelta
-from functools import lru_cache
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-import re2
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
@@ -26,10 +21,20 @@ from django.utils.translation import gettext_lazy as _
 
 from core.i18n import japanese
 from core.models import Tenant
-from core.records import OutboundAttempt, StoredWebhookEvent
+from core.records import OutboundAttempt
 
-API_TOKEN_PREFIX = "lp_"
-logger = logging.getLogger(__name__)
+# Django registers an app's models from its models.py: these live in a module of their own.
+from linepush.inbound_models import (  # noqa: F401
+    API_TOKEN_PREFIX,
+    LineApiToken,
+    LineContact,
+    LineSurveyRule,
+    LineWebhookEvent,
+    api_token_hash,
+    re2_reason,
+    survey_regex,
+)
+
 RETRY_KEY_NAMESPACE = uuid.UUID("0b7f4c3e-8a51-4d6e-b2f9-51c3a8e0d7a4")
 
 
@@ -71,27 +76,6 @@ def validate_messages(value: object) -> None:
     problems = validate_line_messages(value)
     if problems:
         raise ValidationError(problems)
-
-
-class LineContact(models.Model):
-    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="line_contacts")
-    user_id = models.CharField(_("LINE ユーザーID"), max_length=64)
-    display_name = models.CharField(_("表示名"), max_length=200, blank=True)
-    tags = models.JSONField(_("タグ"), default=list, blank=True)
-    blocked = models.BooleanField(_("ブロック中"), default=False)
-    # A survey answer asked to be included in the next delivery (LineSurveyRule.next_delivery).
-    wants_next_delivery = models.BooleanField(_("次回配信を希望"), default=False)
-    followed_at = models.DateTimeField(_("友だち追加日時"), null=True, blank=True)
-    created_at = models.DateTimeField(_("作成日時"), auto_now_add=True)
-    updated_at = models.DateTimeField(_("更新日時"), auto_now=True)
-
-    class Meta:
-        verbose_name = pgettext_lazy("model", "LINE 連絡先")
-        verbose_name_plural = pgettext_lazy("models", "LINE 連絡先")
-        constraints = [models.UniqueConstraint(fields=["tenant", "user_id"], name="uniq_line_contact")]
-
-    def __str__(self) -> str:
-        return self.display_name or self.user_id
 
 
 class LinePlan(models.Model):
@@ -407,139 +391,3 @@ class LinePushProblem(models.Model):
 
     def __str__(self) -> str:
         return f"{self.trigger_type} {self.source_table}:{self.source_id}"
-
-
-def api_token_hash(token: str) -> str:
-    # The token is 256 random bits: a plain SHA-256 is enough (no password stretching needed).
-    return hashlib.sha256(token.encode()).hexdigest()
-
-
-class LineApiToken(models.Model):
-    """A tenant's token for `POST /api/linepush/items/`; only its hash is stored."""
-
-    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="line_api_tokens")
-    name = models.CharField(_("名前"), max_length=100)
-    prefix = models.CharField(_("先頭"), max_length=16, help_text=_("識別用（トークンの先頭）"))
-    token_hash = models.CharField(max_length=64, unique=True)
-    last_used_at = models.DateTimeField(_("最終使用日時"), null=True, blank=True)
-    revoked_at = models.DateTimeField(_("無効化日時"), null=True, blank=True)
-    created_at = models.DateTimeField(_("作成日時"), auto_now_add=True)
-
-    class Meta:
-        verbose_name = pgettext_lazy("model", "LINE 投稿 API トークン")
-        verbose_name_plural = pgettext_lazy("models", "LINE 投稿 API トークン")
-
-    def __str__(self) -> str:
-        return f"{self.name} ({self.prefix}…)"
-
-    @classmethod
-    def issue(cls, *, tenant: Tenant, name: str) -> tuple[LineApiToken, str]:
-        """A new token; the plain text is returned once and never stored."""
-        plain = API_TOKEN_PREFIX + secrets.token_urlsafe(32)
-        row = cls.objects.create(
-            tenant=tenant, name=name, prefix=plain[:10], token_hash=api_token_hash(plain)
-        )
-        return row, plain
-
-
-class LineWebhookEvent(StoredWebhookEvent):
-    """A LINE webhook event, stored raw and deduplicated on webhookEventId before it is acted on."""
-
-    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="line_webhook_events")
-    webhook_event_id = models.CharField("webhookEventId", max_length=64)
-    type = models.CharField(_("種別"), max_length=32)
-
-    class Meta(StoredWebhookEvent.Meta):
-        verbose_name = pgettext_lazy("model", "LINE Webhook イベント")
-        verbose_name_plural = pgettext_lazy("models", "LINE Webhook イベント")
-        constraints = [
-            models.UniqueConstraint(fields=["tenant", "webhook_event_id"], name="uniq_line_webhook_event")
-        ]
-        indexes = [models.Index(fields=["outcome", "received_at"], name="line_event_outcome_idx")]
-
-    def __str__(self) -> str:
-        return f"{self.tenant.slug} {self.type} {self.webhook_event_id}"
-
-
-class LineSurveyRule(models.Model):
-    """A text message that matches → tags added / removed, optionally "wants the next delivery"."""
-
-    class Match(models.TextChoices):
-        KEYWORD = "keyword", _("キーワード（含む）")
-        EXACT = "exact", _("完全一致")
-        REGEX = "regex", _("正規表現")
-
-    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="line_survey_rules")
-    name = models.CharField(_("名前"), max_length=100)
-    match = models.CharField(_("一致方法"), max_length=8, choices=Match.choices, default=Match.KEYWORD)
-    pattern = models.CharField(_("パターン"), max_length=500)
-    add_tags = models.JSONField(_("追加するタグ"), default=list, blank=True)
-    remove_tags = models.JSONField(_("外すタグ"), default=list, blank=True)
-    next_delivery = models.BooleanField(_("次回配信の対象にする"), default=False)
-    priority = models.PositiveSmallIntegerField(_("優先順"), default=100)
-    is_active = models.BooleanField(_("有効"), default=True)
-
-    class Meta:
-        verbose_name = pgettext_lazy("model", "LINE アンケート回答ルール")
-        verbose_name_plural = pgettext_lazy("models", "LINE アンケート回答ルール")
-        ordering = ["priority", "id"]
-
-    def __str__(self) -> str:
-        return self.name
-
-    def clean(self) -> None:
-        if self.match == self.Match.REGEX:
-            try:
-                survey_regex(self.pattern)
-            except re2.error as exc:
-                raise ValidationError(
-                    {
-                        "pattern": gettext(
-                            "正規表現として使えません（RE2 の構文で書いてください。後方参照 \\1 や"
-                            "先読み・後読み (?=…) (?!…) (?<=…) (?<!…) は使えません）: %(error)s"
-                        )
-                        % {"error": re2_reason(exc)}
-                    }
-                ) from exc
-        for name in ("add_tags", "remove_tags"):
-            value = getattr(self, name)
-            if not isinstance(value, list) or not all(isinstance(t, str) and t for t in value):
-                raise ValidationError({name: _("タグは文字列のリストで指定してください。")})
-
-    def matches(self, text: str) -> bool:
-        text = text.strip()
-        if self.match == self.Match.EXACT:
-            return text == self.pattern.strip()
-        if self.match == self.Match.REGEX:
-            try:
-                return survey_regex(self.pattern).search(text) is not None
-            except re2.error as exc:
-                # Stored before patterns were checked with RE2 (or written to the table directly):
-                # this rule never matches, the other rules still run.
-                logger.warning(
-                    "survey rule %s (tenant %s) skipped: its pattern is not RE2: %s",
-                    self.pk,
-                    self.tenant_id,
-                    re2_reason(exc),
-                )
-                return False
-        return self.pattern in text
-
-
-# Managers write these patterns and they run on any text a LINE user sends, in the
-# shared workers. RE2 matches in time linear in the text whatever the pattern (no
-# backtracking: https://github.com/google/re2/wiki/WhyRE2), at the price of backreferences
-# and lookarounds, which it refuses to compile (https://github.com/google/re2/wiki/Syntax).
-_RE2_OPTIONS = re2.Options()
-_RE2_OPTIONS.log_errors = False  # RE2 would print every refused pattern to stderr itself
-
-
-@lru_cache(maxsize=512)
-def survey_regex(pattern: str) -> re2._Regexp:
-    """The compiled RE2 program of a survey pattern; raises re2.error (not cached) if RE2 refuses it."""
-    return re2.compile(pattern, _RE2_OPTIONS)
-
-
-def re2_reason(exc: Exception) -> str:
-    reason = exc.args[0] if exc.args else exc
-    return reason.decode("utf-8", "replace") if isinstance(reason, bytes) else str(reason)
