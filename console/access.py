@@ -151,8 +151,9 @@ class TenantScopedAdmin(admin.ModelAdmin):
 
 
 class RecordAdmin(TenantScopedAdmin):
-    """Audit and attempt rows (what happened and who did it): nobody adds or edits one in the
-    admin, and only a superuser deletes one, so a manager cannot erase the trail (issue 13)."""
+    """Rows the admin shows but never writes: audit and attempt rows, the LINE post queue,
+    schedules (removed by cancel), recorded problems. Nobody adds or edits one here, and
+    only a superuser deletes one, so a manager cannot erase the trail or skip a check."""
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False

@@ -32,8 +32,6 @@ def body_json(raw: bytes) -> object:
         value = json.loads(raw, parse_constant=_no_constant)
     except RecursionError:
         raise ValueError("body nests too deep") from None
-    except UnicodeDecodeError as exc:
-        raise ValueError("body is not UTF-8") from exc
     if _depth(value) > MAX_JSON_DEPTH:
         raise ValueError("body nests too deep")
     return value

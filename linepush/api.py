@@ -30,7 +30,8 @@ from rest_framework.views import APIView
 
 from core.models import Tenant
 from deliveries.channels.line.templates import validate_line_messages
-from linepush.models import LineApiToken, LinePushItem, Trigger, api_token_hash
+from linepush.inbound_models import api_token_hash
+from linepush.models import LineApiToken, LinePushItem, Trigger
 from linepush.services import PushInvalid, push_enqueue
 
 GROUP_ID = re.compile(r"[CR][0-9A-Za-z_\-]{1,63}")

@@ -24,16 +24,7 @@ from core.models import Tenant
 from core.records import OutboundAttempt
 
 # Django registers an app's models from its models.py: these live in a module of their own.
-from linepush.inbound_models import (  # noqa: F401
-    API_TOKEN_PREFIX,
-    LineApiToken,
-    LineContact,
-    LineSurveyRule,
-    LineWebhookEvent,
-    api_token_hash,
-    re2_reason,
-    survey_regex,
-)
+from linepush.inbound_models import LineApiToken, LineContact, LineSurveyRule, LineWebhookEvent  # noqa: F401
 
 RETRY_KEY_NAMESPACE = uuid.UUID("0b7f4c3e-8a51-4d6e-b2f9-51c3a8e0d7a4")
 

@@ -6,4 +6,6 @@ CHANNELS = {"line": "LINE", "tiktok": "TikTok", "instagram": "Instagram", "hubsp
 # Channels published through a channel account (deliveries/channels/<kind>/); LINE uses the tenant's token.
 PLATFORM_CHANNELS = tuple(channel for channel in CHANNELS if channel != "line")
 AUDIENCE_REQUIRED = ("line", "hubspot")
+# A post on the account (Instagram, TikTok): it reaches the followers, there is no audience to pick.
+FOLLOWER_CHANNELS = tuple(channel for channel in CHANNELS if channel not in AUDIENCE_REQUIRED)
 GROUP_CHANNELS = ("line",)

@@ -20,7 +20,7 @@ from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
 
 from backlog_bridge.models import AIReview, CommandRun
-from console.access import ScopedInlineMixin, TenantScopedAdmin
+from console.access import RecordAdmin, ScopedInlineMixin, TenantScopedAdmin
 from console.actions import object_action
 from console.filters import ChannelFilter, PublishDateFilter
 from console.preview import preview_page
@@ -289,7 +289,7 @@ def _cell(text: str) -> str:
 
 
 @admin.register(DeliverySchedule)
-class DeliveryScheduleAdmin(TenantScopedAdmin):
+class DeliveryScheduleAdmin(RecordAdmin):
     """Schedules come from approvals; a manager removes one only with 取消 (cancel), which checks
     the stage and moves the Backlog status back: deleting the row here would skip both."""
 
@@ -297,15 +297,6 @@ class DeliveryScheduleAdmin(TenantScopedAdmin):
     list_filter = ("tenant", "reason")
     search_fields = ("name",)
     readonly_fields = [f.name for f in DeliverySchedule._meta.fields]
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return request.user.is_superuser
 
 
 @admin.register(MessageTemplate)

@@ -118,7 +118,7 @@ class AttemptInline(ScopedInlineMixin, admin.TabularInline):
 
 
 @admin.register(LinePushItem)
-class LinePushItemAdmin(TenantScopedAdmin):
+class LinePushItemAdmin(RecordAdmin):
     list_display = (
         "dedupe_key",
         "tenant",
@@ -152,17 +152,10 @@ class LinePushItemAdmin(TenantScopedAdmin):
     actions = ["approve", "reject", "retry", "resume_held"]
     change_form_template = "admin/linepush/linepushitem/change_form.html"
 
-    # The queue is read-only here: items come from the producers and the API (which check
-    # the approval rule, the payload and the dedupe key); a person acts on an item only
-    # through approve / reject / retry / resume (issue 13).
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
-        return request.user.is_superuser  # its attempts (the audit log) would go with it
+    # The queue is read-only here (RecordAdmin): items come from the producers and the API
+    # (which check the approval rule, the payload and the dedupe key); a person acts on an
+    # item only through approve / reject / retry / resume, and only a superuser deletes one,
+    # since its attempts (the audit log) would go with it.
 
     def get_actions(self, request: HttpRequest):
         actions = super().get_actions(request)
@@ -234,7 +227,7 @@ class LineTriggerPolicyAdmin(TenantScopedAdmin):
 
 
 @admin.register(LinePushProblem)
-class LinePushProblemAdmin(TenantScopedAdmin):
+class LinePushProblemAdmin(RecordAdmin):
     """Posts a producer could not queue (the others went on); a row goes away once queued."""
 
     list_display = (
@@ -249,15 +242,6 @@ class LinePushProblemAdmin(TenantScopedAdmin):
     list_filter = ("trigger_type", "tenant")
     search_fields = ("source_id",)
     readonly_fields = [f.name for f in LinePushProblem._meta.fields]
-
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return request.user.is_superuser  # e.g. the problem of a task deleted since
 
 
 @admin.register(LineApiToken)

@@ -8,6 +8,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from backlog_bridge.audience import AudienceError, parse_audience
+from backlog_bridge.body.channels import FOLLOWER_CHANNELS
 from backlog_bridge.body.task import ParsedTask
 from backlog_bridge.client import BacklogClient, BacklogError
 from backlog_bridge.events import EventHandler, EventIgnored
@@ -27,7 +28,6 @@ from deliveries.services import approval_record, schedule_delete, schedule_due_a
 logger = logging.getLogger(__name__)
 
 OWN_PREFIX = "[automedia]"
-FOLLOWER_CHANNELS = ("instagram", "tiktok")  # a post on the account: there is no audience to pick
 
 
 def comment_handle(*, event: BacklogEvent, client: BacklogClient) -> str:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from django.core.management import call_command
 
-from linepush.models import LineApiToken, LinePushItem, api_token_hash
+from linepush.inbound_models import api_token_hash
+from linepush.models import LineApiToken, LinePushItem
 from tests.helpers.factories import TenantFactory
 from tests.helpers.linepush import PUSH, group, reload, shop, step
 

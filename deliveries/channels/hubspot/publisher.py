@@ -253,7 +253,12 @@ def send_id_for(ctx: Context, contact_id: str) -> str:
 
 def _answered(ctx: Context) -> set[str]:
     """sendIds HubSpot already answered for this approval (sent, repeat, or refused for the contact)."""
-    rows = DeliveryAttempt.objects.filter(
+    return set(_answered_sends(ctx).values_list("retry_key", flat=True))
+
+
+def _answered_sends(ctx: Context):
+    """This approval's single-send attempts that HubSpot answered with a 2xx."""
+    return DeliveryAttempt.objects.filter(
         task=ctx.task,
         approval_seq=ctx.task.approval_seq,
         channel="hubspot",
@@ -261,7 +266,6 @@ def _answered(ctx: Context) -> set[str]:
         status_code__gte=200,
         status_code__lt=300,
     )
-    return set(rows.values_list("retry_key", flat=True))
 
 
 def _send_one(
@@ -301,14 +305,7 @@ def _send_one(
 
 
 def _email_summary(ctx: Context, post: ChannelPost, contacts: list[dict]) -> Done:
-    rows = DeliveryAttempt.objects.filter(
-        task=ctx.task,
-        approval_seq=ctx.task.approval_seq,
-        channel="hubspot",
-        endpoint=SINGLE_SEND,
-        status_code__gte=200,
-        status_code__lt=300,
-    )
+    rows = _answered_sends(ctx)
     by_send_id: dict[str, str] = {}
     for row in rows.order_by("created_at"):
         result = row.request_summary.get("sendResult", "")

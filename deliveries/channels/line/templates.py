@@ -245,13 +245,11 @@ def _template(message: dict) -> list[str]:
 
 
 def _buttons(template: dict) -> list[str]:
-    with_header = bool(template.get("thumbnailImageUrl") or template.get("title"))
-    text_max = TEMPLATE_BUTTONS_TEXT_WITH_HEADER_MAX if with_header else TEMPLATE_BUTTONS_TEXT_MAX
-    return (
-        _optional_url(template, "thumbnailImageUrl")
-        + _length(template, "title", TEMPLATE_TITLE_MAX)
-        + _length(template, "text", text_max, required=True)
-        + _count(template, "actions", TEMPLATE_BUTTONS_ACTIONS_MAX)
+    return _headed(
+        template,
+        text_max=TEMPLATE_BUTTONS_TEXT_MAX,
+        with_header_max=TEMPLATE_BUTTONS_TEXT_WITH_HEADER_MAX,
+        actions_max=TEMPLATE_BUTTONS_ACTIONS_MAX,
     )
 
 
@@ -277,13 +275,23 @@ def _columns(template: dict, column_problems: Callable[[dict], list[str]]) -> li
 
 
 def _carousel_column(column: dict) -> list[str]:
-    with_header = bool(column.get("thumbnailImageUrl") or column.get("title"))
-    text_max = TEMPLATE_COLUMN_TEXT_WITH_HEADER_MAX if with_header else TEMPLATE_COLUMN_TEXT_MAX
+    return _headed(
+        column,
+        text_max=TEMPLATE_COLUMN_TEXT_MAX,
+        with_header_max=TEMPLATE_COLUMN_TEXT_WITH_HEADER_MAX,
+        actions_max=TEMPLATE_COLUMN_ACTIONS_MAX,
+    )
+
+
+def _headed(obj: dict, *, text_max: int, with_header_max: int, actions_max: int) -> list[str]:
+    """A buttons template or a carousel column: optional image and title (LINE allows less
+    text when either is there), text, actions."""
+    with_header = bool(obj.get("thumbnailImageUrl") or obj.get("title"))
     return (
-        _optional_url(column, "thumbnailImageUrl")
-        + _length(column, "title", TEMPLATE_TITLE_MAX)
-        + _length(column, "text", text_max, required=True)
-        + _count(column, "actions", TEMPLATE_COLUMN_ACTIONS_MAX)
+        _optional_url(obj, "thumbnailImageUrl")
+        + _length(obj, "title", TEMPLATE_TITLE_MAX)
+        + _length(obj, "text", with_header_max if with_header else text_max, required=True)
+        + _count(obj, "actions", actions_max)
     )
 
 
