@@ -258,6 +258,15 @@ def test_it_is_linked_from_the_dashboard(as_manager):
     assert f'href="{URL}"' in as_manager.get(reverse("admin:index")).content.decode()
 
 
+def test_it_speaks_english_when_the_browser_asks(as_manager, tenant):
+    scheduled(tenant, "ACME-1", at(2, 10))
+
+    html = as_manager.get(URL, {"view": "month"}, HTTP_ACCEPT_LANGUAGE="en").content.decode()
+
+    assert "Delivery calendar" in html and "Previous month" in html and "12/2026" in html
+    assert "1 entry" in html and "予約済み" not in html
+
+
 # -- quiet hours and today ---------------------------------------------------------------
 
 
