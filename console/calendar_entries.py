@@ -19,6 +19,7 @@ from datetime import datetime
 from django.db.models import Exists, OuterRef, Q, QuerySet, Subquery
 from django.urls import reverse
 
+from console.models import DeliveryOutcome
 from console.outcomes import delivery_endings
 from core.access import scope
 from deliveries.models import (
@@ -115,15 +116,21 @@ def _endings(user, window: Window) -> list[Entry]:
 
 
 def _refused(user, window: Window) -> list[Entry]:
-    """Approvals refused before any request (content, quiet hours): the slot failed."""
+    """Approvals refused before any request (content, quiet hours): the slot failed.
+
+    A run that failed before its first request (a render error) is a recorded ending instead.
+    """
     this_approval = DeliveryAttempt.objects.filter(task=OuterRef("pk"), approval_seq=OuterRef("approval_seq"))
+    recorded = DeliveryOutcome.objects.filter(
+        task=OuterRef("pk"), kind=DeliveryOutcome.Kind.FAILED, created_at__gte=OuterRef("approved_at")
+    )
     tasks = ContentTask.objects.filter(
         status_name=STATUS_ERROR,
         publish_at__gte=window.start,
         publish_at__lt=window.end,
         schedule__isnull=True,
         deleted_at__isnull=True,
-    ).exclude(Exists(this_approval))
+    ).exclude(Exists(this_approval) | Exists(recorded))
     return [
         _task_entry(t, t.publish_at, FAILED)
         for t in window.of(scope(tasks, user)).only(*TASK_FIELDS, "publish_at")

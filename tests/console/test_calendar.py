@@ -203,6 +203,23 @@ def test_it_reads_how_past_deliveries_ended(as_manager, tenant):
     }
 
 
+def test_it_draws_a_run_that_failed_before_any_request_once(as_manager, tenant):
+    task = ContentTaskFactory(
+        tenant=tenant,
+        issue_key="ACME-1",
+        channel="line",
+        status_name=STATUS_ERROR,
+        publish_at=at(1, 6),
+        approved_at=at(1, 5),
+        approval_seq=1,
+    )
+    with time_machine.travel(at(1, 6, 1), tick=False):  # a render error: recorded, no attempt
+        DeliveryOutcome.objects.create(tenant=tenant, task=task, kind=DeliveryOutcome.Kind.FAILED)
+
+    assert placed(calendar_of(as_manager)) == {("2026-12-01", 6, "line", "failed", "ACME-1")}
+    assert len(calendar_of(as_manager).days[1].slot.shown) == 1
+
+
 def test_it_leaves_out_unapproved_tasks_whose_time_has_passed(as_manager, tenant):
     waiting(tenant, "ACME-1", at(1, 8))  # an hour ago: it will not go out at that time
     waiting(tenant, "ACME-2", at(1, 10))
