@@ -51,17 +51,27 @@ class Approval:
     retries: int
 
 
-def delivery_endings(*, user, since: datetime) -> list[Ending]:
-    """Every delivery ending since `since` in the user's tenants: recorded, or derived when unrecorded."""
+def delivery_endings(*, user, since: datetime, until: datetime | None = None) -> list[Ending]:
+    """Every delivery ending in [since, until) in the user's tenants: recorded, or derived when unrecorded.
+
+    A record after `until` is not read, so the ending it accounts for is shown derived, once.
+    """
     outcomes = scope(DeliveryOutcome.objects.filter(created_at__gte=since), user)
+    if until is not None:
+        outcomes = outcomes.filter(created_at__lt=until)
     recorded = [Ending(*row) for row in outcomes.values_list("task_id", "kind", "created_at")]
-    derived = derived_endings(attempts=scope(DeliveryAttempt.objects.all(), user), since=since - RECORD_DELAY)
-    return recorded + [e for e in unaccounted(derived=derived, recorded=recorded) if e.at >= since]
+    attempts = scope(DeliveryAttempt.objects.all(), user)
+    derived = derived_endings(attempts=attempts, since=since - RECORD_DELAY, until=until)
+    unrecorded = unaccounted(derived=derived, recorded=recorded)
+    return recorded + [e for e in unrecorded if e.at >= since and (until is None or e.at < until)]
 
 
-def derived_endings(*, attempts: QuerySet, since: datetime) -> list[Ending]:
-    """How the approvals with an attempt since `since` ended, read from the rows they left."""
-    approvals = _approvals(attempts, since)
+def derived_endings(*, attempts: QuerySet, since: datetime, until: datetime | None = None) -> list[Ending]:
+    """How the approvals with an attempt since `since` ended, read from the rows they left.
+
+    `until`: only approvals whose last attempt came before it (a delivery ends after its last request).
+    """
+    approvals = _approvals(attempts, since, until)
     task_ids = {a.task_id for a in approvals}
     tasks = ContentTask.objects.only("approval_seq", "delivered_at", "status_name").in_bulk(task_ids)
     posts = {
@@ -74,9 +84,9 @@ def derived_endings(*, attempts: QuerySet, since: datetime) -> list[Ending]:
     return [e for e in endings if e is not None]
 
 
-def _approvals(attempts: QuerySet, since: datetime) -> list[Approval]:
+def _approvals(attempts: QuerySet, since: datetime, until: datetime | None) -> list[Approval]:
     recent = attempts.filter(created_at__gte=since).values("task_id")
-    groups = list(
+    groups = (
         attempts.filter(task_id__in=recent)
         .values("task_id", "approval_seq")
         .annotate(
@@ -85,6 +95,7 @@ def _approvals(attempts: QuerySet, since: datetime) -> list[Approval]:
         )
         .filter(last_at__gte=since)
     )
+    groups = list(groups if until is None else groups.filter(last_at__lt=until))
     last = _last_outcomes(attempts, groups)
     return [
         Approval(

@@ -310,12 +310,15 @@ def _window_containing(
 def _intervals_around(ranges: tuple[tuple[time, time], ...], day: date) -> list[tuple[datetime, datetime]]:
     # A chained window is shorter than a day (whole-day cover is rejected), so
     # two days either side are enough to find both of its ends.
+    return [span for offset in range(-2, 3) for span in _intervals_from(ranges, day + timedelta(days=offset))]
+
+
+def _intervals_from(ranges: tuple[tuple[time, time], ...], day: date) -> list[tuple[datetime, datetime]]:
+    """The wall-clock intervals of the ranges that start on `day` (a crossing one ends the next day)."""
     intervals = []
-    for offset in range(-2, 3):
-        current = day + timedelta(days=offset)
-        for start, end in ranges:
-            end_day = current if end > start else current + timedelta(days=1)
-            intervals.append((datetime.combine(current, start), datetime.combine(end_day, end)))
+    for start, end in ranges:
+        end_day = day if end > start else day + timedelta(days=1)
+        intervals.append((datetime.combine(day, start), datetime.combine(end_day, end)))
     return intervals
 
 
@@ -368,3 +371,28 @@ def quiet_hours_apply(*, quiet: QuietHours, when: datetime) -> QuietDecision:
     if quiet.mode == DEFER:
         return QuietDecision(QuietAction.DEFER, verdict.window_end, verdict)
     return QuietDecision(QuietAction.REJECT, when, verdict)
+
+
+def quiet_windows(*, quiet: QuietHours, start: datetime, end: datetime) -> list[tuple[datetime, datetime]]:
+    """The windows overlapping [start, end), clipped and merged, in UTC (drawn by the admin's calendar)."""
+    if not quiet.enabled:
+        return []
+    zone, first = quiet.zone, start.astimezone(quiet.zone).date() - timedelta(days=1)
+    spans = []
+    for offset in range((end.astimezone(zone).date() - first).days + 1):
+        for wall_start, wall_end in _intervals_from(quiet.ranges, first + timedelta(days=offset)):
+            low = max(wall_start.replace(tzinfo=zone).astimezone(UTC), start.astimezone(UTC))
+            high = min(wall_end.replace(tzinfo=zone).astimezone(UTC), end.astimezone(UTC))
+            if low < high:
+                spans.append((low, high))
+    return _merged(sorted(spans))
+
+
+def _merged(spans: list[tuple[datetime, datetime]]) -> list[tuple[datetime, datetime]]:
+    merged: list[tuple[datetime, datetime]] = []
+    for low, high in spans:
+        if merged and low <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], high))
+        else:
+            merged.append((low, high))
+    return merged

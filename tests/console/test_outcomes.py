@@ -201,3 +201,18 @@ def test_it_adds_recorded_endings_without_any_attempt(manager, tenant):
     found = delivery_endings(user=manager, since=DUE - timedelta(days=1))
 
     assert [(e.kind, e.at) for e in found] == [(FAILED, DUE)]
+
+
+@pytest.mark.django_db
+def test_it_reads_only_the_endings_before_until(manager, tenant):
+    """The calendar's periods: a record or an attempt after `until` belongs to a later page."""
+    early = ContentTaskFactory(tenant=tenant, approval_seq=1, delivered_at=DUE, status_name=STATUS_DELIVERED)
+    attempt(early, "sent", DUE)
+    late = ContentTaskFactory(tenant=tenant, approval_seq=1, delivered_at=LATER, status_name=STATUS_DELIVERED)
+    attempt(late, "sent", LATER)
+    with time_machine.travel(LATER, tick=False):
+        DeliveryOutcome.objects.create(tenant=tenant, task=late, kind=SENT, detail="delivered")
+
+    found = delivery_endings(user=manager, since=DUE - timedelta(days=1), until=DUE + timedelta(days=1))
+
+    assert [(e.task_id, e.kind, e.at) for e in found] == [(early.pk, SENT, DUE)]

@@ -6,7 +6,7 @@ from zoneinfo import ZoneInfo
 import pytest
 from django.core.exceptions import ValidationError
 
-from core.quiet_hours import QuietAction, QuietHours, quiet_hours_apply
+from core.quiet_hours import QuietAction, QuietHours, quiet_hours_apply, quiet_windows
 
 JST = ZoneInfo("Asia/Tokyo")
 NEW_YORK = ZoneInfo("America/New_York")
@@ -440,3 +440,35 @@ def test_it_rejects_a_time_inside_in_reject_mode():
     decision = quiet_hours_apply(quiet=quiet, when=when)
     assert (decision.action, decision.due_at) == (QuietAction.REJECT, when)
     assert "静粛時間帯" in decision.verdict.message
+
+
+# -- the windows of a period (the admin's calendar) ------------------------------------------
+
+
+def test_it_lists_the_windows_of_a_period_clipped_and_merged():
+    hours = quiet(("22:00", "24:00"), ("00:00", "06:00"), ("12:00", "12:30"))
+
+    windows = quiet_windows(quiet=hours, start=jst(2026, 12, 1), end=jst(2026, 12, 3))
+
+    assert [(a.astimezone(JST), b.astimezone(JST)) for a, b in windows] == [
+        (jst(2026, 12, 1, 0), jst(2026, 12, 1, 6)),  # the night before, clipped at the start
+        (jst(2026, 12, 1, 12), jst(2026, 12, 1, 12, 30)),
+        (jst(2026, 12, 1, 22), jst(2026, 12, 2, 6)),  # two touching ranges: one window
+        (jst(2026, 12, 2, 12), jst(2026, 12, 2, 12, 30)),
+        (jst(2026, 12, 2, 22), jst(2026, 12, 3, 0)),  # clipped at the end
+    ]
+
+
+def test_it_lists_windows_kept_in_another_zone_at_their_instants():
+    hours = quiet(("22:00", "07:00"), timezone="America/New_York")
+
+    windows = quiet_windows(quiet=hours, start=jst(2026, 12, 2), end=jst(2026, 12, 3))
+
+    # 22:00–07:00 in New York (UTC-5) is 12:00–21:00 in Tokyo
+    assert [(a.astimezone(JST), b.astimezone(JST)) for a, b in windows] == [
+        (jst(2026, 12, 2, 12), jst(2026, 12, 2, 21))
+    ]
+
+
+def test_it_lists_no_window_when_disabled():
+    assert quiet_windows(quiet=QuietHours(), start=jst(2026, 12, 1), end=jst(2026, 12, 8)) == []
