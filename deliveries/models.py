@@ -81,6 +81,11 @@ class ContentTask(models.Model):
     def channel_label(self) -> str:
         return CHANNEL_LABELS.get(self.channel, self.channel)
 
+    @property
+    def backlog_url(self) -> str:
+        """The issue's page in Backlog (https://<space>/view/<issue key>)."""
+        return f"{self.tenant.backlog_base_url.rstrip('/')}/view/{self.issue_key}"
+
 
 class DeliverySchedule(models.Model):
     """One pending delivery per task; the row is the source of truth for due work."""
