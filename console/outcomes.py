@@ -55,7 +55,8 @@ def delivery_endings(*, user, since: datetime) -> list[Ending]:
     """Every delivery ending since `since` in the user's tenants: recorded, or derived when unrecorded."""
     outcomes = scope(DeliveryOutcome.objects.filter(created_at__gte=since), user)
     recorded = [Ending(*row) for row in outcomes.values_list("task_id", "kind", "created_at")]
-    derived = derived_endings(attempts=scope(DeliveryAttempt.objects.all(), user), since=since - RECORD_DELAY)
+    deliveries = DeliveryAttempt.objects.filter(correction__isnull=True)  # a correction is not an ending
+    derived = derived_endings(attempts=scope(deliveries, user), since=since - RECORD_DELAY)
     return recorded + [e for e in unaccounted(derived=derived, recorded=recorded) if e.at >= since]
 
 
