@@ -177,3 +177,17 @@ def test_it_says_what_can_be_done_on_another_platform(fake_backlog, tenant, say,
     assert answer in reply
     assert "の投稿には訂正を送れません" in reply
     assert line.sent(PUSH) == []
+
+
+def test_a_send_whose_answer_was_lost_keeps_the_quote_token_of_the_409(approved, line, say):
+    key = approved(body().replace("tag:active, !tag:opt_out", f"group:{G1}"))
+    line.fail_next(500, path_prefix=PUSH, then_accept=True)  # sent, but the answer is lost
+    assert fire(key).startswith("retry in")
+    assert fire(key) == "delivered"  # the resend is answered 409 with the original sentMessages
+    [accepted] = DeliveryAttempt.objects.filter(task__issue_key=key, outcome="duplicate")
+    [token] = [m["quoteToken"] for m in accepted.sent_messages]
+
+    say(key, correct())
+
+    [sent] = corrections_sent(line)  # the fake accepts only a quoteToken it issued
+    assert sent.body["messages"][0]["quoteToken"] == token
