@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 
 from django.conf import settings
-from django.db.models import Count, QuerySet
+from django.db.models import Count, OuterRef, QuerySet, Subquery
 from django.db.models.functions import TruncDate, TruncHour
 from django.utils.translation import gettext as _
 
-from console.models import PushApproval, ScanRun
+from console.models import DeliveryOutcome, PushApproval, ScanRun
 from console.outcomes import delivery_endings
 from core.access import scope, visible_tenant_ids
 from core.models import Tenant
@@ -28,6 +28,7 @@ from linepush.services import month_of, quota_limit
 
 DAYS = 7
 UPCOMING = 10
+FAILURES = 20  # the latest failures listed; the chart counts them all
 LATENESS_WINDOW = timedelta(hours=1)
 WAITING = LinePushItem.Status.WAITING_APPROVAL
 COLORS = {"sent": "#2e9e5b", "failed": "#d64545", "skipped": "#9aa5b1", "waiting": "#4a7fd4"}
@@ -152,6 +153,7 @@ class Dashboard:
     quotas: list[Quota]
     waiting_approvals: int
     scheduled_today: int
+    failures: list[DeliveryOutcome] = field(default_factory=list)
 
 
 def dashboard_build(*, user, now: datetime) -> Dashboard:
@@ -172,6 +174,7 @@ def dashboard_build(*, user, now: datetime) -> Dashboard:
         quotas=_quotas(user, now),
         waiting_approvals=scope(PushApproval.objects, user).filter(status=WAITING).count(),
         scheduled_today=sum(today.series[0].values),
+        failures=_failures(user, now),
     )
 
 
@@ -230,6 +233,19 @@ def _push_chart(user, days: list[date]) -> Chart:
     counts = _per_day(items.filter(status="sent"), "sent_at", days, "status")
     counts |= _per_day(items.filter(status__in=["failed", "skipped"]), "updated_at", days, "status")
     return _outcome_chart(counts, days)
+
+
+def _failures(user, now: datetime) -> list[DeliveryOutcome]:
+    """The latest deliveries that ended in automediaエラー in the last 7 days, with the error
+    of their last request (none when the run failed before sending: render, quiet hours)."""
+    last_error = DeliveryAttempt.objects.filter(task=OuterRef("task_id")).exclude(error="")
+    outcomes = scope(DeliveryOutcome.objects.filter(kind=DeliveryOutcome.Kind.FAILED), user)
+    return list(
+        outcomes.filter(created_at__gte=now - timedelta(days=DAYS))
+        .select_related("task", "tenant")
+        .annotate(last_error=Subquery(last_error.order_by("-created_at", "-id").values("error")[:1]))
+        .order_by("-created_at")[:FAILURES]
+    )
 
 
 def _heartbeats(now: datetime) -> list[Heartbeat]:

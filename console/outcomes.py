@@ -60,8 +60,8 @@ def delivery_endings(*, user, since: datetime, until: datetime | None = None) ->
     if until is not None:
         outcomes = outcomes.filter(created_at__lt=until)
     recorded = [Ending(*row) for row in outcomes.values_list("task_id", "kind", "created_at")]
-    attempts = scope(DeliveryAttempt.objects.all(), user)
-    derived = derived_endings(attempts=attempts, since=since - RECORD_DELAY, until=until)
+    deliveries = DeliveryAttempt.objects.filter(correction__isnull=True)  # a correction is not an ending
+    derived = derived_endings(attempts=scope(deliveries, user), since=since - RECORD_DELAY, until=until)
     unrecorded = unaccounted(derived=derived, recorded=recorded)
     return recorded + [e for e in unrecorded if e.at >= since and (until is None or e.at < until)]
 

@@ -4,6 +4,7 @@
   register at once with `issue_reconcile` (the decision a webhook would take; the
   webhook of our own change later finds nothing to do);
 - cancel: `/automedia cancel` (delete the schedule, move the status back);
+- correct (訂正を送る): `/automedia correct` with the form's text (deliveries.corrections);
 - LINE group posts: approve / reject / retry with linepush's services.
 
 Each action is recorded with who and when (`console.audit`); Backlog gets a comment
@@ -23,6 +24,7 @@ from backlog_bridge.statuses import BacklogConfigError, status_id_require
 from console.audit import action_record
 from core.timeutil import fmt_jst
 from deliveries.commands.run import OWN_PREFIX, schedule_cancel
+from deliveries.corrections import correction_send
 from deliveries.issues import issue_read
 from deliveries.lifecycle import ConcurrentChange, issue_reconcile
 from deliveries.models import STATUS_APPROVED, STATUS_ERROR, ContentTask, DeliverySchedule
@@ -128,6 +130,24 @@ def task_cancel(*, task: ContentTask, user) -> ActionResult:
         _("%(key)s の配信予約（%(due)s）を取り消し、状態を「%(status)s」に戻しました。")
         % {"key": task.issue_key, "due": fmt_jst(schedule.due_at), "status": task.status_name},
     )
+
+
+def task_correct(*, task: ContentTask, user, text: str) -> ActionResult:
+    """A correction of the delivered LINE message; Backlog gets a comment saying it was sent
+    (the status stays automedia実行済み)."""
+    name = user.get_username()
+    result = correction_send(task=task, text=text, by=f"{name}（管理画面）")
+    if not result.sent:
+        return ActionResult(False, result.message)
+    quoted = "\n".join(f"> {line}" for line in text.strip().splitlines())
+    with BacklogClient.for_tenant(task.tenant) as backlog:
+        _comment(
+            backlog,
+            task.issue_key,
+            f"{OWN_PREFIX} 管理画面で {name} さんが{result.message}\n\n訂正文:\n{quoted}",
+        )
+    action_record(user=user, obj=task, message=f"訂正を送信: {result.message.splitlines()[0]}")
+    return ActionResult(True, result.message)
 
 
 def _comment(backlog: BacklogClient, issue_key: str, text: str) -> None:

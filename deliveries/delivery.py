@@ -27,7 +27,6 @@ from core.timeutil import iso_jst
 from deliveries.channels import posts
 from deliveries.channels.base import TransportError
 from deliveries.channels.line.publisher import line_render
-from deliveries.channels.line.tokens import line_token_expired
 from deliveries.channels.publisher import ClaimLost, Context, Done, PublishFailed, Wait
 from deliveries.effects import effect_reports_plan
 from deliveries.issues import IssueState, issue_read, issue_state
@@ -44,7 +43,8 @@ from deliveries.models import (
 from deliveries.outcome_comments import failure_comment, success_comment
 from deliveries.retry import next_delay, writeback_delay
 from deliveries.scheduler import SCHEDULE_LEASE, lease_length, lease_release, lease_renew
-from deliveries.tokens import account_token_expired
+from deliveries.signals import delivery_failed
+from deliveries.tokens import channel_token_expired
 
 logger = logging.getLogger(__name__)
 
@@ -328,12 +328,7 @@ def _to_writeback(run: Run, outcome: dict, *, release: bool = False) -> None:
 
 
 def _token_expired(run: Run, reason: str) -> None:
-    if run.channel == "line":
-        line_token_expired(tenant=run.tenant, issue_key=run.task.issue_key, reason=reason)
-    else:
-        account_token_expired(
-            tenant=run.tenant, channel=run.channel, issue_key=run.task.issue_key, reason=reason
-        )
+    channel_token_expired(tenant=run.tenant, channel=run.channel, issue_key=run.task.issue_key, reason=reason)
 
 
 # -- Backlog write-back ---------------------------------------------------------------
@@ -397,4 +392,8 @@ def _finish(run: Run, outcome: dict, backlog: BacklogClient | None = None) -> st
                 task=run.task, delivered_at=run.task.delivered_at, line_recipients=outcome.get("recipients")
             )
         DeliverySchedule.objects.filter(pk=run.schedule.pk).delete()
+    if not outcome["ok"]:  # the failure notice (linepush), deduplicated per approval there
+        delivery_failed.send(
+            ContentTask, task=run.task, reason=outcome["reason"], auth=bool(outcome.get("auth"))
+        )
     return "delivered" if outcome["ok"] else "failed"

@@ -110,6 +110,7 @@ def _line_attempts_sent(task: ContentTask) -> list[DeliveryAttempt]:
             task=task,
             approval_seq=task.approval_seq,
             channel="line",
+            correction__isnull=True,
             outcome__in=DeliveryAttempt.ACCEPTED,
         )
     )

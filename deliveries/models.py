@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from datetime import datetime
 
 from django.db import models
@@ -81,6 +82,11 @@ class ContentTask(models.Model):
     def channel_label(self) -> str:
         return CHANNEL_LABELS.get(self.channel, self.channel)
 
+    @property
+    def backlog_url(self) -> str:
+        """The issue's page in Backlog (https://<space>/view/<issue key>)."""
+        return f"{self.tenant.backlog_base_url.rstrip('/')}/view/{self.issue_key}"
+
 
 class DeliverySchedule(models.Model):
     """One pending delivery per task; the row is the source of truth for due work."""
@@ -158,6 +164,18 @@ class DeliveryAttempt(OutboundAttempt):
     endpoint = models.CharField(max_length=200)
     retry_key = models.CharField(max_length=64, blank=True)
     request_summary = models.JSONField(_("リクエスト概要"), default=dict)
+    # LINE's answer to a push: [{id, quoteToken?}] per message (messaging-api.yml SentMessage);
+    # a correction quotes the original with its quoteToken. A multicast answers `{}`.
+    sent_messages = models.JSONField(_("送信メッセージ（ID と quoteToken）"), default=list, blank=True)
+    # Set on the requests of a correction: they are not part of the delivery's own chunks.
+    correction = models.ForeignKey(
+        "DeliveryCorrection",
+        verbose_name=_("訂正"),
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="attempts",
+    )
 
     class Meta(OutboundAttempt.Meta):
         verbose_name = pgettext_lazy("model", "配信試行")
@@ -166,6 +184,35 @@ class DeliveryAttempt(OutboundAttempt):
 
     def __str__(self) -> str:
         return f"{self.endpoint} {self.outcome} {self.status_code or ''}"
+
+
+class DeliveryCorrection(models.Model):
+    """A correction sent after a LINE delivery (`/automedia correct`, the admin's 訂正を送る):
+    one text to the recipients the delivery reached. The same text for the same delivery is
+    the same correction, so running it again sends nothing twice; `retry_key` seeds its
+    X-Line-Retry-Key per chunk (deliveries/corrections.py)."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
+    task = models.ForeignKey(ContentTask, on_delete=models.CASCADE, related_name="corrections")
+    approval_seq = models.PositiveIntegerField(_("訂正する配信の承認回数"))
+    text = models.TextField(_("訂正文"))
+    text_hash = models.CharField(max_length=64)
+    retry_key = models.UUIDField(_("再送キー（X-Line-Retry-Key の元）"), default=uuid.uuid4, editable=False)
+    requested_by = models.CharField(_("依頼者"), max_length=200, blank=True)
+    recipients = models.PositiveIntegerField(_("宛先数"), null=True, blank=True)
+    sent_at = models.DateTimeField(_("送信日時"), null=True, blank=True)
+    created_at = models.DateTimeField(_("作成日時"), auto_now_add=True)
+
+    class Meta:
+        verbose_name = pgettext_lazy("model", "訂正")
+        verbose_name_plural = pgettext_lazy("models", "訂正")
+        ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["task", "approval_seq", "text_hash"], name="uniq_correction_text")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.task.issue_key} 訂正 {self.created_at:%Y-%m-%d %H:%M}" if self.created_at else "訂正"
 
 
 class MessageTemplate(models.Model):

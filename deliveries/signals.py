@@ -16,3 +16,13 @@ scan_finished = Signal()
 # A delivery task finished one claimed schedule. Keywords: tenant_id, task_id, result
 # (`delivery_run`'s result, or "error" when it raised).
 delivery_finished = Signal()
+
+# A delivery ended in automediaエラー: sent once its write-back is done (again only if a
+# crash repeats the write-back). Keywords: task (ContentTask), reason (Japanese), auth
+# (True when the channel refused its token). linepush posts the failure notice.
+delivery_failed = Signal()
+
+# A channel's token was found expired or refused. Keywords: tenant, channel ("line",
+# "instagram", ...), issue_key (the task whose send found it; "" for the daily refresh),
+# reason. linepush posts the failure notice into that task's 連絡グループ.
+token_expired = Signal()

@@ -14,7 +14,8 @@ deliveries/channels/<kind>/tokens.py (`refresh_due`, `refresh`).
 - HubSpot tokens are static: nothing to refresh; a 401 means reconnect.
 
 A refresh that is refused, or an auth error while publishing, marks the account
-(`token_invalid_at`) and mails the operators (the token-expired notice).
+(`token_invalid_at`), mails the operators (the token-expired notice) and sends
+`deliveries.signals.token_expired` (linepush tells the 連絡グループ of the tasks concerned).
 """
 
 from __future__ import annotations
@@ -27,9 +28,11 @@ from django.utils import timezone
 
 from core.due import Lease, claim_one, release
 from core.models import Tenant
+from deliveries.channels.line.tokens import line_token_expired
 from deliveries.channels.platform import PlatformError
 from deliveries.channels.registry import channel_part
 from deliveries.models import ChannelAccount
+from deliveries.signals import token_expired
 
 logger = logging.getLogger(__name__)
 
@@ -57,6 +60,9 @@ def token_expired_notice(*, account: ChannelAccount, reason: str, issue_key: str
     )
     account.token_invalid_at = now
     label, tenant = account.get_channel_display(), account.tenant
+    token_expired.send(
+        ChannelAccount, tenant=tenant, channel=account.channel, issue_key=issue_key, reason=reason
+    )
     if not first:
         return  # already told; each failed task also says so in its Backlog comment
     mail_admins(
@@ -68,8 +74,13 @@ def token_expired_notice(*, account: ChannelAccount, reason: str, issue_key: str
     )
 
 
-def account_token_expired(*, tenant: Tenant, channel: str, issue_key: str, reason: str) -> None:
-    """A publish failed on auth: flag the tenant's account of `channel` (if it still has one)."""
+def channel_token_expired(*, tenant: Tenant, channel: str, issue_key: str, reason: str) -> None:
+    """A publish failed on auth: flag the tenant's LINE token, or its account of `channel`
+    (if it still has one), and tell."""
+    if channel == "line":
+        line_token_expired(tenant=tenant, issue_key=issue_key, reason=reason)
+        token_expired.send(Tenant, tenant=tenant, channel=channel, issue_key=issue_key, reason=reason)
+        return
     account = ChannelAccount.objects.filter(tenant=tenant, channel=channel).first()
     if account is not None:
         token_expired_notice(account=account, reason=reason, issue_key=issue_key)

@@ -10,14 +10,20 @@ class LinepushConfig(AppConfig):
         # linepush reacts to the delivery lifecycle below it, which imports nothing of linepush.
         from deliveries.contacts import line_contacts_register
         from deliveries.scheduler_steps import scheduler_step_register
-        from deliveries.signals import task_approved
+        from deliveries.signals import delivery_failed, task_approved, token_expired
         from linepush import checks  # noqa: F401 - registers the system checks
         from linepush.events import line_events_stranded_step
-        from linepush.producers import task_approved_received
+        from linepush.producers import (
+            delivery_failed_received,
+            task_approved_received,
+            token_expired_received,
+        )
         from linepush.push import push_step
         from linepush.services import contacts_matching
 
         scheduler_step_register(push_step)
         scheduler_step_register(line_events_stranded_step)
         task_approved.connect(task_approved_received, dispatch_uid="linepush.task_approved")
+        delivery_failed.connect(delivery_failed_received, dispatch_uid="linepush.delivery_failed")
+        token_expired.connect(token_expired_received, dispatch_uid="linepush.token_expired")
         line_contacts_register(contacts_matching)

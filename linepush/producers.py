@@ -12,6 +12,7 @@ of its source (the task or the group) until a later run queues it.
 | task_approved | the approval is registered (`_act_register`) | `task_approved:{tenant}:{issue}:{approval}` |
 | reminder | hourly: approved tasks due in the next 24 h | `reminder:{tenant}:{issue}:{date}` |
 | escalation | daily: tasks in automediaエラー unchanged for LINEPUSH_ESCALATION_AFTER_HOURS, and approved tasks still undelivered an hour after 投稿日時 | `escalation:{tenant}:{issue}:{date}` |
+| escalation (failure notice) | a delivery ended in automediaエラー (`delivery_failed`), or a channel token was found expired (`token_expired`) | `escalation:failure:{tenant}:{issue}:{approval}:{kind}` (kind: error, token) |
 | morning_digest | hourly; queued for 08:00 (tenant time) with that day's tasks of each group | `morning_digest:{tenant}:{group}:{date}` |
 """
 
@@ -27,7 +28,7 @@ from django.conf import settings
 from django.db import transaction
 
 from core.models import Tenant
-from deliveries.models import STATUS_APPROVED, STATUS_DELIVERED, STATUS_ERROR, ContentTask
+from deliveries.models import CHANNEL_LABELS, STATUS_APPROVED, STATUS_DELIVERED, STATUS_ERROR, ContentTask
 from linepush.models import LinePushItem, LineSource, Trigger
 from linepush.services import (
     PushInvalid,
@@ -203,6 +204,57 @@ def _escalate(task: ContentTask, now: datetime, text: str) -> bool:
     zone = push_settings(tenant=task.tenant).zone
     key = f"escalation:{task.tenant.slug}:{task.issue_key}:{now.astimezone(zone).date().isoformat()}"
     return _enqueue(task, Trigger.ESCALATION, key, text)[1]
+
+
+# -- failure notices --------------------------------------------------------------------------
+
+REASON_MAX = 1000  # a reason is a summary in a chat, not a log
+
+
+def delivery_failed_received(sender, *, task: ContentTask, reason: str, auth: bool = False, **kwargs) -> None:
+    """deliveries.signals.delivery_failed: the task ended in automediaエラー."""
+    failure_notice_enqueue(task=task, failure="token" if auth else "error", reason=reason)
+
+
+def token_expired_received(
+    sender, *, tenant: Tenant, channel: str, issue_key: str, reason: str, **kwargs
+) -> None:
+    """deliveries.signals.token_expired: the task whose send found it, or (the daily refresh)
+    every approved task of that channel still to be sent."""
+    tasks = ContentTask.objects.filter(tenant=tenant, deleted_at__isnull=True)
+    if issue_key:
+        tasks = tasks.filter(issue_key=issue_key)
+    else:
+        tasks = tasks.filter(channel=channel, status_name=STATUS_APPROVED, delivered_at__isnull=True)
+    for task in _linked(tasks):
+        failure_notice_enqueue(task=task, failure="token", reason=reason, channel=channel)
+
+
+def failure_notice_enqueue(
+    *, task: ContentTask, failure: str, reason: str, channel: str = ""
+) -> LinePushItem | None:
+    """An escalation into the task's 連絡グループ, once per (task, approval, failure): the
+    retries of one delivery, a repeated write-back and the token notice of the same send
+    post once. None when the task names no group."""
+    task = ContentTask.objects.select_related("tenant").filter(pk=task.pk).first()
+    if task is None or not _group_of(task):
+        return None
+    return _produce(_of_task(task, Trigger.ESCALATION), partial(_failure_one, task, failure, reason, channel))
+
+
+def _failure_one(task: ContentTask, failure: str, reason: str, channel: str) -> LinePushItem:
+    label = CHANNEL_LABELS.get(channel or task.channel or "line", channel)
+    if failure == "token":
+        head = f"【配信エラー】{label} のトークンが期限切れか無効です。「{task.summary}」（{task.issue_key}）は配信されません。"
+        ask = "管理画面でトークンを更新し、Backlog でもう一度承認してください。"
+    else:
+        head = (
+            f"【配信エラー】「{task.summary}」（{task.issue_key}）の配信が失敗しました（automediaエラー）。"
+        )
+        ask = "Backlog で内容を確認し、もう一度承認してください。"
+    text = f"{head}\n理由: {reason[:REASON_MAX]}\n{ask}\n{task.backlog_url}"
+    key = f"escalation:failure:{task.tenant.slug}:{task.issue_key}:{task.approval_seq}:{failure}"
+    return _enqueue(task, Trigger.ESCALATION, key, text)[0]
 
 
 # -- morning digest ---------------------------------------------------------------------------

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import csv
 
-from django.contrib import admin
+from django import forms
+from django.contrib import admin, messages
 from django.db.models import OuterRef, QuerySet, Subquery
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.loader import render_to_string
 from django.template.response import TemplateResponse
-from django.urls import path
+from django.urls import path, reverse
 from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
 
@@ -24,8 +25,8 @@ from console.access import RecordAdmin, ScopedInlineMixin, TenantScopedAdmin
 from console.actions import object_action
 from console.filters import ChannelFilter, PublishDateFilter
 from console.preview import preview_page
-from console.services import task_approve, task_cancel, task_retry
-from core.access import may_act
+from console.services import ACTION_ERRORS, task_approve, task_cancel, task_correct, task_retry
+from core.access import may_act, require_act
 from core.timeutil import iso_jst
 from deliveries.models import (
     STATUS_APPROVED,
@@ -52,6 +53,7 @@ class AttemptInline(ScopedInlineMixin, admin.TabularInline):
         "outcome",
         "error",
         "duration_ms",
+        "correction",
     )
     readonly_fields = fields
     verbose_name_plural = _("配信試行（LINE への各リクエスト）")
@@ -73,6 +75,15 @@ def _retry(task, user):
 
 def _cancel(task, user):
     return task_cancel(task=task, user=user)
+
+
+class CorrectionForm(forms.Form):
+    text = forms.CharField(
+        label=_("訂正文"),
+        max_length=5000,  # LINE's limit of a text message
+        widget=forms.Textarea(attrs={"rows": 6, "cols": 60}),
+        help_text=_("元の配信と同じ宛先に送ります。グループや個人への送信は元のメッセージを引用します。"),
+    )
 
 
 STATUS_STYLES = {STATUS_APPROVED: "approved", STATUS_DELIVERED: "delivered", STATUS_ERROR: "error"}
@@ -156,6 +167,7 @@ class ContentTaskAdmin(TenantScopedAdmin):
             path("<path:object_id>/retry/", view(self.retry_view), name="deliveries_contenttask_retry"),
             path("<path:object_id>/cancel/", view(self.cancel_view), name="deliveries_contenttask_cancel"),
             path("<path:object_id>/preview/", view(self.preview_view), name="deliveries_contenttask_preview"),
+            path("<path:object_id>/correct/", view(self.correct_view), name="deliveries_contenttask_correct"),
             *super().get_urls(),
         ]
 
@@ -172,6 +184,25 @@ class ContentTaskAdmin(TenantScopedAdmin):
         task = self.get_object(request, object_id)
         context = {**self.admin_site.each_context(request), **preview_page(task=task), "opts": self.opts}
         return TemplateResponse(request, "admin/deliveries/contenttask/preview.html", context)
+
+    def correct_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """訂正を送る: a small form; the correction goes out on a valid POST (managers only)."""
+        task = self.get_object(request, object_id)
+        require_act(request.user, task.tenant_id)
+        form = CorrectionForm(request.POST if request.method == "POST" else None)
+        if form.is_valid():
+            try:
+                result = task_correct(task=task, user=request.user, text=form.cleaned_data["text"])
+            except ACTION_ERRORS as exc:
+                form.add_error(None, str(exc))
+            else:
+                self.message_user(request, result.message, messages.SUCCESS if result.ok else messages.ERROR)
+                if result.ok:
+                    return HttpResponseRedirect(
+                        reverse("admin:deliveries_contenttask_change", args=[task.pk])
+                    )
+        context = {**self.admin_site.each_context(request), "opts": self.opts, "task": task, "form": form}
+        return TemplateResponse(request, "admin/deliveries/contenttask/correct.html", context)
 
     def change_view(self, request: HttpRequest, object_id: str, form_url: str = "", extra_context=None):
         task = self.get_object(request, object_id)
@@ -271,6 +302,7 @@ def _available(task: ContentTask, user) -> dict[str, bool]:
         "approve": open_task and task.status_name != STATUS_ERROR,
         "retry": open_task and task.status_name == STATUS_ERROR,
         "cancel": acting and schedule is not None and schedule.stage == DeliverySchedule.Stage.DELIVER,
+        "correct": acting and task.delivered_at is not None and task.channel in ("", "line"),
     }
 
 

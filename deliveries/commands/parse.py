@@ -1,7 +1,8 @@
-"""Comment commands: `/automedia send|preview|cancel|status` in Backlog comments (seed 000).
+"""Comment commands: `/automedia send|preview|cancel|status|correct` in Backlog comments (seed 000).
 
 Only lines that start with `/automedia` count, outside code blocks and quotes, so a
-command quoted from an earlier comment never runs again. Each command of a comment
+command quoted from an earlier comment never runs again. `correct` takes no arguments: its
+text is the comment's `## 訂正` section, carried as the command's `text`. Each command of a comment
 runs at most once (CommandRun is unique per comment and verb), and automedia's own
 comments never run anything.
 """
@@ -18,18 +19,22 @@ VERBS = {
     "preview": set(),
     "cancel": set(),
     "status": set(),
+    "correct": set(),
 }
+CORRECTION_HEADING = "訂正"
 USAGE = (
     "使い方:\n"
     "- /automedia send template=<テンプレ名[@rev]> [audience=<対象タグ>]  … 今すぐ（5 秒後に）配信\n"
     "- /automedia preview  … 送信内容のプレビュー\n"
     "- /automedia cancel   … 配信予約の取り消し\n"
-    "- /automedia status   … 状態の確認"
+    "- /automedia status   … 状態の確認\n"
+    "- /automedia correct  … 配信済みの LINE メッセージへの訂正を、同じ宛先に送信（本文は ## 訂正 の下）"
 )
 
 _FENCE = re.compile(r"```.*?(?:```|\Z)", re.S)
 _BACKLOG_BLOCKS = re.compile(r"\{(code|quote)\}.*?(?:\{/\1\}|\Z)", re.S | re.I)
 _ARG = re.compile(r"(\w+)=")
+_HEADING = re.compile(r"^#{1,6}\s*(.*?)\s*$")
 
 
 @dataclass(frozen=True)
@@ -61,11 +66,28 @@ def commands_parse(text: str | None) -> Parsed:
             parsed.problems.append(problem)
         elif command not in parsed.commands:
             parsed.commands.append(command)
+    parsed.commands = [
+        Command("correct", (("text", correction_section(text)),)) if c.verb == "correct" else c
+        for c in parsed.commands
+    ]
     sends = [c for c in parsed.commands if c.verb == "send"]
     if len(sends) > 1:
         parsed.commands = [c for c in parsed.commands if c.verb != "send" or c is sends[0]]
         parsed.problems.append("send は 1 つのコメントで 1 回までです。最初の send だけを実行します。")
     return parsed
+
+
+def correction_section(text: str | None) -> str:
+    """The text under the comment's `## 訂正` heading, up to the next heading; command lines
+    are left out. "" when there is no such section."""
+    lines, inside = [], False
+    for raw in (text or "").replace("\r\n", "\n").split("\n"):
+        heading = _HEADING.match(raw.strip())
+        if heading:
+            inside = heading.group(1) == CORRECTION_HEADING
+        elif inside and not raw.strip().startswith(PREFIX):
+            lines.append(raw.rstrip())
+    return "\n".join(lines).strip()
 
 
 def _command_lines(text: str) -> list[str]:

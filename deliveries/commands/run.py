@@ -19,6 +19,7 @@ from core.timeutil import fmt_jst
 from deliveries.actions import revert_status_id
 from deliveries.channels import posts as publishers
 from deliveries.commands.parse import USAGE, Command, commands_parse
+from deliveries.corrections import correction_send
 from deliveries.delivery import DeliveryFailed, delivery_render
 from deliveries.issues import IssueState, issue_read
 from deliveries.models import CHANNEL_LABELS, STATUS_APPROVED, ContentTask, DeliveryAttempt, DeliverySchedule
@@ -299,7 +300,16 @@ def _send_schedule(tenant: Tenant, issue_key: str, args: dict, state: IssueState
     return schedule.due_at
 
 
-HANDLERS = {"status": _status, "cancel": _cancel, "preview": _preview, "send": _send}
+def _correct(*, tenant, issue_key, command, user, client) -> str:
+    """A correction to the recipients of the delivered LINE message; the issue's status stays."""
+    task = ContentTask.objects.select_related("tenant").filter(tenant=tenant, issue_key=issue_key).first()
+    by = user.get("name") or user.get("userId") or ""
+    result = correction_send(task=task, text=command.kwargs.get("text", ""), by=by)
+    head = f"/automedia correct（{by}）" if by else "/automedia correct"
+    return f"{OWN_PREFIX} {head}: {result.message}"
+
+
+HANDLERS = {"status": _status, "cancel": _cancel, "preview": _preview, "send": _send, "correct": _correct}
 
 
 def _on_commented(event: BacklogEvent, client: BacklogClient) -> str:

@@ -38,6 +38,11 @@ What it models, and the choices made where LINE's behaviour is undocumented:
   target limit) so that benchmarks never run out; ``set_quota`` sets a limit, and a push or
   multicast that would exceed it answers 429 ``You have reached your monthly limit.`` and is
   not sent. There is no month rollover.
+- ``sentMessages`` of a push or reply carry a ``quoteToken`` for the types LINE lets quote;
+  a multicast answers ``{}`` (messaging-api.yml ``MulticastResponse``). A text, textV2 or
+  sticker message may carry ``quoteToken`` (a non-empty string, else 400 with details); one the
+  fake did not issue answers 400 ``The quote token is invalid`` (LINE's answer to a foreign
+  or expired token is undocumented) and sends nothing.
 - Reply tokens are not issued by the fake: any non-empty token is accepted once; reusing one
   answers 400 ``Invalid reply token``.
 - ``numOfCustomAggregationUnits`` counts the distinct unit names of accepted sends.

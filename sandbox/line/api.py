@@ -121,6 +121,7 @@ class LineApi:
         with self._fake._lock:
             if body["replyToken"] in self._fake._used_reply_tokens:
                 raise LineError(400, "Invalid reply token")
+            self._fake._check_quotes(body["messages"])
             self._fake._used_reply_tokens.add(body["replyToken"])
             sent = self._fake._sent_messages(body["messages"])
         return LineReply(200, {"sentMessages": sent}, accepted=True)

@@ -67,6 +67,10 @@ HTTPS_FIELDS: dict[str, tuple[str, ...]] = {
 OBJECT_FIELDS: dict[str, str] = {"template": "template", "flex": "contents"}
 FLEX_CONTAINERS = frozenset({"bubble", "carousel"})
 QUOTABLE_TYPES = frozenset({"text", "textV2", "sticker", "image", "video"})
+# Message types that may quote another message (messaging-api.yml: TextMessage, TextMessageV2
+# and StickerMessage have `quoteToken`).
+QUOTING_TYPES = frozenset({"text", "textV2", "sticker"})
+INVALID_QUOTE_TOKEN = "The quote token is invalid"
 
 RETRY_KEY = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 USER_ID = re.compile(r"U[0-9a-zA-Z_-]+")

@@ -12,10 +12,12 @@ from typing import Any
 
 from sandbox.line.records import (
     DEFAULT_MEMBER_COUNT,
+    INVALID_QUOTE_TOKEN,
     INVALID_TO,
     MONTHLY_LIMIT,
     OVERVIEW_KEYS,
     QUOTABLE_TYPES,
+    QUOTING_TYPES,
     RETRY_KEY_ACCEPTED,
     RETRY_KEY_TTL,
     Accepted,
@@ -43,6 +45,7 @@ class LineChannel:
         self._retry_keys: dict[str, Accepted] = {}
         self._groups: dict[str, Group] = {}
         self._used_reply_tokens: set[str] = set()
+        self._quote_tokens: set[str] = set()
         self._units_used: set[str] = set()
         self._unit_stats: dict[str, Json] = {}
         self._quota_type = "none"
@@ -149,8 +152,16 @@ class LineChannel:
             entry = {"id": str(next(self._message_ids))}
             if message.get("type") in QUOTABLE_TYPES:
                 entry["quoteToken"] = secrets.token_urlsafe(48)
+                self._quote_tokens.add(entry["quoteToken"])
             sent.append(entry)
         return sent
+
+    def _check_quotes(self, messages: list[Json]) -> None:
+        """A quoted message must be one this channel sent (a quoteToken the fake issued)."""
+        for message in messages:
+            token = message.get("quoteToken") if message.get("type") in QUOTING_TYPES else None
+            if token is not None and token not in self._quote_tokens:
+                raise LineError(400, INVALID_QUOTE_TOKEN)
 
     def _check_retry_key(self, key: str | None) -> None:
         if key is None:
@@ -188,6 +199,7 @@ class LineChannel:
 
     def _accept(self, body: Json, key: str | None, request_id: str, cost: int, keep: bool) -> list[Json]:
         self._check_retry_key(key)
+        self._check_quotes(body["messages"])
         self._charge(cost)
         sent = self._sent_messages(body["messages"])
         if key is not None:

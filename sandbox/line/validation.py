@@ -17,6 +17,7 @@ from sandbox.line.records import (
     MAX_URL_LENGTH,
     MESSAGE_TYPES,
     OBJECT_FIELDS,
+    QUOTING_TYPES,
     RECIPIENT_ID,
     REQUIRED_FIELDS,
     UNIT_NAME,
@@ -62,6 +63,10 @@ def _check_message(message: Any, prop: str, errors: list[tuple[str, str]]) -> No
             errors.append((f"{prop}.text", "Must be a string"))
         elif text and _utf16_length(text) > MAX_TEXT_LENGTH:
             errors.append((f"{prop}.text", f"Length must be between 0 and {MAX_TEXT_LENGTH}"))
+    if kind in QUOTING_TYPES and "quoteToken" in message:
+        token = message["quoteToken"]
+        if not isinstance(token, str) or not token:
+            errors.append((f"{prop}.quoteToken", "Must be a non-empty string"))
     for name in HTTPS_FIELDS.get(kind, ()):
         if message.get(name):
             _check_https_url(message[name], f"{prop}.{name}", errors)

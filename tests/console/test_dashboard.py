@@ -7,12 +7,14 @@ from datetime import datetime, timedelta
 
 import pytest
 import time_machine
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from console.dashboard import Chart, Series
 from console.models import DeliveryOutcome, ScanRun
 from core.timeutil import JST
-from deliveries.models import DeliveryAttempt, DeliverySchedule, SchedulerHeartbeat
+from deliveries.models import ContentTask, DeliveryAttempt, DeliverySchedule, SchedulerHeartbeat
 from deliveries.tasks import scan_daily
 from linepush.models import LineMonthlyUsage, LinePlan, LinePushItem, LinePushSettings
 from tests.helpers.factories import ContentTaskFactory
@@ -189,3 +191,55 @@ def test_it_stacks_bars_to_scale():
     heights = [round(b.height) for b in chart.bars]
     assert heights == [50, 50, 100]  # a: 2 + 2 stacked, b: 4 = the peak fills the plot
     assert chart.bars[1].y + chart.bars[1].height == pytest.approx(chart.bars[0].y)
+
+
+def _failed(task, days_ago: float = 0, error: str = "") -> DeliveryOutcome:
+    if error:
+        DeliveryAttempt.objects.create(
+            tenant=task.tenant,
+            task=task,
+            approval_seq=1,
+            channel="line",
+            endpoint="/v2/bot/message/multicast",
+            outcome="failed",
+            status_code=400,
+            error=error,
+        )
+    with time_machine.travel(NOW - timedelta(days=days_ago), tick=False):
+        return DeliveryOutcome.objects.create(
+            tenant=task.tenant, task=task, kind=Kind.FAILED, detail="failed"
+        )
+
+
+def test_it_lists_the_failed_deliveries_of_the_last_seven_days_linked_to_their_tasks(
+    as_manager, tenant, other
+):
+    recent = ContentTaskFactory(tenant=tenant, issue_key="ACME-7", summary="年末告知")
+    _failed(recent, days_ago=1, error="リクエスト内容が不正です（400）: messages[0].text")
+    _failed(ContentTaskFactory(tenant=tenant, issue_key="ACME-8"), days_ago=8)
+    _failed(ContentTaskFactory(tenant=other, issue_key="OTHER-9"), days_ago=1)
+    ContentTaskFactory(tenant=tenant, issue_key="ACME-10")  # sent, not failed
+    DeliveryOutcome.objects.create(
+        tenant=tenant, task=ContentTask.objects.get(issue_key="ACME-10"), kind=Kind.SENT
+    )
+
+    html = page(as_manager)
+
+    section = html[html.index('id="failures"') : html.index('id="push-outcomes"')]
+    link = reverse("admin:deliveries_contenttask_change", args=[recent.pk])
+    assert f'<a href="{link}">ACME-7</a> 年末告知' in section
+    assert "リクエスト内容が不正です（400）: messages[0].text" in section
+    assert "ACME-8" not in section and "OTHER-9" not in section and "ACME-10" not in section
+
+
+def test_the_failure_list_takes_the_same_queries_for_one_failure_or_many(as_manager, tenant):
+    _failed(ContentTaskFactory(tenant=tenant), error="x")
+    with CaptureQueriesContext(connection) as one:
+        page(as_manager)
+    for _ in range(5):
+        _failed(ContentTaskFactory(tenant=tenant), error="y")
+    with CaptureQueriesContext(connection) as six:
+        html = page(as_manager)
+
+    assert len(six) == len(one)
+    assert html.count("deliveries/contenttask/") >= 6

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from deliveries.commands.parse import Command, commands_parse
+from deliveries.commands.parse import Command, commands_parse, correction_section
 
 
 def verbs(text: str) -> list[str]:
@@ -88,3 +88,18 @@ def test_it_never_raises_on_odd_input():
         "\r\n/automedia status\r\n",
     ):
         commands_parse(text)
+
+
+def test_it_carries_the_correction_section_as_the_text_of_correct():
+    text = "/automedia correct\n先ほどの件です。\n## 訂正\n営業時間は 8:00-18:00 です。\n\nご迷惑をおかけしました。\n## メモ\n社内向け"
+
+    parsed = commands_parse(text)
+
+    assert parsed.commands == [
+        Command("correct", (("text", "営業時間は 8:00-18:00 です。\n\nご迷惑をおかけしました。"),))
+    ]
+    assert correction_section("/automedia correct") == ""
+
+
+def test_correct_takes_no_arguments():
+    assert commands_parse("/automedia correct text=x").problems == ["correct: 使えない引数です: text"]

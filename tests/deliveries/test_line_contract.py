@@ -18,6 +18,7 @@ from referencing.jsonschema import DRAFT4
 from backlog_bridge.body.task import Attachment
 from deliveries.channels.line.templates import render_messages, validate_line_messages
 from deliveries.channels.line.transport import LineTransport, aggregation_unit, multicast_body, push_body
+from deliveries.corrections import correction_message
 from deliveries.templating import template_variables
 from tests.contracts import openapi
 from tests.contracts.openapi import SCHEMAS, OpenApi30Validator, load_spec, with_discriminator_bases
@@ -219,3 +220,12 @@ def test_it_reads_every_spec_from_the_repository():
     assert openapi.LINE_OPENAPI_DIR.is_relative_to(settings.BASE_DIR)
     for name in ("messaging-api.yml", "webhook.yml", "insight.yml"):
         assert load_spec(name)["openapi"].startswith("3.")
+
+
+@pytest.mark.parametrize("kind", ["push", "multicast"])
+def test_a_correction_is_sent_in_bodies_the_spec_accepts(registry, kind):
+    quote = "q3Plxr4AgKd" if kind == "push" else ""  # a multicast has no quoteToken to quote
+    schema_name, body = build(kind, [correction_message("【訂正】8:00 からです", quote)], None)
+
+    assert errors(registry, schema_name, body) == []
+    assert body["messages"][0].get("quoteToken", "") == quote

@@ -21,6 +21,7 @@ from sandbox.line import (
     RETRY_KEY_TTL,
     FakeLine,
 )
+from sandbox.line.records import QUOTING_TYPES
 from tests.contracts.openapi import load_spec
 
 TOKEN = "channel-token"
@@ -135,6 +136,30 @@ def test_it_multicasts_and_answers_an_empty_object(fake: FakeLine, api: httpx.Cl
     assert (response.status_code, response.json()) == (200, {})
     assert _is_uuid(response.headers["x-line-request-id"])
     assert len(fake.sent(MULTICAST)) == 1
+
+
+def test_it_accepts_a_text_quoting_a_message_it_sent(fake: FakeLine, api: httpx.Client) -> None:
+    token = _push(api, to=GROUP).json()["sentMessages"][0]["quoteToken"]
+    quoting = {"type": "text", "text": "訂正: 10:00 からです", "quoteToken": token}
+
+    response = api.post(PUSH, json={"to": GROUP, "messages": [quoting]})
+
+    assert response.status_code == 200 and response.json()["sentMessages"][0]["quoteToken"] != token
+    assert fake.sent("push")[-1].body["messages"] == [quoting]
+
+
+def test_it_rejects_a_quote_token_it_did_not_issue_and_sends_nothing(
+    fake: FakeLine, api: httpx.Client
+) -> None:
+    foreign = api.post(PUSH, json={"to": USER, "messages": [{**TEXT, "quoteToken": "not-issued"}]})
+    not_text = api.post(PUSH, json={"to": USER, "messages": [{**TEXT, "quoteToken": 7}]})
+
+    assert (foreign.status_code, foreign.json()) == (400, {"message": "The quote token is invalid"})
+    assert not_text.status_code == 400
+    assert not_text.json()["details"] == [
+        {"message": "Must be a non-empty string", "property": "messages[0].quoteToken"}
+    ]
+    assert fake.sent("push") == []
 
 
 def test_it_replies_once_per_reply_token(fake: FakeLine, api: httpx.Client) -> None:
@@ -518,6 +543,17 @@ def test_it_agrees_with_the_openapi_spec(fake: FakeLine, api: httpx.Client) -> N
     assert set(schemas["ErrorResponse"]["required"]) <= set(conflict) <= fields["ErrorResponse"]
     assert set(bad) <= fields["ErrorResponse"]
     assert set(bad["details"][0]) <= fields["ErrorDetail"]
+
+    # The message types that may quote are exactly those whose schema has quoteToken.
+    quoting = {
+        kind
+        for kind, ref in schemas["Message"]["discriminator"]["mapping"].items()
+        if any(
+            "quoteToken" in part.get("properties", {})
+            for part in schemas[ref.rsplit("/", 1)[1]].get("allOf", [])
+        )
+    }
+    assert quoting == QUOTING_TYPES
 
     # Every message type of the discriminator is known, and missing required fields are reported.
     mapping = schemas["Message"]["discriminator"]["mapping"]

@@ -16,7 +16,12 @@ from backlog_bridge.body.task import ParsedTask, TemplateRef
 from core.models import Tenant
 from deliveries.channels.base import SendResult, TransportError
 from deliveries.channels.line.templates import render_messages
-from deliveries.channels.line.transport import MULTICAST_MAX, aggregation_unit, line_transport
+from deliveries.channels.line.transport import (
+    MULTICAST_MAX,
+    aggregation_unit,
+    line_transport,
+    sent_messages_of,
+)
 from deliveries.channels.publisher import Context, Done, PublishFailed
 from deliveries.contacts import line_users_matching
 from deliveries.models import ContentTask, DeliveryAttempt
@@ -94,6 +99,7 @@ def _chunks_done(task: ContentTask) -> dict[int, DeliveryAttempt]:
     sent = DeliveryAttempt.objects.filter(
         task=task,
         approval_seq=task.approval_seq,
+        correction__isnull=True,
         outcome__in=DeliveryAttempt.ACCEPTED,
     )
     return {a.chunk: a for a in sent}
@@ -126,8 +132,10 @@ def _record(
             "kind": kind,
             "recipients": len(recipients),
             "first": recipients[0],
+            "to": recipients,  # exactly who it went to: a correction goes to the same
             "lateness_ms": _lateness_ms(ctx),
         },
+        sent_messages=sent_messages_of(result.body) if result else [],
         status_code=result.status if result else error.status,
         request_id=result.request_id if result else error.request_id,
         outcome=outcome,

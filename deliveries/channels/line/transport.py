@@ -46,6 +46,28 @@ def multicast_body(*, to: list[str], messages: list[dict], unit: str | None = No
     return body
 
 
+def _json(response: httpx.Response) -> dict:
+    try:
+        data = response.json()
+    except ValueError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def sent_messages_of(body: dict) -> list[dict]:
+    """`sentMessages` of a push / reply answer as [{id, quoteToken?}] (messaging-api.yml
+    SentMessage: quoteToken "only included when a message object that can be specified as a
+    quote target was sent as a push or reply message"); [] for a multicast's `{}`."""
+    sent = body.get("sentMessages")
+    if not isinstance(sent, list):
+        return []
+    return [
+        {k: str(m[k]) for k in ("id", "quoteToken") if isinstance(m.get(k), str | int)}
+        for m in sent
+        if isinstance(m, dict)
+    ]
+
+
 def _reason(response: httpx.Response) -> str:
     try:
         data = response.json()
@@ -88,7 +110,10 @@ class LineTransport(HttpTransport):
         response, duration = self.request("POST", path, json=body, headers={"X-Line-Retry-Key": retry_key})
         if response.status_code == 409 and response.headers.get("x-line-accepted-request-id"):
             accepted = response.headers["x-line-accepted-request-id"]
-            return SendResult(status=409, request_id=accepted, duplicate=True, duration_ms=duration)
+            body = _json(response)  # `sentMessages`, if LINE repeats them, are kept
+            return SendResult(
+                status=409, request_id=accepted, duplicate=True, body=body, duration_ms=duration
+            )
         return self._result(response, duration)
 
     def _result(self, response: httpx.Response, duration: int) -> SendResult:

@@ -1,0 +1,257 @@
+"""Corrections after a LINE delivery: LINE cannot recall a message, so a correction is sent
+in the same thread, to exactly the recipients the delivery reached.
+
+- Each chunk of the delivery (one push per group / user, one multicast per ≤ 500 users) is
+  answered by one request of the same kind to the same targets, read from its attempt row.
+- A push quotes the original with the `quoteToken` LINE returned for it (messaging-api.yml:
+  `TextMessage.quoteToken`; `SentMessage.quoteToken` is "only included when a message object
+  that can be specified as a quote target was sent as a push or reply message"). A multicast
+  answers `{}` (MulticastResponse), so there is nothing to quote: it goes without the quote,
+  and the reply says so.
+- Sent once: the same text for the same delivery is the same `DeliveryCorrection`; each of its
+  requests carries an X-Line-Retry-Key derived from the correction's stored key and the chunk
+  (https://developers.line.biz/en/docs/messaging-api/retrying-api-request/), and a chunk
+  already accepted is not sent again. Every request is recorded as a DeliveryAttempt.
+- Instagram, TikTok and HubSpot: the answer says what can be done there instead.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from dataclasses import dataclass
+
+from django.db import IntegrityError, transaction
+from django.db.models import Max
+from django.utils import timezone
+
+from core.timeutil import fmt_jst
+from deliveries.channels.base import SendResult, TransportError
+from deliveries.channels.line.templates import validate_line_messages
+from deliveries.channels.line.transport import line_transport, sent_messages_of
+from deliveries.models import ContentTask, DeliveryAttempt, DeliveryCorrection
+
+# What a person can do about a published post where automedia cannot. None of these
+# platforms' APIs, as automedia uses them, takes a post down or edits it.
+PLATFORM_ANSWERS = {
+    "instagram": (
+        "Instagram の投稿は API では取り下げ・訂正できません。"
+        "Instagram アプリで投稿のキャプションを編集するか、投稿を削除してください。"
+    ),
+    "tiktok": (
+        "TikTok の投稿は API では取り下げ・訂正できません。"
+        "TikTok アプリで動画を削除するか、公開範囲を「自分のみ」に変更してください。"
+    ),
+    "hubspot": (
+        "送信済みの HubSpot メールは取り消せません（API でもアプリでも）。"
+        "CRM のノートとして記録した配信は、HubSpot の画面で編集・削除してください。"
+        "訂正のメールが必要なら、新しい課題として承認してください。"
+    ),
+}
+
+
+NOT_DELIVERED = "LINE で配信済みの課題ではないため、訂正を送れません（訂正は配信のあとに送るものです）。"
+
+
+@dataclass(frozen=True)
+class CorrectionResult:
+    sent: bool
+    message: str  # Japanese, for the Backlog comment or the admin's message
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One request of the original delivery, as a correction repeats it."""
+
+    number: int
+    kind: str  # push | multicast
+    to: str | list[str]
+    quote_token: str
+
+    @property
+    def recipients(self) -> int:
+        return 1 if isinstance(self.to, str) else len(self.to)
+
+
+def correction_send(*, task: ContentTask | None, text: str, by: str) -> CorrectionResult:
+    """Send `text` as a correction of the task's last LINE delivery (see the module doc)."""
+    refusal = _refusal(task)
+    seq = _delivered_seq(task) if not refusal else None
+    if seq is None:
+        return CorrectionResult(False, refusal or NOT_DELIVERED)
+    text = (text or "").strip()
+    problems = _text_problems(text)
+    if problems:
+        return CorrectionResult(False, problems)
+    chunks = _chunks(task, seq)
+    if chunks is None:
+        return CorrectionResult(False, "元の配信の宛先が記録されていないため、訂正を送れません。")
+    correction = _correction(task, seq, text, by)
+    if correction.sent_at is not None:
+        return CorrectionResult(
+            False, f"この訂正は {fmt_jst(correction.sent_at)} に送信済みです（もう一度は送りません）。"
+        )
+    return _send(task, correction, chunks)
+
+
+def _refusal(task: ContentTask | None) -> str:
+    if task is None:
+        return "この課題は automedia に登録されていません（訂正する配信がありません）。"
+    channel = task.channel or "line"
+    if channel in PLATFORM_ANSWERS:
+        return f"{task.channel_label} の投稿には訂正を送れません。{PLATFORM_ANSWERS[channel]}"
+    if task.delivered_at is None:
+        return NOT_DELIVERED
+    return ""
+
+
+def _text_problems(text: str) -> str:
+    if not text:
+        return (
+            "訂正文がありません。コメントに「## 訂正」の見出しを書き、その下に訂正文を書いてください"
+            "（例: /automedia correct の次の行に ## 訂正、その下に本文）。"
+        )
+    problems = validate_line_messages([{"type": "text", "text": text}])
+    return "訂正文を送れません: " + " / ".join(problems) if problems else ""
+
+
+def _delivered_seq(task: ContentTask) -> int | None:
+    """The approval whose LINE delivery LINE accepted last."""
+    return _originals(task).aggregate(seq=Max("approval_seq"))["seq"]
+
+
+def _originals(task: ContentTask):
+    return DeliveryAttempt.objects.filter(
+        task=task, channel="line", correction__isnull=True, outcome__in=DeliveryAttempt.ACCEPTED
+    )
+
+
+def _chunks(task: ContentTask, seq: int) -> list[Chunk] | None:
+    """The delivery's accepted chunks with their targets; None when one's targets are unknown
+    (deliveries recorded before targets were kept, with more than one recipient)."""
+    chunks: dict[int, Chunk] = {}
+    for attempt in _originals(task).filter(approval_seq=seq).order_by("chunk", "created_at"):
+        summary = attempt.request_summary or {}
+        kind = summary.get("kind") or attempt.endpoint.rsplit("/", 1)[-1]
+        to = summary.get("to") or ([summary["first"]] if summary.get("recipients") == 1 else None)
+        if kind not in ("push", "multicast") or not to:
+            return None
+        quote = next((m["quoteToken"] for m in attempt.sent_messages if m.get("quoteToken")), "")
+        chunks.setdefault(attempt.chunk, Chunk(attempt.chunk, kind, to[0] if kind == "push" else to, quote))
+    return [chunks[n] for n in sorted(chunks)]
+
+
+def _correction(task: ContentTask, seq: int, text: str, by: str) -> DeliveryCorrection:
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    key = {"task": task, "approval_seq": seq, "text_hash": digest}
+    found = DeliveryCorrection.objects.filter(**key).first()
+    if found is not None:
+        return found
+    try:
+        with transaction.atomic():
+            return DeliveryCorrection.objects.create(tenant=task.tenant, text=text, requested_by=by, **key)
+    except IntegrityError:  # the same correction started at the same moment
+        return DeliveryCorrection.objects.get(**key)
+
+
+def correction_message(text: str, quote_token: str = "") -> dict:
+    """A text message, quoting the original when LINE gave a quoteToken for it."""
+    return {"type": "text", "text": text, **({"quoteToken": quote_token} if quote_token else {})}
+
+
+def chunk_retry_key(correction: DeliveryCorrection, chunk: int) -> str:
+    return str(uuid.uuid5(correction.retry_key, f"chunk:{chunk}"))
+
+
+def _send(task: ContentTask, correction: DeliveryCorrection, chunks: list[Chunk]) -> CorrectionResult:
+    transport = line_transport(task.tenant.line_channel_token)
+    done = set(
+        correction.attempts.filter(outcome__in=DeliveryAttempt.ACCEPTED).values_list("chunk", flat=True)
+    )
+    for chunk in chunks:
+        if chunk.number in done:
+            continue
+        message = correction_message(correction.text, chunk.quote_token if chunk.kind == "push" else "")
+        key = chunk_retry_key(correction, chunk.number)
+        try:
+            if chunk.kind == "push":
+                result = transport.push(to=chunk.to, messages=[message], retry_key=key)
+            else:
+                result = transport.multicast(to=chunk.to, messages=[message], retry_key=key)
+        except TransportError as exc:
+            _record(correction, chunk, key, message, error=exc)
+            return CorrectionResult(False, _partial(chunks, done, exc))
+        _record(correction, chunk, key, message, result=result)
+        done.add(chunk.number)
+    total = sum(c.recipients for c in chunks)
+    DeliveryCorrection.objects.filter(pk=correction.pk).update(sent_at=timezone.now(), recipients=total)
+    return CorrectionResult(True, _sent_text(chunks, total))
+
+
+def _record(
+    correction: DeliveryCorrection,
+    chunk: Chunk,
+    key: str,
+    message: dict,
+    *,
+    result: SendResult | None = None,
+    error: TransportError | None = None,
+) -> None:
+    to = [chunk.to] if isinstance(chunk.to, str) else list(chunk.to)
+    if result is not None:
+        outcome = DeliveryAttempt.Outcome.DUPLICATE if result.duplicate else DeliveryAttempt.Outcome.SENT
+    else:
+        outcome = DeliveryAttempt.Outcome.FAILED if error.permanent else DeliveryAttempt.Outcome.RETRY
+    DeliveryAttempt.objects.create(
+        tenant=correction.tenant,
+        task=correction.task,
+        approval_seq=correction.approval_seq,
+        chunk=chunk.number,
+        channel="line",
+        endpoint=f"/v2/bot/message/{chunk.kind}",
+        retry_key=key,
+        correction=correction,
+        request_summary={
+            "kind": chunk.kind,
+            "recipients": len(to),
+            "first": to[0],
+            "to": to,
+            "quoted": "quoteToken" in message,
+        },
+        sent_messages=sent_messages_of(result.body) if result else [],
+        status_code=result.status if result else error.status,
+        request_id=result.request_id if result else error.request_id,
+        outcome=outcome,
+        error=error.message if error else "",
+        duration_ms=result.duration_ms if result else 0,
+    )
+
+
+def _sent_text(chunks: list[Chunk], total: int) -> str:
+    pushes = [c for c in chunks if c.kind == "push"]
+    quoted = sum(1 for c in pushes if c.quote_token)
+    lines = [f"訂正を送信しました: 元の配信と同じ {total} 件の宛先へ。"]
+    if quoted:
+        lines.append(
+            f"- 個別送信（push）{len(pushes)} 件のうち {quoted} 件は元のメッセージを引用しています。"
+        )
+    if len(pushes) > quoted:
+        lines.append(
+            f"- 個別送信 {len(pushes) - quoted} 件は引用できるメッセージがないため、引用なしで送りました。"
+        )
+    multicast = sum(c.recipients for c in chunks if c.kind == "multicast")
+    if multicast:
+        lines.append(
+            f"- 一斉送信（multicast）の {multicast} 人には引用なしで送りました"
+            "（LINE は multicast の送信結果に引用用の quoteToken を返しません）。"
+        )
+    return "\n".join(lines)
+
+
+def _partial(chunks: list[Chunk], done: set[int], exc: TransportError) -> str:
+    sent = sum(c.recipients for c in chunks if c.number in done)
+    total = sum(c.recipients for c in chunks)
+    return (
+        f"訂正の送信に失敗しました（{sent} / {total} 件の宛先に送信済み）: {exc.message}\n"
+        "同じ訂正文でもう一度実行すると、まだ届いていない宛先にだけ送ります。"
+    )
