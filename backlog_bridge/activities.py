@@ -31,10 +31,29 @@ def webhook_validate(*, tenant: Tenant, payload: object) -> dict:
             f"project key {value_shown(project_key)} does not belong to tenant {tenant.slug!r}"
         )
     if payload["type"] in HANDLED_TYPES:
-        if not isinstance(payload.get("content"), dict):
-            raise PayloadError("activity `content` (object) is missing")
-        activity_identifiers_check(tenant=tenant, activity=payload)
+        handled_activity_check(tenant=tenant, activity=payload)
     return payload
+
+
+def handled_activity_check(*, tenant: Tenant, activity: dict) -> None:
+    """What the handlers read has the shape they expect (`content` an object, `changes` a
+    list of objects, `createdUser` an object) and every identifier its format; raises
+    PayloadError. Run at the receiver and again before a stored event is processed: a
+    type automedia does not handle is stored with whatever `content` it has and never read."""
+    content = activity.get("content")
+    if not isinstance(content, dict):
+        raise PayloadError("activity `content` (object) is missing")
+    changes = content.get("changes", [])
+    if not isinstance(changes, list) or not all(_change_valid(change) for change in changes):
+        raise PayloadError("`content.changes` must be a list of objects with a string `field`")
+    user = activity.get("createdUser")
+    if user is not None and not (isinstance(user, dict) and (user.get("id") is None or id_valid(user["id"]))):
+        raise PayloadError("`createdUser` must be an object with an integer `id`")
+    activity_identifiers_check(tenant=tenant, activity=activity)
+
+
+def _change_valid(change: object) -> bool:
+    return isinstance(change, dict) and isinstance(change.get("field"), str)
 
 
 def activity_identifiers_check(*, tenant: Tenant, activity: dict) -> None:
@@ -93,6 +112,7 @@ def activity_handled(activity: dict) -> bool:
     return activity["type"] in HANDLED_TYPES
 
 
-def issue_key_of(tenant: Tenant, content: dict) -> str:
-    key_id = content.get("key_id")
+def issue_key_of(tenant: Tenant, content: object) -> str:
+    """The issue key a payload names (a hint: the handlers act on the key Backlog answers)."""
+    key_id = content.get("key_id") if isinstance(content, dict) else None
     return f"{tenant.backlog_project_key}-{key_id}" if key_id is not None else ""

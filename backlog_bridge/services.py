@@ -13,7 +13,13 @@ from django.utils import timezone
 
 from backlog_bridge.activities import activity_handled, webhook_validate
 from backlog_bridge.client import BacklogClient
-from backlog_bridge.events import MAX_EVENT_ATTEMPTS, activity_store, event_process, events_drain_soon
+from backlog_bridge.events import (
+    EVENT_CLAIM,
+    MAX_EVENT_ATTEMPTS,
+    activity_store,
+    event_process,
+    events_drain_soon,
+)
 from backlog_bridge.models import BacklogEvent
 from core.models import Tenant
 
@@ -58,14 +64,21 @@ def catchup_run(*, tenant: Tenant, client: BacklogClient) -> int:
 
 
 def pending_events_retry(*, older_than: timedelta = timedelta(minutes=1)) -> int:
-    """Re-run accepted events whose task was lost by the broker or failed (bounded)."""
-    cutoff = timezone.now() - older_than
-    stale = BacklogEvent.objects.filter(
+    """Re-run accepted events whose task was lost by the broker or failed (bounded); an
+    event whose attempts ran out with no outcome (a worker died on its last) ends rejected."""
+    now = timezone.now()
+    unfinished = BacklogEvent.objects.filter(
         outcome__in=[BacklogEvent.Outcome.PENDING, BacklogEvent.Outcome.FAILED],
-        received_at__lt=cutoff,
-        attempts__lt=MAX_EVENT_ATTEMPTS,
-    ).order_by("activity_id")
+        received_at__lt=now - older_than,
+    )
+    unfinished.filter(EVENT_CLAIM.free(now), attempts__gte=MAX_EVENT_ATTEMPTS).update(
+        **BacklogEvent.finished(
+            outcome=BacklogEvent.Outcome.REJECTED,
+            detail=f"gave up after {MAX_EVENT_ATTEMPTS} attempts with no outcome",
+        )
+    )
     count = 0
+    stale = unfinished.filter(attempts__lt=MAX_EVENT_ATTEMPTS).order_by("activity_id")
     for event_id in stale.values_list("pk", flat=True):
         event_process(event_id=event_id)
         count += 1

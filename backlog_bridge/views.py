@@ -72,8 +72,8 @@ class BacklogWebhookView(WebhookView):
             return Response({"error": f"body larger than {limit} bytes"}, status=413)
         try:
             payload = body_json(request.body)
-        except ValueError:
-            return Response({"error": "body is not valid JSON"}, status=400)
+        except ValueError as exc:
+            return Response({"error": str(exc)}, status=400)
         try:
             # One INSERT (autocommit), made only while the tenant's row holds the token read.
             result = webhook_accept(tenant=tenant, payload=payload, stored_token=tenant.stored_webhook_token)

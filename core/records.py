@@ -13,11 +13,13 @@ here changed no migration state.
 
 from __future__ import annotations
 
+from django.contrib import admin
 from django.db import models
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 DETAIL_MAX = 2000  # an outcome's detail is a summary, not a dump
+REASON_SHOWN = 200  # of a rejected event's detail, in the admin's list
 
 
 class StoredWebhookEvent(models.Model):
@@ -26,8 +28,12 @@ class StoredWebhookEvent(models.Model):
         DONE = "done", _("処理済み")
         IGNORED = "ignored", _("対象外")
         FAILED = "failed", _("失敗")
+        # A handler cannot use it (a malformed payload, or still failing after the last
+        # attempt): an end, with the reason in `detail`, never retried.
+        REJECTED = "rejected", _("受付不可")
 
-    SETTLED = (Outcome.DONE, Outcome.IGNORED)  # processing it again would act twice
+    # Ends: processing it again would act twice (done) or cannot help (ignored, rejected).
+    SETTLED = (Outcome.DONE, Outcome.IGNORED, Outcome.REJECTED)
 
     payload = models.JSONField(_("受信内容"))
     outcome = models.CharField(_("結果"), max_length=16, choices=Outcome.choices, default=Outcome.PENDING)
@@ -53,6 +59,11 @@ class StoredWebhookEvent(models.Model):
 
     def is_settled(self) -> bool:
         return self.outcome in self.SETTLED
+
+    @admin.display(description=_("受付不可の理由"))
+    def rejected_reason(self) -> str:
+        """Why a handler could not use it: the admin lists it next to the outcome."""
+        return self.detail[:REASON_SHOWN] if self.outcome == self.Outcome.REJECTED else ""
 
 
 class OutboundAttempt(models.Model):

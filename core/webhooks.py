@@ -10,8 +10,9 @@ A database that refuses the body or cannot be reached gets a clear answer, never
 from __future__ import annotations
 
 import json
+import re
 
-from django.db import DatabaseError, DataError
+from django.db import DatabaseError, DataError, IntegrityError
 from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.parsers import JSONParser
 from rest_framework.renderers import JSONRenderer
@@ -22,18 +23,27 @@ WEBHOOK_PATH_PREFIX = "/hooks/"
 # Backlog's and LINE's bodies nest a few levels (LINE's deepest, a postback in a message
 # event, about 5); far deeper is no sender's body, and Python's json recurses per level.
 MAX_JSON_DEPTH = 32
+TOO_DEEP = f"body is not valid JSON: nested deeper than {MAX_JSON_DEPTH} levels"
 
 
 def body_json(raw: bytes) -> object:
-    """A webhook body as JSON, or ValueError: not UTF-8 JSON, NaN / Infinity (which
-    json.loads would accept), or nested deeper than MAX_JSON_DEPTH (`[[[[…` once made
-    json.loads raise RecursionError, a 500)."""
+    """A webhook body as JSON, or ValueError with the reason: not UTF-8 (json.loads would
+    also guess UTF-16 or UTF-32), not JSON, NaN / Infinity (which json.loads would
+    accept), nested deeper than MAX_JSON_DEPTH (`[[[[…` once made json.loads raise
+    RecursionError, a 500), or text no database column can hold (`text_problem`)."""
     try:
-        value = json.loads(raw, parse_constant=_no_constant)
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValueError("body is not UTF-8") from None
+    try:
+        value = json.loads(text, parse_constant=_no_constant)
     except RecursionError:
-        raise ValueError("body nests too deep") from None
-    if _depth(value) > MAX_JSON_DEPTH:
-        raise ValueError("body nests too deep")
+        raise ValueError(TOO_DEEP) from None
+    except ValueError as exc:
+        raise ValueError(f"body is not valid JSON: {str(exc)[:80]}") from None
+    problem = _walk_problem(value)
+    if problem:
+        raise ValueError(problem)
     return value
 
 
@@ -41,19 +51,37 @@ def _no_constant(name: str):
     raise ValueError(f"{name} is not JSON")
 
 
-def _depth(value: object) -> int:
-    """How deep containers nest in a parsed JSON value (iterative: no recursion)."""
-    deepest, stack = 0, [(value, 1)]
+def text_problem(text: str) -> str:
+    """Why a string cannot be stored, or "": a lone surrogate (`"\\ud800"` is valid JSON,
+    but UTF-8 cannot encode it: psycopg raised UnicodeEncodeError, not a database error)
+    or NUL (PostgreSQL's text and jsonb refuse it)."""
+    if "\x00" in text:
+        return "text must not contain NUL (\\u0000)"
+    if _SURROGATE.search(text):
+        return "text must not contain a lone surrogate (\\ud800-\\udfff)"
+    return ""
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _walk_problem(value: object) -> str:
+    """The first problem of a parsed JSON value: too deep, or a string (value or key)
+    `text_problem` refuses. Iterative: no recursion however deep the value."""
+    stack = [(value, 1)]
     while stack:
         item, depth = stack.pop()
-        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
-        if children is None:
+        if isinstance(item, str):
+            if problem := text_problem(item):
+                return f"body refused: {problem}"
             continue
-        deepest = max(deepest, depth)
-        if deepest > MAX_JSON_DEPTH:
-            return deepest
+        if not isinstance(item, dict | list):
+            continue
+        if depth > MAX_JSON_DEPTH:
+            return TOO_DEEP
+        children = [*item.keys(), *item.values()] if isinstance(item, dict) else item
         stack.extend((child, depth + 1) for child in children)
-    return deepest
+    return ""
 
 
 class JSONOnly(BaseContentNegotiation):
@@ -76,11 +104,20 @@ class WebhookView(APIView):
     content_negotiation_class = JSONOnly
 
     def handle_exception(self, exc):
-        if isinstance(exc, DataError):  # e.g. PostgreSQL's jsonb refuses \u0000 in a string
-            return Response({"error": f"body cannot be stored: {str(exc).splitlines()[0]}"}, status=400)
+        """A database that refuses this body for good is the body's fault (400: sending it
+        again cannot help); only a database that cannot be reached now is a 503."""
+        if isinstance(exc, DataError | IntegrityError | UnicodeError):
+            # e.g. a value too long for its column, a CHECK constraint, or text psycopg
+            # cannot encode; the receivers' shape checks are meant to catch these first.
+            return Response({"error": f"body cannot be stored: {_first_line(exc)}"}, status=400)
         if isinstance(exc, DatabaseError):
             # Not accepted, so not lost: the sender may retry, and automedia's catch-up
             # (Backlog's activity list) reads what was missed within minutes.
             headers = {"Retry-After": "30"}
             return Response({"error": "event store unavailable; not accepted"}, status=503, headers=headers)
         return super().handle_exception(exc)
+
+
+def _first_line(exc: Exception) -> str:
+    lines = str(exc).splitlines()
+    return lines[0][:200] if lines else type(exc).__name__

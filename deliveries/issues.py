@@ -11,8 +11,9 @@ from backlog_bridge.body.fingerprint import content_fingerprint
 from backlog_bridge.body.issue import parse_issue
 from backlog_bridge.body.publish_at import parse_publish_at
 from backlog_bridge.body.task import ParsedTask
-from backlog_bridge.client import BacklogClient, BacklogError
-from deliveries.models import FIELD_DELIVERED_AT, STATUS_APPROVED
+from backlog_bridge.client import BacklogClient, BacklogError, issue_key_valid
+from core.models import Tenant
+from deliveries.models import FIELD_DELIVERED_AT, STATUS_APPROVED, ContentTask
 
 
 @dataclass
@@ -27,10 +28,29 @@ class IssueState:
     parsed: ParsedTask
     fingerprint: str
     delivered_at: datetime | None
+    issue_key: str = ""  # Backlog's `issueKey`: the key the issue answers to now
 
     @property
     def approved(self) -> bool:
         return self.status_name == STATUS_APPROVED
+
+    def belongs_to(self, tenant: Tenant) -> bool:
+        """Whether Backlog's answer is an issue of the tenant's project (its key says so)."""
+        project, _, number = self.issue_key.rpartition("-")
+        return issue_key_valid(self.issue_key) and project == tenant.backlog_project_key and number != ""
+
+
+def task_for_issue(*, tenant: Tenant, state: IssueState) -> ContentTask:
+    """The one task of the issue Backlog answered: the one holding its numeric id, else the
+    one under the key Backlog gives it, else a new one under that key.
+
+    A key from a webhook or a comment is only a hint (format-checked) of which issue to
+    read: whatever key was asked for, the issue it resolves to has one task, so no payload
+    can register one issue twice (and post it twice). Callers check `belongs_to` first."""
+    task = ContentTask.objects.filter(tenant=tenant, issue_id=state.issue_id).order_by("pk").first()
+    if task is None:
+        task, _ = ContentTask.objects.get_or_create(tenant=tenant, issue_key=state.issue_key)
+    return task
 
 
 def issue_read(*, client: BacklogClient, issue_key: str) -> IssueState | None:
@@ -56,6 +76,7 @@ def issue_state(issue: dict) -> IssueState:
         parsed=parse_issue(description=description, custom_fields=custom_fields),
         fingerprint=content_fingerprint(description),
         delivered_at=_delivered_at(custom_fields),
+        issue_key=issue.get("issueKey") or "",
     )
 
 

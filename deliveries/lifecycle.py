@@ -22,7 +22,7 @@ from backlog_bridge.models import TYPE_BULK_UPDATED, TYPE_CREATED, TYPE_DELETED,
 from core.models import Tenant
 from core.timeutil import fmt_jst
 from deliveries.actions import ACTIONS
-from deliveries.issues import IssueState, issue_read, issue_state
+from deliveries.issues import IssueState, issue_read, issue_state, task_for_issue
 from deliveries.models import ContentTask, DeliverySchedule
 from deliveries.services import schedule_delete
 
@@ -46,7 +46,9 @@ def issue_reconcile(
         issue = None  # a second round must read afresh
         if state is None:
             return issue_forget(tenant=tenant, issue_key=issue_key)
-        task, _ = ContentTask.objects.get_or_create(tenant=tenant, issue_key=issue_key)
+        if not state.belongs_to(tenant):  # moved to another project: not this tenant's any more
+            return issue_forget(tenant=tenant, issue_key=issue_key, issue_id=state.issue_id)
+        task = task_for_issue(tenant=tenant, state=state)
         decision = _decide(task, state, tenant)
         if _claim(task, state):
             return ACTIONS[decision.action](
@@ -147,8 +149,11 @@ def _own_echo(event: BacklogEvent, client: BacklogClient) -> bool:
         return False
 
 
-def issue_forget(*, tenant: Tenant, issue_key: str) -> str:
-    task = ContentTask.objects.filter(tenant=tenant, issue_key=issue_key).first()
+def issue_forget(*, tenant: Tenant, issue_key: str, issue_id: int | None = None) -> str:
+    tasks = ContentTask.objects.filter(tenant=tenant)
+    task = tasks.filter(issue_key=issue_key).first() or (
+        tasks.filter(issue_id=issue_id).first() if issue_id is not None else None
+    )
     if task is None:
         return "unknown issue deleted"
     removed = schedule_delete(task=task)
@@ -166,7 +171,9 @@ def _on_changed(event: BacklogEvent, client: BacklogClient) -> str:
 
 
 def _on_deleted(event: BacklogEvent, client: BacklogClient) -> str:
-    return issue_forget(tenant=event.tenant, issue_key=event.issue_key)
+    # Believed once Backlog no longer has the issue (the reconcile's read answers 404):
+    # an unsigned body alone never drops a schedule.
+    return issue_reconcile(tenant=event.tenant, issue_key=event.issue_key, client=client)
 
 
 def _on_bulk_updated(event: BacklogEvent, client: BacklogClient) -> str:

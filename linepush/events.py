@@ -28,6 +28,7 @@ from core.due import Lease, claim_one, release
 from core.models import Tenant
 from deliveries.channels.base import TransportError
 from deliveries.channels.line.transport import LineTransport, line_transport
+from linepush.event_shapes import line_event_fields_problem
 from linepush.models import LineContact, LineSource, LineSurveyRule, LineWebhookEvent
 from linepush.services import push_settings
 
@@ -59,11 +60,8 @@ def line_events_accept(*, tenant: Tenant, events: list) -> dict[str, int]:
     """Store each event once and enqueue the new ones; returns counts."""
     from django_q.tasks import async_task
 
-    counts = {"accepted": 0, "duplicate": 0, "ignored": 0}
-    for event in events:
-        if not isinstance(event, dict) or not isinstance(event.get("type"), str):
-            counts["ignored"] += 1
-            continue
+    counts = {"accepted": 0, "duplicate": 0}
+    for event in events:  # each one checked by line_events_problem
         stored = _store(tenant, event)
         if stored is None:
             counts["duplicate"] += 1
@@ -80,14 +78,14 @@ def line_events_accept(*, tenant: Tenant, events: list) -> dict[str, int]:
 def _event_id(event: dict) -> str:
     event_id = event.get("webhookEventId")
     if isinstance(event_id, str) and event_id:
-        return event_id[:64]
+        return event_id
     # Required by the spec; without it the event's own bytes identify it.
     return "sha256:" + hashlib.sha256(json.dumps(event, sort_keys=True).encode()).hexdigest()[:57]
 
 
 def _store(tenant: Tenant, event: dict) -> LineWebhookEvent | None:
     row = LineWebhookEvent(
-        tenant=tenant, webhook_event_id=_event_id(event), type=event["type"][:32], payload=event
+        tenant=tenant, webhook_event_id=_event_id(event), type=event["type"], payload=event
     )
     try:
         with transaction.atomic():  # insert first: a redelivery is the rare case
@@ -105,7 +103,9 @@ CLAIMED_ELSEWHERE = "claimed elsewhere"
 
 def line_event_process(*, event_id: int, transport: LineTransport | None = None) -> str:
     """Act on one stored event under a claim: the broker's task, the retry job and a
-    drain may all reach it, and only the one whose conditional UPDATE hits the row acts."""
+    drain may all reach it, and only the one whose conditional UPDATE hits the row acts.
+    Every event ends: done, ignored, or rejected (a shape no handler can use, or still
+    failing on its last attempt)."""
     event = LineWebhookEvent.objects.select_related("tenant").get(pk=event_id)
     if event.is_settled():
         return event.outcome
@@ -113,6 +113,9 @@ def line_event_process(*, event_id: int, transport: LineTransport | None = None)
     if handler is None:
         _finish(event, Outcome.IGNORED, f"{event.type} は扱いません")
         return Outcome.IGNORED
+    if problem := line_event_fields_problem(event.payload):
+        _finish(event, Outcome.REJECTED, f"invalid payload: {problem}")
+        return Outcome.REJECTED
     retryable = LineWebhookEvent.objects.filter(outcome__in=[Outcome.PENDING, Outcome.FAILED])
     if not claim_one(
         retryable, pk=event.pk, now=timezone.now(), lease=EVENT_CLAIM, attempts=F("attempts") + 1
@@ -121,12 +124,20 @@ def line_event_process(*, event_id: int, transport: LineTransport | None = None)
     transport = transport or line_transport(event.tenant.line_channel_token or "-")
     try:
         detail = handler(event.tenant, event.payload, transport)
-    except Exception:
+    except Exception as exc:
+        if event.attempts + 1 >= MAX_EVENT_ATTEMPTS:  # this was the last attempt
+            logger.exception("LINE event %s rejected after %s attempts", event.pk, MAX_EVENT_ATTEMPTS)
+            _finish(event, Outcome.REJECTED, _gave_up(MAX_EVENT_ATTEMPTS, exc))
+            return Outcome.REJECTED
         # The event stays pending, free again: line_events_retry runs it again.
         release(LineWebhookEvent, pk=event.pk, lease=EVENT_CLAIM)
         raise
     _finish(event, Outcome.DONE, detail)
     return Outcome.DONE
+
+
+def _gave_up(attempts: int, exc: Exception) -> str:
+    return f"gave up after {attempts} attempts: {type(exc).__name__}: {exc}"
 
 
 def _finish(event: LineWebhookEvent, outcome: str, detail: str) -> None:
@@ -136,15 +147,24 @@ def _finish(event: LineWebhookEvent, outcome: str, detail: str) -> None:
 
 
 def line_events_retry(*, older_than: timedelta = timedelta(minutes=1)) -> int:
-    """Re-run accepted events the broker lost or that failed (bounded attempts)."""
-    stale = LineWebhookEvent.objects.filter(
-        outcome__in=[Outcome.PENDING, Outcome.FAILED],
-        received_at__lt=timezone.now() - older_than,
-        attempts__lt=MAX_EVENT_ATTEMPTS,
-    ).order_by("received_at")
+    """Re-run accepted events the broker lost or that failed (bounded attempts); an event
+    whose attempts ran out with no outcome (a worker died on its last) ends rejected."""
+    now = timezone.now()
+    unfinished = LineWebhookEvent.objects.filter(
+        outcome__in=[Outcome.PENDING, Outcome.FAILED], received_at__lt=now - older_than
+    )
+    unfinished.filter(EVENT_CLAIM.free(now), attempts__gte=MAX_EVENT_ATTEMPTS).update(
+        **LineWebhookEvent.finished(
+            outcome=Outcome.REJECTED, detail=f"gave up after {MAX_EVENT_ATTEMPTS} attempts with no outcome"
+        )
+    )
     count = 0
+    stale = unfinished.filter(attempts__lt=MAX_EVENT_ATTEMPTS).order_by("received_at")
     for pk in stale.values_list("pk", flat=True)[:500]:
-        line_event_process(event_id=pk)
+        try:
+            line_event_process(event_id=pk)
+        except Exception:
+            logger.exception("LINE event %s failed", pk)  # retried on the next run
         count += 1
     return count
 

@@ -8,6 +8,7 @@ from rest_framework.response import Response
 
 from core.models import Tenant
 from core.webhooks import WebhookView, body_json
+from linepush.event_shapes import line_events_problem
 from linepush.events import line_events_accept, signature_valid
 
 # Never a channel secret: an unknown tenant's body is checked against it, so that it
@@ -29,11 +30,15 @@ class LineWebhookView(WebhookView):
             return Response({"error": "invalid X-Line-Signature"}, status=401)
         try:
             payload = body_json(request.body)
-        except ValueError:
-            return Response({"error": "body is not valid JSON"}, status=400)
+        except ValueError as exc:
+            return Response({"error": str(exc)}, status=400)
         events = payload.get("events") if isinstance(payload, dict) else None
         if not isinstance(events, list):
             return Response({"error": "`events` (array) is missing"}, status=400)
+        if problem := line_events_problem(events):
+            # Nothing stored: a body is taken whole or not at all, so LINE's redelivery
+            # (or its error log) sees one answer for it.
+            return Response({"error": problem}, status=400)
         with transaction.atomic():
             counts = line_events_accept(tenant=tenant, events=events)
         return Response(counts)

@@ -16,6 +16,7 @@ class BacklogEventAdmin(RecordAdmin):
         "type",
         "issue_key",
         "outcome",
+        "rejected_reason",
         "received_at",
         "processed_at",
     )

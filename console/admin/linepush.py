@@ -258,7 +258,15 @@ class LineApiTokenAdmin(TenantScopedAdmin):
 
 @admin.register(LineWebhookEvent)
 class LineWebhookEventAdmin(RecordAdmin):
-    list_display = ("webhook_event_id", "tenant", "type", "outcome", "received_at", "processed_at")
+    list_display = (
+        "webhook_event_id",
+        "tenant",
+        "type",
+        "outcome",
+        "rejected_reason",
+        "received_at",
+        "processed_at",
+    )
     list_filter = ("outcome", "type", "tenant")
     readonly_fields = (
         "tenant",

@@ -21,7 +21,7 @@ from deliveries.channels import posts as publishers
 from deliveries.commands.parse import USAGE, Command, commands_parse
 from deliveries.corrections import correction_send
 from deliveries.delivery import DeliveryFailed, delivery_render
-from deliveries.issues import IssueState, issue_read
+from deliveries.issues import IssueState, issue_read, task_for_issue
 from deliveries.models import CHANNEL_LABELS, STATUS_APPROVED, ContentTask, DeliveryAttempt, DeliverySchedule
 from deliveries.preview import preview_build, preview_comment
 from deliveries.services import approval_record, schedule_delete, schedule_due_at, schedule_upsert
@@ -180,6 +180,8 @@ def _preview(*, tenant, issue_key, command, user, client) -> str:
 
 def _send(*, tenant, issue_key, command, user, client) -> str:
     state = issue_read(client=client, issue_key=issue_key)
+    if state is not None and state.belongs_to(tenant):
+        issue_key = state.issue_key  # the key Backlog answers to, whatever the comment's event said
     problems = _send_problems(tenant, issue_key, command.kwargs, state)
     try:
         # Resolved before scheduling: a send the status cannot follow would never be delivered.
@@ -188,7 +190,7 @@ def _send(*, tenant, issue_key, command, user, client) -> str:
         problems.append(str(exc))
     if problems:
         return f"{OWN_PREFIX} 送信できません:\n" + "\n".join(f"- {p}" for p in problems)
-    due = _send_schedule(tenant, issue_key, command.kwargs, state)
+    due = _send_schedule(tenant, command.kwargs, state)
     if status_id is not None:
         client.update_issue(issue_key, status_id=status_id)
     by = user.get("name") or user.get("userId") or ""
@@ -222,6 +224,8 @@ def _target(channel: str, audience: str) -> str:
 def _send_problems(tenant: Tenant, issue_key: str, args: dict, state: IssueState | None) -> list[str]:
     if state is None:
         return ["課題が見つかりません"]
+    if not state.belongs_to(tenant):
+        return [f"課題 {state.issue_key or '?'} はこのテナントのプロジェクトにありません"]
     problems = []
     if state.delivered_at:
         problems.append(
@@ -287,11 +291,11 @@ def _audience_problems(parsed: ParsedTask, args: dict) -> list[str]:
     return []
 
 
-def _send_schedule(tenant: Tenant, issue_key: str, args: dict, state: IssueState):
+def _send_schedule(tenant: Tenant, args: dict, state: IssueState):
     """Register the send like an approval (so the webhook of our status change finds nothing to do)."""
     now = timezone.now()
     with transaction.atomic():
-        task, _ = ContentTask.objects.get_or_create(tenant=tenant, issue_key=issue_key)
+        task = task_for_issue(tenant=tenant, state=state)
         ContentTask.objects.filter(pk=task.pk).update(status_name=STATUS_APPROVED)
         approval_record(task=task, state=state, now=now, override=args)
         task.refresh_from_db()

@@ -173,7 +173,7 @@ def test_the_view_writes_no_task_row_per_event_with_the_orm_broker(
         (14, {"link": [{"id": 1, "key_id": "2/../../OTHER-2"}]}, ""),
     ],
 )
-def test_a_stored_event_with_an_identifier_out_of_format_is_ignored_without_a_request(
+def test_a_stored_event_with_an_identifier_out_of_format_is_rejected_without_a_request(
     tenant, fake_backlog, type_, content, issue_key
 ):
     # Stored before the receiver checked identifiers (or by a catch-up): checked again here.
@@ -190,7 +190,7 @@ def test_a_stored_event_with_an_identifier_out_of_format_is_ignored_without_a_re
         assert events_drain() == 1
 
     event.refresh_from_db()
-    assert event.outcome == "ignored" and event.detail.startswith("invalid payload: ")
+    assert event.outcome == "rejected" and event.detail.startswith("invalid payload: ")
     assert not anything.called and not fake_backlog.requests
 
 

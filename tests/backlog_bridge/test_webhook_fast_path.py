@@ -8,7 +8,7 @@ import json
 
 import psycopg
 import pytest
-from django.db import OperationalError, connection, connections
+from django.db import DataError, IntegrityError, OperationalError, connection, connections
 from django.utils import translation
 
 from backlog_bridge.models import BacklogEvent
@@ -107,20 +107,48 @@ def test_it_answers_400_for_json_nested_too_deep(client, tenant, depth):
     assert not BacklogEvent.objects.exists()
 
 
-@pytest.mark.django_db(transaction=True)
-def test_a_nul_character_is_refused_with_a_reason_where_the_database_cannot_store_it(client, tenant):
-    payload = load_fixture("backlog/issue_updated.json")
-    payload["content"]["summary"] = "年末\u0000告知"
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [("年末\\u0000告知", "NUL"), ("年末\\ud800告知", "lone surrogate"), ("\\udfff", "lone surrogate")],
+    ids=["nul", "high-surrogate", "low-surrogate"],
+)
+@pytest.mark.parametrize("where", ["value", "key"])
+def test_it_refuses_text_no_database_can_store_on_every_database(client, tenant, text, reason, where):
+    # PostgreSQL's jsonb refuses NUL (a DataError) and psycopg cannot encode a lone
+    # surrogate (a UnicodeEncodeError, once a 500); SQLite took both: one answer for all.
+    body = json.dumps(load_fixture("backlog/issue_updated.json"), ensure_ascii=False)
+    member = f'"summary": "{text}"' if where == "value" else f'"{text}": 1'
+    body = body.replace('"summary": "年末告知"', member, 1)
 
-    response = post(client, webhook_url(tenant), payload)
+    response = post(client, webhook_url(tenant), body.encode())
 
-    if ON_POSTGRESQL:  # jsonb has no NUL character
-        assert response.status_code == 400
-        assert response.json()["error"].startswith("body cannot be stored:")
-        assert not BacklogEvent.objects.exists()
-    else:
-        assert response.json() == {"result": "accepted"}
-        assert BacklogEvent.objects.get().payload["content"]["summary"] == "年末\u0000告知"
+    assert response.status_code == 400
+    assert response.json()["error"].startswith("body refused: ") and reason in response.json()["error"]
+    assert not BacklogEvent.objects.exists()
+
+
+@pytest.mark.parametrize(
+    "refusal",
+    [
+        DataError("value too long for type character varying(64)"),
+        IntegrityError("CHECK"),
+        UnicodeEncodeError("utf-8", "\ud800", 0, 1, "surrogates not allowed"),
+    ],
+    ids=["data-error", "check-constraint", "unencodable"],
+)
+def test_it_answers_400_not_503_when_the_database_refuses_the_body_for_good(
+    client, tenant, monkeypatch, refusal
+):
+    def refuse(sql, params):
+        raise refusal
+
+    monkeypatch.setattr("backlog_bridge.events._fetchone", refuse)
+
+    response = post(client, webhook_url(tenant), load_fixture("backlog/issue_updated.json"))
+
+    assert response.status_code == 400
+    assert response.json()["error"].startswith("body cannot be stored: ")
+    assert "Retry-After" not in response
 
 
 def test_it_answers_json_whatever_the_sender_accepts(client, tenant):

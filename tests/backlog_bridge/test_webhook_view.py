@@ -183,14 +183,28 @@ def test_it_routes_each_documented_payload_shape(
 
 
 def test_it_drops_the_schedule_of_a_deleted_issue(
-    client, tenant, approved_issues, django_capture_on_commit_callbacks
+    client, tenant, fake_backlog, approved_issues, django_capture_on_commit_callbacks
 ):
     with django_capture_on_commit_callbacks(execute=True):
         post(client, webhook_url(tenant), load_fixture("backlog/issue_updated.json"))
+        fake_backlog.delete_issue("ACME-1")
+        fake_backlog.outbox.clear()
         post(client, webhook_url(tenant), load_fixture("backlog/issue_deleted.json"))
 
     assert not DeliverySchedule.objects.exists()
     assert BacklogEvent.objects.get(type=4).detail == "deleted; schedule removed"
+
+
+def test_a_deletion_webhook_for_an_issue_backlog_still_has_keeps_its_schedule(
+    client, tenant, approved_issues, django_capture_on_commit_callbacks
+):
+    # The body is unsigned: the deletion is believed once Backlog no longer has the issue.
+    with django_capture_on_commit_callbacks(execute=True):
+        post(client, webhook_url(tenant), load_fixture("backlog/issue_updated.json"))
+        post(client, webhook_url(tenant), load_fixture("backlog/issue_deleted.json"))
+
+    assert DeliverySchedule.objects.filter(task__issue_key="ACME-1").exists()
+    assert BacklogEvent.objects.get(type=4).detail == "no change"
 
 
 def test_it_enqueues_after_commit_when_the_broker_is_redis(

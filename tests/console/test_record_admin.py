@@ -104,3 +104,37 @@ def test_it_lets_a_superuser_delete_records(client, superuser, tenant, schedule)
 
     assert set(answers.values()) == {302}, answers
     assert not any(type(row).objects.filter(pk=row.pk).exists() for row in rows)
+
+
+@pytest.mark.parametrize("model", [BacklogEvent, LineWebhookEvent])
+def test_the_event_list_shows_why_an_event_was_rejected(admin_client, tenant, model):
+    identity = (
+        {"activity_id": 1, "type": 2}
+        if model is BacklogEvent
+        else {"webhook_event_id": "e", "type": "follow"}
+    )
+    model.objects.create(
+        tenant=tenant,
+        payload={},
+        outcome="rejected",
+        detail="invalid payload: `source` must be an object",
+        **identity,
+    )
+    model.objects.create(
+        tenant=tenant,
+        payload={},
+        outcome="done",
+        detail="done detail, not a reason",
+        **identity | _other(model),
+    )
+
+    page = admin_client.get(reverse(f"admin:{model._meta.app_label}_{model._meta.model_name}_changelist"))
+
+    text = page.content.decode()
+    assert page.status_code == 200
+    assert "受付不可の理由" in text and "invalid payload: `source` must be an object" in text
+    assert "done detail, not a reason" not in text
+
+
+def _other(model) -> dict:
+    return {"activity_id": 2} if model is BacklogEvent else {"webhook_event_id": "f"}
