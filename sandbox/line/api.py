@@ -23,6 +23,7 @@ from sandbox.line.records import (
     LineRequest,
     invalid_body,
 )
+from sandbox.line.spec import spec_errors
 from sandbox.line.state import LineChannel
 from sandbox.line.validation import check_messages, check_multicast, check_push, check_reply, parse_yyyymmdd
 
@@ -126,8 +127,13 @@ class LineApi:
         return LineReply(200, {"sentMessages": sent}, accepted=True)
 
     def validate(self, request: LineRequest, request_id: str, kind: str) -> LineReply:
-        errors: list[tuple[str, str]] = []
-        check_messages(request.body, errors)
+        """The spec's `ValidateMessageRequest` (spec.py), then the limits the spec leaves to
+        the docs (text length, https URLs: validation.py); one detail per property."""
+        errors = spec_errors(request.body)
+        own: list[tuple[str, str]] = []
+        check_messages(request.body, own)
+        reported = {prop for prop, _ in errors}
+        errors += [(prop, message) for prop, message in own if prop not in reported]
         if errors:
             raise invalid_body(errors)
         return LineReply(200, {})
