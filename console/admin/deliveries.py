@@ -119,7 +119,7 @@ class ContentTaskAdmin(TenantScopedAdmin):
             },
         ),
         (_("解析結果"), {"fields": ("parsed_fields", "parse_problems")}),
-        (_("配信予約"), {"fields": ("schedule_panel",)}),
+        (_("配信予約"), {"fields": ("schedule_panel", "approval_checks_panel")}),
         (_("Backlog への書き戻し"), {"fields": ("writeback_panel",)}),
         (_("AI レビュー"), {"fields": ("ai_reviews",)}),
         (_("操作の記録"), {"fields": ("audit_trail", "command_runs")}),
@@ -240,6 +240,13 @@ class ContentTaskAdmin(TenantScopedAdmin):
     @admin.display(description=_("予約"))
     def schedule_panel(self, obj: ContentTask) -> str:
         return render_to_string("admin/deliveries/contenttask/schedule.html", {"schedule": _schedule_of(obj)})
+
+    @admin.display(description=_("承認時の確認"))
+    def approval_checks_panel(self, obj: ContentTask) -> str:
+        """LINE validate, the quota forecast, platform rules: as the last approval checked them."""
+        return render_to_string(
+            "admin/deliveries/contenttask/checks.html", {"checks": obj.approval_checks or {}}
+        )
 
     @admin.display(description=_("書き戻し"))
     def writeback_panel(self, obj: ContentTask) -> str:
