@@ -15,14 +15,15 @@ from __future__ import annotations
 import logging
 from datetime import datetime
 from decimal import Decimal
+from zoneinfo import ZoneInfo
 
 from core.models import Tenant
 from deliveries.channels.base import TransportError
 from deliveries.channels.line.transport import LineTransport, line_transport
 from deliveries.models import ContentTask, DeliverySchedule
 from deliveries.quota_forecast import Forecast, Plan
-from linepush.models import LineMonthlyUsage, LinePlan, LinePushItem, LineSource
-from linepush.services import month_of, push_settings
+from linepush.models import LineMonthlyUsage, LinePlan, LinePushItem, LinePushSettings, LineSource
+from linepush.services import month_of
 
 logger = logging.getLogger(__name__)
 
@@ -32,14 +33,17 @@ DEFAULT_PLAN = "communication"
 def approval_forecast(
     *, tenant: Tenant, plan: Plan, due_at: datetime, now: datetime, task: ContentTask | None
 ) -> Forecast:
-    push = push_settings(tenant=tenant)
-    line_plan = push.plan or LinePlan.objects.get(code=DEFAULT_PLAN)
+    # Read, never created: a preview must not write the tenant's settings.
+    push = LinePushSettings.objects.select_related("plan").filter(tenant=tenant).first()
+    chosen = push.plan if push is not None else None
+    line_plan = chosen or LinePlan.objects.get(code=DEFAULT_PLAN)
+    zone = push.zone if push is not None else ZoneInfo(LinePushSettings._meta.get_field("timezone").default)
     transport = line_transport(tenant.line_channel_token)
-    start, end = _month_bounds(due_at, push.zone)
-    month = month_of(due_at, push.zone)
-    notes = [] if push.plan else [f"プラン未設定のため{line_plan.name}として計算"]
+    start, end = _month_bounds(due_at, zone)
+    month = month_of(due_at, zone)
+    notes = [] if chosen else [f"プラン未設定のため{line_plan.name}として計算"]
     messages = sum(_cost(tenant, transport, kind, to, notes) for kind, to in plan)
-    this_month = month == month_of(now, push.zone)
+    this_month = month == month_of(now, zone)
     line_used, line_limit = _line_usage(tenant, transport, month, this_month, notes)
     price = (line_plan.extra_message_price_yen or Decimal(0)) if line_plan.additional_messages else None
     return Forecast(

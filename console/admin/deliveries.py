@@ -9,6 +9,7 @@ write-back and the audit trail; actions approve / preview / cancel / retry.
 from __future__ import annotations
 
 import csv
+from datetime import datetime
 
 from django.contrib import admin
 from django.db.models import OuterRef, QuerySet, Subquery
@@ -26,7 +27,7 @@ from console.filters import ChannelFilter, PublishDateFilter
 from console.preview import preview_page
 from console.services import task_approve, task_cancel, task_retry
 from core.access import may_act
-from core.timeutil import iso_jst
+from core.timeutil import fmt_jst, iso_jst
 from deliveries.models import (
     STATUS_APPROVED,
     STATUS_DELIVERED,
@@ -244,8 +245,11 @@ class ContentTaskAdmin(TenantScopedAdmin):
     @admin.display(description=_("承認時の確認"))
     def approval_checks_panel(self, obj: ContentTask) -> str:
         """LINE validate, the quota forecast, platform rules: as the last approval checked them."""
+        checks = obj.approval_checks or {}
+        when = checks.get("checked_at")
         return render_to_string(
-            "admin/deliveries/contenttask/checks.html", {"checks": obj.approval_checks or {}}
+            "admin/deliveries/contenttask/checks.html",
+            {"checks": checks, "checked_at": fmt_jst(datetime.fromisoformat(when)) if when else ""},
         )
 
     @admin.display(description=_("書き戻し"))
