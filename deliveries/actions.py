@@ -59,6 +59,7 @@ def _act_register(*, tenant, task, state, client, reason) -> str:
     due_at = schedule_due_at(publish_at=quiet.due_at, now=now)
     checks = approval_check(tenant=tenant, parsed=parsed, due_at=due_at, now=now, task=task)
     if not checks.ok:
+        approval_checks_store(task=task, checks=checks, now=now)  # the admin shows why
         return _reject(client, task, checks.refusal())
     schedule = _schedule(task, state, quiet.due_at, DeliverySchedule.Reason.APPROVAL, new_approval=True)
     approval_checks_store(task=task, checks=checks, now=now)

@@ -6,9 +6,10 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from deliveries.models import ContentTask
+from deliveries.models import ContentTask, DeliverySchedule, MessageTemplate
 from linepush.models import LinePlan, LinePushSettings
-from tests.helpers.console import task_url
+from tests.helpers.backlog import status_of
+from tests.helpers.console import messages_of, mirrored_issue, task_url
 
 
 @pytest.fixture
@@ -47,6 +48,23 @@ def test_the_task_page_shows_what_the_approval_checked(as_manager, approved, lin
         "<li>クォータ見込み: 3 通（今月 182 / 200）（プラン未設定のためコミュニケーションプランとして計算）</li>"
         in panel
     )
+
+
+def test_the_admins_approve_runs_the_checks_and_says_why_it_refused(
+    as_manager, fake_backlog, pump, tenant, contacts, line
+):
+    sticker = {"type": "sticker", "packageId": 446, "stickerId": "1988"}  # LINE wants strings
+    MessageTemplate.objects.create(name="announce_open", rev="r1", messages=[sticker])
+    task = mirrored_issue(fake_backlog, pump, tenant)
+
+    response = as_manager.post(task_url("approve", task), follow=True)
+
+    assert not DeliverySchedule.objects.filter(task=task).exists()
+    assert status_of(fake_backlog, task.issue_key) == "automediaエラー"
+    [message] = messages_of(response)
+    assert "messages[0].packageId: Must be a string" in message
+    page = as_manager.get(task_url("change", task)).content.decode()
+    assert "messages[0].packageId: Must be a string" in page
 
 
 def test_a_manager_sees_the_plan_but_cannot_change_it(as_manager, settings_row):

@@ -14,7 +14,7 @@ import respx
 import time_machine
 
 from core.timeutil import JST
-from deliveries.models import ContentTask, DeliverySchedule
+from deliveries.models import ContentTask, DeliverySchedule, MessageTemplate
 from linepush.models import LinePlan, LinePushSettings
 from tests.helpers.backlog import approve, body, status_of, texts
 from tests.helpers.channels import channel_body, channel_template
@@ -276,3 +276,36 @@ def test_the_preview_lists_lines_reasons_as_problems(fake_backlog, tenant, pump,
     reply = say(fake_backlog, pump, tenant, key, "/automedia preview")
 
     assert "  - LINE がメッセージを受け付けません（validate/multicast）: messages[0].text" in reply
+
+
+# -- through the fake LINE of the sandbox (as `make run` does it) ----------------------------------
+
+
+def test_the_fake_line_refuses_what_the_spec_refuses_and_the_approval_says_so(
+    fake_backlog, tenant, pump, contacts, line
+):
+    sticker = {"type": "sticker", "packageId": 446, "stickerId": "1988"}  # the spec wants strings
+    MessageTemplate.objects.create(name="announce_open", rev="r1", messages=[sticker])
+    key = fake_backlog.create_issue("ACME", summary="スタンプ", description=body(), status="処理中")[
+        "issueKey"
+    ]
+
+    approve(fake_backlog, pump, tenant, key)
+
+    assert not scheduled(key)
+    assert "messages[0].packageId: Must be a string" in texts(fake_backlog, key)[-1]
+    assert line.sent() == []
+
+
+def test_the_fake_lines_outage_and_quota_through_an_approval(fake_backlog, tenant, pump, issue, line):
+    line.set_quota(type="limited", value=5000, total_usage=4000)
+    line.fail_next(503, path_prefix="/v2/bot/message/validate")
+    on_plan(tenant, "light")
+    key = issue()
+
+    approve(fake_backlog, pump, tenant, key)
+
+    assert scheduled(key)
+    comment = texts(fake_backlog, key)[-1]
+    assert "LINE 検証: LINE に確認できませんでした（サーバーエラー（503）" in comment
+    assert "クォータ見込み: 3 通（今月 4,000 / 5,000）" in comment
