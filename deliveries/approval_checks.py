@@ -37,7 +37,7 @@ from deliveries.channels.line.templates import render_messages
 from deliveries.channels.line.transport import line_transport
 from deliveries.channels.publisher import PublishFailed
 from deliveries.models import CHANNEL_LABELS, ContentTask
-from deliveries.quota_forecast import quota_forecast
+from deliveries.quota_forecast import ForecastUnavailable, quota_forecast
 from deliveries.rendering import template_resolve
 from deliveries.templating import RenderError
 
@@ -166,7 +166,11 @@ def _line_quota(
     except PublishFailed as exc:
         checks.lines.append(f"クォータ見込み: 未計算（{exc.reason}）")
         return
-    forecast = quota_forecast(tenant=tenant, plan=plan, due_at=due_at, now=now, task=task)
+    try:
+        forecast = quota_forecast(tenant=tenant, plan=plan, due_at=due_at, now=now, task=task)
+    except ForecastUnavailable as exc:
+        checks.lines.append(f"クォータ見込み: 未計算（{exc}）")
+        return
     if forecast is None:
         return
     checks.line_messages = forecast.messages

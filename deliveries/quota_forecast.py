@@ -77,11 +77,16 @@ class Forecast:
         return text + (f"（{self.note}）" if self.note else "")
 
 
+class ForecastUnavailable(Exception):
+    """The forecast cannot be made (no plan to count against); the reason is said, nothing refused."""
+
+
 class QuotaForecaster(Protocol):
     def __call__(
         self, *, tenant: Tenant, plan: Plan, due_at: datetime, now: datetime, task: ContentTask | None
     ) -> Forecast:
-        """The forecast of sending to `plan` at `due_at` (`task`'s own schedule is not counted twice)."""
+        """The forecast of sending to `plan` at `due_at` (`task`'s own schedule is not counted
+        twice); ForecastUnavailable when it cannot be made."""
 
 
 QUOTA_FORECASTERS: list[QuotaForecaster] = []

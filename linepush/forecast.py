@@ -21,7 +21,7 @@ from core.models import Tenant
 from deliveries.channels.base import TransportError
 from deliveries.channels.line.transport import LineTransport, line_transport
 from deliveries.models import ContentTask, DeliverySchedule
-from deliveries.quota_forecast import Forecast, Plan
+from deliveries.quota_forecast import Forecast, ForecastUnavailable, Plan
 from linepush.models import LineMonthlyUsage, LinePlan, LinePushItem, LinePushSettings, LineSource
 from linepush.services import month_of
 
@@ -36,7 +36,11 @@ def approval_forecast(
     # Read, never created: a preview must not write the tenant's settings.
     push = LinePushSettings.objects.select_related("plan").filter(tenant=tenant).first()
     chosen = push.plan if push is not None else None
-    line_plan = chosen or LinePlan.objects.get(code=DEFAULT_PLAN)
+    line_plan = chosen or LinePlan.objects.filter(code=DEFAULT_PLAN).first()
+    if line_plan is None:
+        raise ForecastUnavailable(
+            f"LINE プラン「{DEFAULT_PLAN}」が登録されていません（管理画面の LINE プラン）"
+        )
     zone = push.zone if push is not None else ZoneInfo(LinePushSettings._meta.get_field("timezone").default)
     transport = line_transport(tenant.line_channel_token)
     start, end = _month_bounds(due_at, zone)

@@ -207,7 +207,7 @@ class LinePushSettingsAdmin(TenantScopedAdmin):
 
 @admin.register(LinePlan)
 class LinePlanAdmin(admin.ModelAdmin):
-    list_display = ("name", "code", "monthly_messages", "additional_messages")
+    list_display = ("name", "code", "monthly_messages", "additional_messages", "extra_message_price_yen")
 
 
 @admin.register(LineMonthlyUsage)

@@ -206,6 +206,21 @@ def test_it_counts_what_is_scheduled_and_not_sent_in_the_month(fake_backlog, ten
     assert "クォータ見込み: 3 通（今月 185 / 200）" in texts(fake_backlog, second)[-1]
 
 
+def test_without_a_plan_to_count_against_the_approval_is_scheduled_and_says_so(
+    fake_backlog, tenant, pump, issue, line_api
+):
+    LinePlan.objects.all().delete()
+    key = issue()
+
+    approve(fake_backlog, pump, tenant, key)
+
+    assert scheduled(key)
+    assert (
+        "クォータ見込み: 未計算（LINE プラン「communication」が登録されていません"
+        in texts(fake_backlog, key)[-1]
+    )
+
+
 # -- platform rules ----------------------------------------------------------------------------
 
 

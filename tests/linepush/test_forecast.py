@@ -11,6 +11,7 @@ import time_machine
 
 from core.timeutil import JST
 from deliveries.models import DeliverySchedule
+from deliveries.quota_forecast import ForecastUnavailable
 from linepush.forecast import approval_forecast
 from linepush.models import LineMonthlyUsage, LinePlan, LinePushSettings
 from tests.helpers.factories import ContentTaskFactory
@@ -108,3 +109,10 @@ def test_the_plans_carry_todays_price_of_an_extra_message(db):
         "light": (False, None),
         "standard": (True, Decimal("3.00")),
     }
+
+
+def test_without_any_plan_the_forecast_cannot_be_made(line, tenant):
+    LinePlan.objects.all().delete()
+
+    with pytest.raises(ForecastUnavailable, match="LINE プラン「communication」が登録されていません"):
+        forecast(tenant, [("multicast", USERS)])
