@@ -23,7 +23,7 @@ from sandbox.line.records import (
     LineRequest,
     invalid_body,
 )
-from sandbox.line.spec import spec_errors
+from sandbox.line.spec import spec_errors, spec_warm
 from sandbox.line.state import LineChannel
 from sandbox.line.validation import check_messages, check_multicast, check_push, check_reply, parse_yyyymmdd
 
@@ -35,6 +35,7 @@ class LineApi:
 
     def __init__(self, fake: LineChannel) -> None:
         self._fake = fake
+        spec_warm()
         self._exact: dict[str, dict[str, _Handler]] = {
             PUSH: {"POST": self.push},
             MULTICAST: {"POST": self.multicast},

@@ -91,6 +91,12 @@ def _validator(schema_name: str):
     return openapi30_validator_class()({"$ref": f"{SPEC_URI}{SCHEMAS}{schema_name}"}, registry=registry)
 
 
+def spec_warm() -> None:
+    """Load the spec now (~0.2 s, once per process): a fake that started serving must not make
+    its first validate call wait past a client's timeout."""
+    _validator("ValidateMessageRequest")
+
+
 def spec_errors(body: Any, schema_name: str = "ValidateMessageRequest") -> list[tuple[str, str]]:
     """(property, message) for every way `body` breaks the spec's schema; [] when it does not
     (or when the spec cannot be loaded here)."""

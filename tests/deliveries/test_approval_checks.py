@@ -307,7 +307,7 @@ def test_the_fake_line_refuses_what_the_spec_refuses_and_the_approval_says_so(
 
     approve(fake_backlog, pump, tenant, key)
 
-    assert not scheduled(key)
+    assert not scheduled(key), texts(fake_backlog, key)
     assert "messages[0].packageId: Must be a string" in texts(fake_backlog, key)[-1]
     assert line.sent() == []
 
