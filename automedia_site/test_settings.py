@@ -16,6 +16,9 @@ BACKLOG_EVENT_BATCH_SECONDS = 0.0  # every webhook enqueues its drain (runs inli
 LOGGING = {**LOGGING, "loggers": {**LOGGING["loggers"], "django-q": {"level": "WARNING"}}}  # noqa: F405
 ADMINS = [("運用担当", "ops@example.jp")]
 LINE_TIMEOUT_SECONDS = 1.0  # the fake LINE timeout fault waits longer than this
+# No test reaches the real LINE: approvals and previews ask LINE (validate, quota), and a
+# test without the fake LINE (the `line` fixture) or respx gets a refused connection at once.
+LINE_API_BASE_URL = "http://127.0.0.1:9"
 BACKLOG_ALLOWED_HOSTS = ["127.0.0.1", "localhost"]  # the fake Backlog of tests/conftest.py
 # The test client and the live server of the browser tests speak plain HTTP; the
 # production values are checked by tests/automedia_site/test_production_settings.py.

@@ -203,8 +203,14 @@ def start_processes(stack: Stack, delivery_workers: int) -> None:
 
 
 def tenant_capacity(stack: Stack, limit: int) -> None:
-    """Tenant.max_concurrent_deliveries: high enough that the whole burst may be in flight."""
+    """Tenant.max_concurrent_deliveries: high enough that the whole burst may be in flight; the
+    standard plan, so that the approval-time quota forecast never refuses the bench's issues."""
     stack.shell(f"from core.models import Tenant; Tenant.objects.update(max_concurrent_deliveries={limit})")
+    stack.shell(
+        "from core.models import Tenant; from linepush.models import LinePlan, LinePushSettings\n"
+        "for t in Tenant.objects.all():\n"
+        "    LinePushSettings.objects.update_or_create(tenant=t, defaults={'plan': LinePlan.objects.get(code='standard')})"
+    )
 
 
 def issue_body(*, publish_at: datetime, group: str, template: str) -> str:

@@ -14,6 +14,7 @@ naming the manager, so people reading the issue see who acted.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 
 from django.utils import timezone
 from django.utils.translation import gettext as _
@@ -82,7 +83,7 @@ def _approve_problem(task: ContentTask) -> str:
 
 
 def _approve(task: ContentTask, user, *, verb: str) -> ActionResult:
-    tenant = task.tenant
+    tenant, started = task.tenant, timezone.now()
     with BacklogClient.for_tenant(tenant) as backlog:
         status_id = status_id_require(
             client=backlog, project_key=tenant.backlog_project_key, name=STATUS_APPROVED
@@ -94,7 +95,7 @@ def _approve(task: ContentTask, user, *, verb: str) -> ActionResult:
     task.refresh_from_db()
     if schedule is None:
         action_record(user=user, obj=task, message=f"{verb}: 予約されませんでした（{outcome}）")
-        return ActionResult(False, _not_scheduled(task))
+        return ActionResult(False, _not_scheduled(task, since=started))
     action_record(user=user, obj=task, message=f"{verb}: {fmt_jst(schedule.due_at)} に配信予約")
     return ActionResult(
         True,
@@ -103,9 +104,12 @@ def _approve(task: ContentTask, user, *, verb: str) -> ActionResult:
     )
 
 
-def _not_scheduled(task: ContentTask) -> str:
+def _not_scheduled(task: ContentTask, *, since: datetime) -> str:
     text = _("予約されませんでした（Backlog の状態: %(status)s）。") % {"status": task.status_name}
-    problems = "".join(f" {p}" for p in task.parse_errors)
+    checks = task.approval_checks or {}
+    checked = checks.get("checked_at")
+    refused = checks.get("problems") or [] if checked and datetime.fromisoformat(checked) >= since else []
+    problems = "".join(f" {p}" for p in [*task.parse_errors, *refused])
     return text + problems + _(" 詳しくは Backlog のコメントを確認してください。")
 
 

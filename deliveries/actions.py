@@ -15,6 +15,7 @@ from backlog_bridge.statuses import BacklogConfigError, status_id_require, statu
 from core.models import Tenant
 from core.quiet_hours import QuietAction, quiet_hours_apply
 from core.timeutil import fmt_jst
+from deliveries.approval_checks import approval_check, approval_checks_store
 from deliveries.issues import IssueState
 from deliveries.models import (
     FIELD_DELIVERED_AT,
@@ -54,7 +55,16 @@ def _act_register(*, tenant, task, state, client, reason) -> str:
     if quiet.action == QuietAction.REJECT:
         return _reject(client, task, quiet.verdict.message)
     note = f"\n{quiet.verdict.message}" if quiet.action == QuietAction.DEFER else ""
+    now = timezone.now()
+    due_at = schedule_due_at(publish_at=quiet.due_at, now=now)
+    checks = approval_check(tenant=tenant, parsed=parsed, due_at=due_at, now=now, task=task)
+    if not checks.ok:
+        approval_checks_store(task=task, checks=checks, now=now)  # the admin shows why
+        return _reject(client, task, checks.refusal())
     schedule = _schedule(task, state, quiet.due_at, DeliverySchedule.Reason.APPROVAL, new_approval=True)
+    approval_checks_store(task=task, checks=checks, now=now)
+    if checks.lines:
+        note += f"\n確認: {checks.summary()}"
     # linepush's task_approved post to the task's 連絡グループ (idempotent per approval).
     task_approved.send(sender=ContentTask, task=task)
     _comment(

@@ -61,6 +61,9 @@ class ContentTask(models.Model):
     approved_publish_at = models.DateTimeField(null=True, blank=True)
     approved_template_ref = models.CharField(max_length=200, blank=True)
     approval_seq = models.PositiveIntegerField(_("承認回数"), default=0)
+    # The approval-time checks of the last approval (deliveries/approval_checks.py): what was
+    # checked, and the LINE messages the send uses, which later quota forecasts count.
+    approval_checks = models.JSONField(_("承認時の確認"), default=dict, blank=True)
     deleted_at = models.DateTimeField(_("削除日時"), null=True, blank=True)
     last_synced_at = models.DateTimeField(_("最終同期"), null=True, blank=True)
     # Optimistic concurrency: a decision is acted on only by the process that moved

@@ -11,13 +11,14 @@ from backlog_bridge.body.task import ParsedTask
 from core.models import Tenant
 from core.quiet_hours import QuietVerdict, quiet_hours_apply
 from core.timeutil import fmt_jst
+from deliveries.approval_checks import ApprovalChecks, approval_check
 from deliveries.channels import posts as publishers
 from deliveries.channels.hubspot import publisher as hubspot
 from deliveries.channels.line.publisher import audience_plan
 from deliveries.channels.platform import PlatformError
 from deliveries.delivery import DeliveryFailed, delivery_render
 from deliveries.issues import IssueState
-from deliveries.models import CHANNEL_LABELS, ChannelAccount, DeliverySchedule
+from deliveries.models import CHANNEL_LABELS, ChannelAccount, ContentTask, DeliverySchedule
 from deliveries.review import review_messages
 from deliveries.services import schedule_due_at
 
@@ -74,6 +75,7 @@ class Preview:
     quiet: QuietVerdict | None = None
     problems: list[str] = field(default_factory=list)
     review: object | None = None
+    checks: ApprovalChecks | None = None  # what an approval now would check (LINE validate, quota, rules)
 
 
 def preview_build(
@@ -91,11 +93,28 @@ def preview_build(
     else:
         _line_messages(preview, tenant, state.parsed, override)
     _when(preview, tenant, issue_key, state, now)
+    _checks(preview, tenant, issue_key, state.parsed, override, now)
     if review and preview.messages:
         preview.review = review_messages(
             tenant=tenant, issue_key=issue_key, messages=preview.messages, publish_at=state.parsed.publish_at
         )
     return preview
+
+
+def _checks(
+    preview: Preview, tenant: Tenant, issue_key: str, parsed: ParsedTask, override: dict | None, now: datetime
+) -> None:
+    """The approval-time checks, as an approval now would run them (nothing is stored)."""
+    preview.checks = approval_check(
+        tenant=tenant,
+        parsed=parsed,
+        due_at=preview.due_at or now,
+        now=now,
+        override=override,
+        task=ContentTask.objects.filter(tenant=tenant, issue_key=issue_key).first(),
+    )
+    if preview.channel == "line":  # a platform post's rule problems are already post_check's
+        preview.problems += [p for p in preview.checks.problems if p not in preview.problems]
 
 
 def _line_messages(preview: Preview, tenant: Tenant, parsed: ParsedTask, override: dict | None) -> None:
@@ -227,6 +246,8 @@ def preview_comment(preview: Preview) -> str:
         lines.append(f"- 配信先: {preview.recipients} 件（LINE への送信 {preview.requests} 回）")
     lines.append(f"- 問題: {'なし' if not preview.problems else ''}")
     lines.extend(f"  - {p}" for p in preview.problems)
+    if preview.checks is not None and preview.checks.lines:
+        lines.append(f"- 承認時の確認: {preview.checks.summary()}")
     if preview.post is not None:
         lines.extend(_post_lines(preview.channel, preview.post))
         lines.extend(_review_lines(preview.review))

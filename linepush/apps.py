@@ -9,10 +9,12 @@ class LinepushConfig(AppConfig):
     def ready(self) -> None:
         # linepush reacts to the delivery lifecycle below it, which imports nothing of linepush.
         from deliveries.contacts import line_contacts_register
+        from deliveries.quota_forecast import quota_forecaster_register
         from deliveries.scheduler_steps import scheduler_step_register
         from deliveries.signals import delivery_failed, task_approved, token_expired
         from linepush import checks  # noqa: F401 - registers the system checks
         from linepush.events import line_events_stranded_step
+        from linepush.forecast import approval_forecast
         from linepush.producers import (
             delivery_failed_received,
             task_approved_received,
@@ -27,3 +29,4 @@ class LinepushConfig(AppConfig):
         delivery_failed.connect(delivery_failed_received, dispatch_uid="linepush.delivery_failed")
         token_expired.connect(token_expired_received, dispatch_uid="linepush.token_expired")
         line_contacts_register(contacts_matching)
+        quota_forecaster_register(approval_forecast)

@@ -82,6 +82,11 @@ class LinePlan(models.Model):
     name = models.CharField(_("プラン名"), max_length=100)
     monthly_messages = models.PositiveIntegerField(_("月間メッセージ数"))
     additional_messages = models.BooleanField(_("追加メッセージ可"), default=False)
+    # The highest price of one extra message (LINE lowers it in volume tiers): the forecast
+    # states an overage's cost at this price, so it is never under-estimated.
+    extra_message_price_yen = models.DecimalField(
+        _("追加メッセージの単価（上限・円）"), max_digits=6, decimal_places=2, null=True, blank=True
+    )
 
     class Meta:
         verbose_name = pgettext_lazy("model", "LINE プラン")

@@ -9,6 +9,7 @@ write-back and the audit trail; actions approve / preview / cancel / retry.
 from __future__ import annotations
 
 import csv
+from datetime import datetime
 
 from django import forms
 from django.contrib import admin, messages
@@ -27,7 +28,7 @@ from console.filters import ChannelFilter, PublishDateFilter
 from console.preview import preview_page
 from console.services import ACTION_ERRORS, task_approve, task_cancel, task_correct, task_retry
 from core.access import may_act, require_act
-from core.timeutil import iso_jst
+from core.timeutil import fmt_jst, iso_jst
 from deliveries.models import (
     STATUS_APPROVED,
     STATUS_DELIVERED,
@@ -130,7 +131,7 @@ class ContentTaskAdmin(TenantScopedAdmin):
             },
         ),
         (_("解析結果"), {"fields": ("parsed_fields", "parse_problems")}),
-        (_("配信予約"), {"fields": ("schedule_panel",)}),
+        (_("配信予約"), {"fields": ("schedule_panel", "approval_checks_panel")}),
         (_("Backlog への書き戻し"), {"fields": ("writeback_panel",)}),
         (_("AI レビュー"), {"fields": ("ai_reviews",)}),
         (_("操作の記録"), {"fields": ("audit_trail", "command_runs")}),
@@ -271,6 +272,16 @@ class ContentTaskAdmin(TenantScopedAdmin):
     @admin.display(description=_("予約"))
     def schedule_panel(self, obj: ContentTask) -> str:
         return render_to_string("admin/deliveries/contenttask/schedule.html", {"schedule": _schedule_of(obj)})
+
+    @admin.display(description=_("承認時の確認"))
+    def approval_checks_panel(self, obj: ContentTask) -> str:
+        """LINE validate, the quota forecast, platform rules: as the last approval checked them."""
+        checks = obj.approval_checks or {}
+        when = checks.get("checked_at")
+        return render_to_string(
+            "admin/deliveries/contenttask/checks.html",
+            {"checks": checks, "checked_at": fmt_jst(datetime.fromisoformat(when)) if when else ""},
+        )
 
     @admin.display(description=_("書き戻し"))
     def writeback_panel(self, obj: ContentTask) -> str:

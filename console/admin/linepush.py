@@ -198,10 +198,16 @@ class LinePushItemAdmin(RecordAdmin):
 class LinePushSettingsAdmin(TenantScopedAdmin):
     list_display = ("tenant", "plan", "tenant_rate_limit", "timezone", "digest_hour")
 
+    def get_readonly_fields(self, request: HttpRequest, obj=None):
+        # The plan is a fact of the LINE contract, like the channel token, and it decides
+        # whether an approval over the month's messages is refused: set by superusers only.
+        fields = list(super().get_readonly_fields(request, obj))
+        return fields if request.user.is_superuser else [*fields, "plan"]
+
 
 @admin.register(LinePlan)
 class LinePlanAdmin(admin.ModelAdmin):
-    list_display = ("name", "code", "monthly_messages", "additional_messages")
+    list_display = ("name", "code", "monthly_messages", "additional_messages", "extra_message_price_yen")
 
 
 @admin.register(LineMonthlyUsage)

@@ -17,6 +17,7 @@ from backlog_bridge.statuses import BacklogConfigError, status_id_require, statu
 from core.models import Tenant
 from core.timeutil import fmt_jst
 from deliveries.actions import revert_status_id
+from deliveries.approval_checks import ApprovalChecks, approval_check, approval_checks_store
 from deliveries.channels import posts as publishers
 from deliveries.commands.parse import USAGE, Command, commands_parse
 from deliveries.corrections import correction_send
@@ -188,9 +189,23 @@ def _send(*, tenant, issue_key, command, user, client) -> str:
         status_id = _approved_status_id(tenant, state, client)
     except BacklogConfigError as exc:
         problems.append(str(exc))
+    checks = None
+    if not problems:  # the same approval-time checks as an approval in Backlog
+        now = timezone.now()
+        checks = approval_check(
+            tenant=tenant,
+            parsed=state.parsed,
+            due_at=schedule_due_at(publish_at=None, now=now),
+            now=now,
+            override=command.kwargs,
+            task=ContentTask.objects.filter(tenant=tenant, issue_key=issue_key).first(),
+        )
+        problems += checks.problems
     if problems:
-        return f"{OWN_PREFIX} 送信できません:\n" + "\n".join(f"- {p}" for p in problems)
-    due = _send_schedule(tenant, command.kwargs, state)
+        lines = "\n".join(f"- {p}" for p in problems)
+        checked = f"\n確認: {checks.summary()}" if checks and checks.lines else ""
+        return f"{OWN_PREFIX} 送信できません:\n{lines}{checked}"
+    due = _send_schedule(tenant, command.kwargs, state, checks)
     if status_id is not None:
         client.update_issue(issue_key, status_id=status_id)
     by = user.get("name") or user.get("userId") or ""
@@ -199,6 +214,7 @@ def _send(*, tenant, issue_key, command, user, client) -> str:
         f"{OWN_PREFIX} /automedia send を受け付けました（{by}）。{fmt_jst(due)} に配信します"
         f"（チャネル: {CHANNEL_LABELS[channel]}、テンプレ: {command.kwargs['template']}、"
         f"対象: {_target(channel, command.kwargs.get('audience') or state.parsed.audience)}）。"
+        + (f"\n確認: {checks.summary()}" if checks.lines else "")
     )
 
 
@@ -291,13 +307,14 @@ def _audience_problems(parsed: ParsedTask, args: dict) -> list[str]:
     return []
 
 
-def _send_schedule(tenant: Tenant, args: dict, state: IssueState):
+def _send_schedule(tenant: Tenant, args: dict, state: IssueState, checks: ApprovalChecks):
     """Register the send like an approval (so the webhook of our status change finds nothing to do)."""
     now = timezone.now()
     with transaction.atomic():
         task = task_for_issue(tenant=tenant, state=state)
         ContentTask.objects.filter(pk=task.pk).update(status_name=STATUS_APPROVED)
         approval_record(task=task, state=state, now=now, override=args)
+        approval_checks_store(task=task, checks=checks, now=now)
         task.refresh_from_db()
         due_at = schedule_due_at(publish_at=None, now=now)  # send now
         schedule = schedule_upsert(task=task, due_at=due_at, reason=DeliverySchedule.Reason.COMMAND)

@@ -16,6 +16,10 @@ What it models, and the choices made where LINE's behaviour is undocumented:
 - Every answer carries ``x-line-request-id`` (a uuid4); bodies are JSON, errors have LINE's
   ``ErrorResponse`` shape. The error *texts* are LINE's where a public source quotes one and the
   fake's own otherwise: clients must match on status and headers, never on text.
+- The validate endpoints (``/v2/bot/message/validate/{push,multicast,broadcast,narrowcast,reply}``)
+  judge ``{"messages": [...]}`` by messaging-api.yml's ``ValidateMessageRequest`` and Message
+  schemas (spec.py, the contract tests' validator), then by the documented limits the spec
+  leaves out (below); they send nothing and cost no quota.
 - Send bodies are validated pragmatically (the required fields of every message type, text
   length in UTF-16 code units, https media URLs, list sizes); schema problems answer 400
   ``{"message": "The request body has N error(s)", "details": [{"message", "property"}]}``.
@@ -54,7 +58,8 @@ What it models, and the choices made where LINE's behaviour is undocumented:
   request is processed first (sent, quota charged, retry key remembered) and only the answer
   is replaced. A delayed error is therefore a timeout in which nothing was sent.
 
-The package: records.py (limits, texts, records), validation.py (send bodies), state.py
+The package: records.py (limits, texts, records), validation.py (send bodies), spec.py (the
+OpenAPI spec as a validator), state.py
 (the channel), api.py (the endpoints), server.py (FakeLine on the shared HTTP base of
 sandbox/http.py), cli.py (``python -m sandbox.line --help``).
 """

@@ -23,6 +23,7 @@ from sandbox.line.records import (
     LineRequest,
     invalid_body,
 )
+from sandbox.line.spec import spec_errors, spec_warm
 from sandbox.line.state import LineChannel
 from sandbox.line.validation import check_messages, check_multicast, check_push, check_reply, parse_yyyymmdd
 
@@ -34,6 +35,7 @@ class LineApi:
 
     def __init__(self, fake: LineChannel) -> None:
         self._fake = fake
+        spec_warm()
         self._exact: dict[str, dict[str, _Handler]] = {
             PUSH: {"POST": self.push},
             MULTICAST: {"POST": self.multicast},
@@ -127,8 +129,13 @@ class LineApi:
         return LineReply(200, {"sentMessages": sent}, accepted=True)
 
     def validate(self, request: LineRequest, request_id: str, kind: str) -> LineReply:
-        errors: list[tuple[str, str]] = []
-        check_messages(request.body, errors)
+        """The spec's `ValidateMessageRequest` (spec.py), then the limits the spec leaves to
+        the docs (text length, https URLs: validation.py); one detail per property."""
+        errors = spec_errors(request.body)
+        own: list[tuple[str, str]] = []
+        check_messages(request.body, own)
+        reported = {prop for prop, _ in errors}
+        errors += [(prop, message) for prop, message in own if prop not in reported]
         if errors:
             raise invalid_body(errors)
         return LineReply(200, {})

@@ -246,3 +246,21 @@ def test_it_draws_every_item_of_a_carousel_and_a_reels_cover():
     assert carousel["text"] == "三枚" and carousel["fields"] == []
     assert reel["media"][0]["poster"] == "https://a.jp/c.jpg"
     assert ("フィードにも表示", "はい") in reel["fields"] and reel["kind"] == "Instagram リール"
+
+
+def test_it_shows_what_an_approval_would_check(
+    as_manager, fake_backlog, pump, tenant, template, contacts, line
+):
+    line.set_quota(type="limited", value=200, total_usage=182)
+    task = mirrored_issue(fake_backlog, pump, tenant)
+
+    page = as_manager.get(task_url("preview", task)).content.decode()
+
+    start = page.index('<td id="preview-checks">')
+    checks = page[start : page.index("</td>", start)]
+    assert "<li>LINE 検証: OK</li>" in checks
+    assert (
+        "<li>クォータ見込み: 3 通（今月 182 / 200）（プラン未設定のためコミュニケーションプランとして計算）</li>"
+        in checks
+    )
+    assert [r.path for r in line.requests if "/validate/" in r.path] == ["/v2/bot/message/validate/multicast"]

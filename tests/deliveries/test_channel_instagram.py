@@ -10,7 +10,7 @@ from django.core import mail
 from core.timeutil import fmt_jst
 from deliveries.models import ChannelAccount, ChannelPost, DeliveryAttempt, DeliverySchedule
 from tests.helpers.backlog import texts
-from tests.helpers.channels import channel_body
+from tests.helpers.channels import channel_body, channel_template
 from tests.helpers.deliveries import DUE, fire
 
 pytestmark = pytest.mark.usefixtures("ig_account")
@@ -260,10 +260,9 @@ def test_it_ends_in_error_when_instagram_rejects_the_content(approve_channel, in
 
 
 def test_it_rejects_a_bad_field_before_anything_is_sent(approve_channel, instagram, fake_backlog):
-    key = approve_channel(
-        "instagram",
-        content={"type": "image", "caption": "x", "image_url": "{{ image }}"},
-    )
+    key = approve_channel("instagram")
+    # A newer revision after the approval (whose checks passed r1): the publisher checks it again.
+    channel_template("instagram", {"type": "image", "caption": "x", "image_url": "{{ image }}"}, rev="r2")
 
     assert fire(key) == "failed"
     assert "image_url「new.jpg」は https の公開 URL である必要があります" in texts(fake_backlog, key)[-1]

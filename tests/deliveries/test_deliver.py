@@ -14,6 +14,7 @@ from core.timeutil import JST
 from deliveries.channels.line.publisher import retry_key
 from deliveries.locks import lock_take
 from deliveries.models import ContentTask, DeliveryAttempt, DeliveryLock, DeliverySchedule, MessageTemplate
+from linepush.models import LinePlan, LinePushSettings
 from tests.helpers.backlog import body, texts
 from tests.helpers.deliveries import DUE, MULTICAST, fire
 from tests.helpers.factories import LineContactFactory
@@ -79,6 +80,8 @@ def test_it_derives_the_retry_key_from_tenant_issue_approval_and_chunk(approved,
 def test_it_multicasts_in_chunks_of_500(approved, line, tenant):
     for _ in range(1100):
         LineContactFactory(tenant=tenant, tags=["active"])
+    light = LinePlan.objects.get(code="light")  # the free plan's 200 messages would refuse the approval
+    LinePushSettings.objects.create(tenant=tenant, plan=light)
     key = approved()
 
     fire(key)
@@ -177,10 +180,11 @@ def test_it_defers_a_firing_inside_quiet_hours_in_defer_mode(approved, line, ten
 
 
 def test_it_fails_with_the_name_of_a_missing_variable(approved, fake_backlog, line, template):
+    key = approved(body(template="announce_open"))
+    # A newer revision after the approval (whose checks rendered r1): the delivery renders it again.
     MessageTemplate.objects.create(
         name="announce_open", rev="r2", messages=[{"type": "text", "text": "{{ venue }} にて"}]
     )
-    key = approved(body(template="announce_open"))
 
     assert fire(key) == "failed"
     assert "venue" in texts(fake_backlog, key)[-1]

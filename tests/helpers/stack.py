@@ -64,6 +64,13 @@ def start_schedulers(stack: Stack, *names: str) -> None:
         stack.wait_for_log(name, "started")
 
 
+STANDARD_PLAN = (
+    "from core.models import Tenant; from linepush.models import LinePlan, LinePushSettings\n"
+    "for t in Tenant.objects.all():\n"
+    "    LinePushSettings.objects.update_or_create(tenant=t, defaults={'plan': LinePlan.objects.get(code='standard')})"
+)
+
+
 @contextlib.contextmanager
 def running_stack(tmp_path: Path, **options) -> Iterator[Stack]:
     """A started stack with the tenant "e2e" on project E2E; a failure prints the process logs.
@@ -74,4 +81,7 @@ def running_stack(tmp_path: Path, **options) -> Iterator[Stack]:
         options.setdefault("database_url", "postgres://postgres@127.0.0.1:5432/automedia_e2e_run")
     with Stack(tmp_dir=tmp_path, **options) as stack:
         stack.add_tenant(project=PROJECT)
+        # スタンダードプラン: the approval-time quota forecast must not refuse the many
+        # approvals of a test (the free plan a tenant starts on allows 200 messages a month).
+        stack.shell(STANDARD_PLAN)
         yield stack

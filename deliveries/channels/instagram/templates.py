@@ -2,11 +2,17 @@
 
 Carousels take up to 10 items (quoted in public code from
 https://developers.facebook.com/docs/instagram-platform/content-publishing/, UNCONFIRMED) and
-media are fetched from public URLs (same page). The 2,200-character caption limit is Meta's
-help-centre figure (UNCONFIRMED).
+media are fetched from public URLs (same page). The caption limits — 2,200 characters,
+30 hashtags, 20 @ tags — are the `caption` parameter's in Meta's IG User Media reference
+(https://developers.facebook.com/docs/instagram-platform/instagram-graph-api/reference/ig-user/media;
+UNCONFIRMED against the current page: third parties report lower hashtag limits since 2025,
+which would still fail at publish time). They are checked at approval and again before the
+first platform call (deliveries/approval_checks.py, deliveries/channels/posts.py).
 """
 
 from __future__ import annotations
+
+import re
 
 from deliveries.channel_templates import (
     SAMPLE_URL,
@@ -22,6 +28,10 @@ from deliveries.channel_templates import (
 from deliveries.templating import with_samples
 
 CAPTION_MAX = 2200
+CAPTION_HASHTAGS_MAX = 30
+CAPTION_MENTIONS_MAX = 20
+HASHTAG = re.compile(r"#\w+")
+MENTION = re.compile(r"(?<![\w@])@[\w.]+")
 CAROUSEL_ITEMS = (2, 10)
 
 
@@ -39,9 +49,24 @@ def describe_text(content: dict) -> str:
     return content.get("caption", "")
 
 
+def _caption(content: dict) -> Problems:
+    problems = text_field(content, "caption", CAPTION_MAX, required=False)
+    caption = content.get("caption")
+    if problems or not isinstance(caption, str):
+        return problems
+    for pattern, limit, label in (
+        (HASHTAG, CAPTION_HASHTAGS_MAX, "ハッシュタグ"),
+        (MENTION, CAPTION_MENTIONS_MAX, "メンション（@）"),
+    ):
+        count = len(pattern.findall(caption))
+        if count > limit:
+            problems.append(f"caption の{label}が多すぎます（{count} 個、上限 {limit} 個）。")
+    return problems
+
+
 def _ig_image(content: dict) -> Problems:
     return (
-        text_field(content, "caption", CAPTION_MAX, required=False)
+        _caption(content)
         + url_field(content.get("image_url"), "image_url")
         + (text_field(content, "alt_text", 1000, required=False))
     )
@@ -49,7 +74,7 @@ def _ig_image(content: dict) -> Problems:
 
 def _ig_reel(content: dict) -> Problems:
     return (
-        text_field(content, "caption", CAPTION_MAX, required=False)
+        _caption(content)
         + url_field(content.get("video_url"), "video_url")
         + optional_url_field(content, "cover_url")
         + bool_fields(content, "share_to_feed")
@@ -58,9 +83,7 @@ def _ig_reel(content: dict) -> Problems:
 
 def _ig_carousel(content: dict) -> Problems:
     items = content.get("items")
-    problems = text_field(content, "caption", CAPTION_MAX, required=False) + count_field(
-        items, "items", CAROUSEL_ITEMS
-    )
+    problems = _caption(content) + count_field(items, "items", CAROUSEL_ITEMS)
     for number, item in enumerate(items if isinstance(items, list) else [], 1):
         problems += [f"items の {number} 件目: {p}" for p in _carousel_item(item)]
     return problems

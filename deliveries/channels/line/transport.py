@@ -1,4 +1,4 @@
-"""The one LINE Messaging API client (push, multicast, reply, quota).
+"""The one LINE Messaging API client (push, multicast, reply, validate, quota).
 
 Facts from https://developers.line.biz/en/docs/messaging-api/retrying-api-request/,
 line/line-openapi (https://github.com/line/line-openapi, messaging-api.yml) and the
@@ -21,6 +21,7 @@ from core.http import ClientCache
 from deliveries.channels.base import HttpTransport, SendResult, TransportError
 
 MULTICAST_MAX = 500
+VALIDATE_KINDS = frozenset({"push", "multicast", "broadcast", "narrowcast", "reply"})
 MAX_AGGREGATION_DAYS = 30
 UNIT_PATTERN = re.compile(r"^[a-zA-Z0-9_]{1,30}$")
 
@@ -122,6 +123,25 @@ class LineTransport(HttpTransport):
             self.raise_for(response, _reason(response), request_id)
         body = response.json() if response.content else {}
         return SendResult(status=response.status_code, request_id=request_id, body=body, duration_ms=duration)
+
+    def validate(self, *, kind: str, messages: list[dict]) -> list[dict]:
+        """LINE's verdict on `messages` for a send kind (push, multicast, …): [] when LINE
+        accepts them, else its `details` ({property, message} each). Only a 400 is a verdict;
+        anything else (5xx, timeout, 401) raises TransportError: LINE could not be asked.
+        messaging-api.yml: `POST /v2/bot/message/validate/{kind}` with `ValidateMessageRequest`."""
+        if kind not in VALIDATE_KINDS:
+            raise ValueError(f"no validate endpoint for {kind!r}")
+        response, _ = self.request("POST", f"/v2/bot/message/validate/{kind}", json={"messages": messages})
+        if response.status_code == 400:
+            try:
+                data = response.json()
+            except ValueError:
+                data = {}
+            details = [d for d in data.get("details") or [] if isinstance(d, dict)]
+            return details or [{"property": "", "message": data.get("message") or response.text[:300]}]
+        if not response.is_success:
+            self.raise_for(response, _reason(response))
+        return []
 
     def quota(self) -> dict:
         return self._get("/v2/bot/message/quota")

@@ -1,0 +1,127 @@
+"""The LINE quota forecast of a delivery at approval (deliveries/quota_forecast.py asks it).
+
+The month's use so far is LINE's own count (`GET /v2/bot/message/quota/consumption`,
+which includes sends made outside automedia) plus what automedia has scheduled in that
+month and not sent yet: approved LINE deliveries (the messages their approval counted)
+and open group posts (a member count each). The allowance is the tenant's plan
+(LinePushSettings.plan; a tenant without one is on コミュニケーションプラン, LINE's free
+plan and the one every new account starts on); LINE's target limit (`quota`), when it
+has one, also caps the month. Counting rules:
+https://developers.line.biz/en/docs/messaging-api/pricing/.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+from decimal import Decimal
+from zoneinfo import ZoneInfo
+
+from core.models import Tenant
+from deliveries.channels.base import TransportError
+from deliveries.channels.line.transport import LineTransport, line_transport
+from deliveries.models import ContentTask, DeliverySchedule
+from deliveries.quota_forecast import Forecast, ForecastUnavailable, Plan
+from linepush.models import LineMonthlyUsage, LinePlan, LinePushItem, LinePushSettings, LineSource
+from linepush.services import month_of
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_PLAN = "communication"
+
+
+def approval_forecast(
+    *, tenant: Tenant, plan: Plan, due_at: datetime, now: datetime, task: ContentTask | None
+) -> Forecast:
+    # Read, never created: a preview must not write the tenant's settings.
+    push = LinePushSettings.objects.select_related("plan").filter(tenant=tenant).first()
+    chosen = push.plan if push is not None else None
+    line_plan = chosen or LinePlan.objects.filter(code=DEFAULT_PLAN).first()
+    if line_plan is None:
+        raise ForecastUnavailable(
+            f"LINE プラン「{DEFAULT_PLAN}」が登録されていません（管理画面の LINE プラン）"
+        )
+    zone = push.zone if push is not None else ZoneInfo(LinePushSettings._meta.get_field("timezone").default)
+    transport = line_transport(tenant.line_channel_token)
+    start, end = _month_bounds(due_at, zone)
+    month = month_of(due_at, zone)
+    notes = [] if chosen else [f"プラン未設定のため{line_plan.name}として計算"]
+    messages = sum(_cost(tenant, transport, kind, to, notes) for kind, to in plan)
+    this_month = month == month_of(now, zone)
+    line_used, line_limit = _line_usage(tenant, transport, month, this_month, notes)
+    price = (line_plan.extra_message_price_yen or Decimal(0)) if line_plan.additional_messages else None
+    return Forecast(
+        messages=messages,
+        line_used=line_used,
+        pending=_pending_deliveries(tenant, start, end, task) + _pending_posts(tenant, start, end),
+        allowance=line_plan.monthly_messages,
+        plan_name=line_plan.name,
+        extra_price_yen=price,
+        line_limit=line_limit,
+        month=month,
+        this_month=this_month,
+        note="、".join(dict.fromkeys(notes)),
+    )
+
+
+def _month_bounds(when: datetime, zone) -> tuple[datetime, datetime]:
+    start = when.astimezone(zone).replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+    following = (
+        start.replace(year=start.year + 1, month=1)
+        if start.month == 12
+        else start.replace(month=start.month + 1)
+    )
+    return start, following
+
+
+def _cost(tenant: Tenant, transport: LineTransport, kind: str, to, notes: list[str]) -> int:
+    """A multicast costs its user ids; a push to a group its members (the bot excluded)."""
+    if kind != "push":
+        return len(to)
+    if not str(to).startswith(("C", "R")):
+        return 1  # a user id
+    try:
+        return max(1, transport.member_count(to, room=str(to).startswith("R")))
+    except TransportError as exc:
+        logger.warning("member count of %s (%s) failed: %s", to, tenant.slug, exc.message)
+    group = LineSource.objects.filter(tenant=tenant, group_id=to).first()
+    notes.append("グループのメンバー数は LINE に確認できず、記録済みの数（不明なら 1 人）で計算")
+    return group.cost if group is not None else 1
+
+
+def _line_usage(
+    tenant: Tenant, transport: LineTransport, month: str, this_month: bool, notes: list[str]
+) -> tuple[int, int | None]:
+    """LINE's count and target limit of the send's month: asked now for this month, the
+    last daily check's when LINE cannot answer; a later month has used nothing yet."""
+    if not this_month:
+        return 0, None
+    try:
+        quota, used = transport.quota(), int(transport.consumption().get("totalUsage") or 0)
+        return used, quota.get("value") if quota.get("type") == "limited" else None
+    except TransportError as exc:
+        logger.warning("LINE quota of %s could not be read: %s", tenant.slug, exc.message)
+    stored = LineMonthlyUsage.objects.filter(tenant=tenant, month=month).first()
+    notes.append("今月の使用数は LINE に確認できず、前回の記録で計算")
+    if stored is None:
+        return 0, None
+    return stored.messages, stored.line_limit
+
+
+def _pending_deliveries(tenant: Tenant, start: datetime, end: datetime, task: ContentTask | None) -> int:
+    schedules = DeliverySchedule.objects.filter(
+        tenant=tenant, stage=DeliverySchedule.Stage.DELIVER, due_at__gte=start, due_at__lt=end
+    )
+    if task is not None:
+        schedules = schedules.exclude(task=task)
+    checks = schedules.values_list("task__approval_checks", flat=True)
+    return sum(int((c or {}).get("line_messages") or 0) for c in checks)
+
+
+def _pending_posts(tenant: Tenant, start: datetime, end: datetime) -> int:
+    items = LinePushItem.objects.filter(
+        tenant=tenant, status__in=LinePushItem.OPEN, scheduled_at__gte=start, scheduled_at__lt=end
+    ).values_list("ext_group_id", flat=True)
+    groups = list(items)
+    costs = {g.group_id: g.cost for g in LineSource.objects.filter(tenant=tenant, group_id__in=set(groups))}
+    return sum(costs.get(group, 1) for group in groups)
