@@ -122,9 +122,9 @@ class Keeper:
         first, until = claims[0], claims[0].lease.ends(now)
         pks = {c.pk for c in claims}
         renewed = first.model.objects.filter(first.mine(), pk__in=pks).update(**{first.lease.until: until})
-        if renewed != len(pks):  # which ones: the rows that now end at `until`
-            ours = first.model.objects.filter(pk__in=pks, **{first.lease.until: until})
-            pks = set(ours.values_list("pk", flat=True))
+        if renewed != len(pks):  # which ones: by the token, or by the end just written
+            mine = first.mine() if first.lease.owner else Q(**{first.lease.until: until})
+            pks = set(first.model.objects.filter(mine, pk__in=pks).values_list("pk", flat=True))
         for claim in claims:
             if claim.pk in pks:
                 claim.until = until
