@@ -105,10 +105,10 @@ def claim(
     set by the same UPDATE.
     """
     rows = _rows(rows)
-    token = lambda: owner or (new_token(queued=queued) if lease.owner else "")  # noqa: E731
+    token_of = lambda: owner or (new_token(queued=queued) if lease.owner else "")  # noqa: E731
     if connection.vendor == "postgresql":
-        return _claim_skip_locked(rows, now, lease, limit, token, read, choose, changes)
-    return _claim_conditional(rows, now, lease, limit, token, read, choose, changes)
+        return _claim_skip_locked(rows, now, lease, limit, token_of, read, choose, changes)
+    return _claim_conditional(rows, now, lease, limit, token_of, read, choose, changes)
 
 
 def _candidates(rows: QuerySet, limit: int, read: int | None, choose: Choose | None) -> list[Model]:
@@ -116,10 +116,10 @@ def _candidates(rows: QuerySet, limit: int, read: int | None, choose: Choose | N
     return (choose(candidates) if choose else candidates)[:limit]
 
 
-def _claim_skip_locked(rows, now, lease, limit, token, read, choose, changes) -> list[tuple[int, str]]:
+def _claim_skip_locked(rows, now, lease, limit, token_of, read, choose, changes) -> list[tuple[int, str]]:
     with transaction.atomic():
         locked = due_locked(rows, now=now, lease=lease)
-        claimed = [(row.pk, token()) for row in _candidates(locked, limit, read, choose)]
+        claimed = [(row.pk, token_of()) for row in _candidates(locked, limit, read, choose)]
         if claimed:  # the rows are locked by this transaction: one UPDATE takes them all
             taken = lease.taken(now=now)
             if lease.owner:  # each row its token
