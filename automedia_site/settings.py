@@ -312,9 +312,10 @@ SANDBOX_INSTAGRAM_URL = env.str("SANDBOX_INSTAGRAM_URL", default="http://127.0.0
 SANDBOX_TIKTOK_URL = env.str("SANDBOX_TIKTOK_URL", default="http://127.0.0.1:8084")
 SANDBOX_HUBSPOT_URL = env.str("SANDBOX_HUBSPOT_URL", default="http://127.0.0.1:8085")
 
-# Delivery engine: a claim's lease (a dead worker's schedule is due again after it),
-# the scheduler's longest sleep, and health thresholds.
-DELIVERY_LEASE_SECONDS = env.int("DELIVERY_LEASE_SECONDS", default=120)
+# Delivery engine: a claim's lease (a live worker renews it every third of it, so a dead
+# worker's schedule is due again within it; core/keeper.py), the scheduler's longest
+# sleep, and health thresholds.
+DELIVERY_LEASE_SECONDS = env.int("DELIVERY_LEASE_SECONDS", default=5)
 SCHEDULER_POLL_SECONDS = env.float("SCHEDULER_POLL_SECONDS", default=0.5)
 # Claimed rows per `deliver_batch` task: django-q2's per-task cost is paid once per batch,
 # and a burst still spreads over the workers (50 claimed per pass = 5 tasks).
@@ -327,12 +328,20 @@ METRICS_TOKEN = env.str("METRICS_TOKEN", default="")
 # LINE group posts (linepush): the claim lease of a queued post, the longest wait
 # before the first retry (doubled each time, 3 attempts), posts per worker task,
 # the most posts under lease at once, and when an automediaエラー task is escalated.
-LINEPUSH_LEASE_SECONDS = env.int("LINEPUSH_LEASE_SECONDS", default=60)
+LINEPUSH_LEASE_SECONDS = env.int("LINEPUSH_LEASE_SECONDS", default=5)
 LINEPUSH_RETRY_BASE_SECONDS = env.int("LINEPUSH_RETRY_BASE_SECONDS", default=30)
 LINEPUSH_BATCH_SIZE = env.int("LINEPUSH_BATCH_SIZE", default=50)
 LINEPUSH_MAX_IN_FLIGHT = env.int("LINEPUSH_MAX_IN_FLIGHT", default=500)
 LINEPUSH_ESCALATION_AFTER_HOURS = env.int("LINEPUSH_ESCALATION_AFTER_HOURS", default=24)
 LINE_WEBHOOK_MAX_BYTES = 1024 * 1024
-for _name in ("LINEPUSH_LEASE_SECONDS", "LINEPUSH_BATCH_SIZE", "LINEPUSH_MAX_IN_FLIGHT"):
+# The lease of a stored webhook event (Backlog, LINE) a worker is processing, renewed likewise.
+EVENT_LEASE_SECONDS = env.int("EVENT_LEASE_SECONDS", default=5)
+for _name in (
+    "DELIVERY_LEASE_SECONDS",
+    "EVENT_LEASE_SECONDS",
+    "LINEPUSH_LEASE_SECONDS",
+    "LINEPUSH_BATCH_SIZE",
+    "LINEPUSH_MAX_IN_FLIGHT",
+):
     if globals()[_name] < 1:
         raise ImproperlyConfigured(f"{_name} must be at least 1")

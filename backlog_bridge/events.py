@@ -30,13 +30,20 @@ from backlog_bridge.client import BacklogClient, BacklogError, InvalidIdentifier
 from backlog_bridge.models import TYPE_BULK_UPDATED, BacklogEvent
 from backlog_bridge.statuses import BacklogConfigError
 from core.due import Lease, claim_one
+from core.keeper import held_claim, keeper
 from core.models import Tenant
 
 logger = logging.getLogger(__name__)
 
 MAX_EVENT_ATTEMPTS = 5
-EVENT_LEASE = timedelta(minutes=2)  # how long a drain holds an event it is processing
-EVENT_CLAIM = Lease(length=EVENT_LEASE, until="claimed_until", owner=None)
+
+
+def _event_lease() -> timedelta:
+    """How long a drain holds an event it is processing, renewed by its keeper meanwhile."""
+    return timedelta(seconds=settings.EVENT_LEASE_SECONDS)
+
+
+EVENT_CLAIM = Lease(length=_event_lease, until="claimed_until", owner=None)
 EVENT_BATCH = 50  # events read per round of a drain
 DRAIN_BUDGET_SECONDS = 60.0  # a drain hands what is left to a new drain after this long
 STRANDED_AFTER = timedelta(seconds=2)  # run_scheduler drains events pending this long
@@ -270,7 +277,8 @@ def event_process(*, event_id: int, client: BacklogClient | None = None, tenant:
     own_client = client is None
     client = client or BacklogClient.for_tenant(event.tenant)
     try:
-        return _process_claimed(event, client)
+        with keeper.keeping(held_claim(BacklogEvent, pk=event_id, lease=EVENT_CLAIM, now=now)):
+            return _process_claimed(event, client)
     finally:
         if own_client:
             client.close()

@@ -62,7 +62,7 @@ BURST_TARGET_S = 10.0
 RESERVED = "[automedia] 配信を予約しました"
 # The production defaults (.env.example), not the e2e tests' short lease and fast poll.
 ENV = {
-    "DELIVERY_LEASE_SECONDS": "120",
+    "DELIVERY_LEASE_SECONDS": "5",
     "SCHEDULER_POLL_SECONDS": "0.5",
     "Q_WORKERS": "2",
     "LOG_LEVEL": "INFO",

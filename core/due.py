@@ -11,6 +11,13 @@ queue's own columns, so no table had to change for it.
   for the rows taken. Anything else (SQLite): a conditional UPDATE per row that must
   change exactly one row; 0 means another claimer won the row between read and write.
 - Never hold the claim's transaction across an HTTP call: claim, commit, call, record.
+- Leases are short (seconds): a worker renews what it holds while it works
+  (core/keeper.py), so a dead worker's claim is free again within one lease.
+- A claim handed to a worker through the broker carries a *queued* token (`QUEUED`
+  prefix); the worker's first step (`take_over`) swaps it for a token of its own. A task
+  that waited in the broker past its lease may take its row back from a claim that is
+  still queued: the first of the row's tasks to start runs it, none waits behind a
+  later copy, and the others find nothing to do.
 """
 
 from __future__ import annotations
@@ -57,8 +64,11 @@ class Lease:
         return {self.until: None, **({self.owner: ""} if self.owner else {})}
 
 
-def new_token() -> str:
-    return uuid.uuid4().hex
+QUEUED = "q"  # the prefix of a claim's token while its task waits in the broker
+
+
+def new_token(*, queued: bool = False) -> str:
+    return (QUEUED if queued else "") + uuid.uuid4().hex
 
 
 def _rows(rows: QuerySet | type[Model]) -> QuerySet:
@@ -83,19 +93,22 @@ def claim(
     owner: str | None = None,
     read: int | None = None,
     choose: Choose | None = None,
+    queued: bool = False,
     **changes,
 ) -> list[tuple[int, str]]:
     """Claim up to `limit` of `rows` (due rows, in the order to take them) that are free.
 
     Returns (pk, token) pairs: `owner` for every row when given, else a new token per row
-    ("" when the lease has no owner column). `read`: how many candidates to read (default
-    `limit`); `choose`: which of them to take (e.g. a per-tenant capacity), at most `limit`
-    are. `changes`: more columns set by the same UPDATE.
+    ("" when the lease has no owner column; a queued one with `queued`, for rows handed to
+    the broker). `read`: how many candidates to read (default `limit`); `choose`: which of
+    them to take (e.g. a per-tenant capacity), at most `limit` are. `changes`: more columns
+    set by the same UPDATE.
     """
     rows = _rows(rows)
+    token_of = lambda: owner or (new_token(queued=queued) if lease.owner else "")  # noqa: E731
     if connection.vendor == "postgresql":
-        return _claim_skip_locked(rows, now, lease, limit, owner, read, choose, changes)
-    return _claim_conditional(rows, now, lease, limit, owner, read, choose, changes)
+        return _claim_skip_locked(rows, now, lease, limit, token_of, read, choose, changes)
+    return _claim_conditional(rows, now, lease, limit, token_of, read, choose, changes)
 
 
 def _candidates(rows: QuerySet, limit: int, read: int | None, choose: Choose | None) -> list[Model]:
@@ -103,29 +116,23 @@ def _candidates(rows: QuerySet, limit: int, read: int | None, choose: Choose | N
     return (choose(candidates) if choose else candidates)[:limit]
 
 
-def _token(lease: Lease, owner: str | None) -> str:
-    return owner or (new_token() if lease.owner else "")
-
-
-def _claim_skip_locked(rows, now, lease, limit, owner, read, choose, changes) -> list[tuple[int, str]]:
+def _claim_skip_locked(rows, now, lease, limit, token_of, read, choose, changes) -> list[tuple[int, str]]:
     with transaction.atomic():
         locked = due_locked(rows, now=now, lease=lease)
-        claimed = [(row.pk, _token(lease, owner)) for row in _candidates(locked, limit, read, choose)]
+        claimed = [(row.pk, token_of()) for row in _candidates(locked, limit, read, choose)]
         if claimed:  # the rows are locked by this transaction: one UPDATE takes them all
             taken = lease.taken(now=now)
-            if lease.owner and owner is None:  # each row its own token
+            if lease.owner:  # each row its token
                 taken[lease.owner] = Case(*(When(pk=pk, then=Value(token)) for pk, token in claimed))
-            elif lease.owner:
-                taken[lease.owner] = owner
             rows.model.objects.filter(pk__in=[pk for pk, _ in claimed]).update(**taken, **changes)
     return claimed
 
 
-def _claim_conditional(rows, now, lease, limit, owner, read, choose, changes) -> list[tuple[int, str]]:
+def _claim_conditional(rows, now, lease, limit, token_of, read, choose, changes) -> list[tuple[int, str]]:
     free = rows.filter(lease.free(now))
     claimed = []
     for row in _candidates(free, limit, read, choose):
-        token = _token(lease, owner)
+        token = token_of()
         if claim_one(rows, pk=row.pk, now=now, lease=lease, owner=token or None, **changes):
             claimed.append((row.pk, token))
     return claimed
@@ -144,6 +151,22 @@ def claim_one(
     exactly one row (portable). False: someone else holds it, or it is no longer due."""
     taken = lease.taken(now=now, owner=owner)
     return _rows(rows).filter(lease.free(now), pk=pk).update(**taken, **changes) == 1
+
+
+def take_over(
+    rows: QuerySet | type[Model], *, pks: list[int], now: datetime, lease: Lease, token: str
+) -> tuple[str, list[int]]:
+    """A worker starts on rows handed to it with `token`: those still claimed with it, or
+    by a claim still waiting in the broker (any queued token), become this worker's, under
+    a new token and a fresh lease. Returns (the new token, the pks taken)."""
+    mine = new_token()
+    waiting = Q(**{lease.owner: token}) | Q(**{f"{lease.owner}__startswith": QUEUED})
+    candidates = _rows(rows).filter(waiting, pk__in=pks)
+    taken = candidates.update(**lease.taken(now=now, owner=mine))
+    if taken == len(set(pks)):
+        return mine, list(pks)
+    held = set(_rows(rows).filter(lease.mine(mine), pk__in=pks).values_list("pk", flat=True))
+    return mine, [pk for pk in pks if pk in held]
 
 
 def renew(rows: QuerySet | type[Model], *, pk: int, now: datetime, lease: Lease, owner: str) -> bool:

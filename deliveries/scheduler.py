@@ -1,7 +1,9 @@
 """Claiming due schedules under a lease (core/due.py), safely from several processes at once,
 within each tenant's concurrency limit; the loop's wake-up time and heartbeat.
 
-A claim is a lease: if the worker dies, the row is due again when it expires.
+A claim is a short lease (DELIVERY_LEASE_SECONDS) that the worker's keeper renews while
+it works (core/keeper.py): if the worker dies, the row is due again, and no longer counts
+against its tenant's capacity, within one lease.
 """
 
 from __future__ import annotations
@@ -13,7 +15,8 @@ from django.conf import settings
 from django.db.models import Count, Min, Q
 from django_q.tasks import async_task
 
-from core.due import Lease, claim, release, renew
+from core.due import Lease, claim, release, renew, take_over
+from core.keeper import Held, held_claim
 from core.models import Tenant
 from deliveries.models import DeliverySchedule, SchedulerHeartbeat
 
@@ -31,7 +34,22 @@ def schedules_claim(*, now: datetime, limit: int = 50) -> list[tuple[int, str]]:
     """Claim up to `limit` due rows; returns (schedule id, claim token) pairs."""
     due = DeliverySchedule.objects.filter(due_at__lte=now).only("id", "tenant_id").order_by("due_at")
     choose = lambda candidates: _within_capacity(candidates, now)  # noqa: E731
-    return claim(due, now=now, lease=SCHEDULE_LEASE, limit=limit, read=limit * 2, choose=choose)
+    return claim(due, now=now, lease=SCHEDULE_LEASE, limit=limit, read=limit * 2, choose=choose, queued=True)
+
+
+def schedules_take(*, claims: list[tuple[int, str]], now: datetime) -> dict[int, Held]:
+    """A task's start: {schedule id: the claim as this worker now holds it} for each row
+    it was handed that is still its own or still queued (core/due.py `take_over`)."""
+    taken = {}
+    for schedule_id, token in claims:
+        mine, [*pks] = take_over(
+            DeliverySchedule, pks=[schedule_id], now=now, lease=SCHEDULE_LEASE, token=token
+        )
+        if pks:
+            taken[schedule_id] = held_claim(
+                DeliverySchedule, pk=schedule_id, lease=SCHEDULE_LEASE, now=now, owner=mine
+            )
+    return taken
 
 
 def schedules_step(*, now: datetime, limit: int) -> bool:

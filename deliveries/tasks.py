@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import logging
+import threading
 
+from django.utils import timezone
+
+from core.keeper import Held, in_threads, keeper
 from core.models import Tenant
 from deliveries.delivery import delivery_run, issues_prefetch
 from deliveries.effects import effect_reports_run
 from deliveries.models import DeliverySchedule
 from deliveries.scan import scan_alert, scan_run, scan_totals
+from deliveries.scheduler import schedules_take
 from deliveries.signals import delivery_finished
 from deliveries.tokens import channel_tokens_upkeep
 
@@ -22,39 +27,75 @@ def deliver(schedule_id: int, token: str) -> str:
 
 def deliver_batch(claims: list[tuple[int, str]]) -> list[str]:
     """Several claimed schedules in one task (run_scheduler groups what one pass claimed):
-    django-q2's own cost per task is paid once per batch. One delivery's unexpected error
-    does not stop the others; its row is claimed again when its lease expires."""
-    # Read before the runs: a delivery that ends deletes its schedule.
-    rows = DeliverySchedule.objects.filter(pk__in=[schedule_id for schedule_id, _ in claims]).values_list(
-        "pk", "tenant_id", "task_id", "stage", "task__issue_id"
-    )
-    owners, sends, to_read = {}, set(), {}
-    for pk, tenant_id, task_id, stage, issue_id in rows:
-        owners[pk] = (tenant_id, task_id)
-        if stage == DeliverySchedule.Stage.DELIVER:
-            sends.add(pk)
-            if issue_id is not None:
-                to_read[pk] = (tenant_id, issue_id)
-    issues = issues_prefetch(rows=to_read) if len(to_read) > 1 else {}
-    sends_left = len(sends)
-    results = []
-    for schedule_id, token in claims:
-        sends_left -= schedule_id in sends
+    django-q2's own cost per task is paid once per batch, and the rows run concurrently
+    (one thread each), so one slow platform call delays none of the others. The keeper
+    renews every row's claim until its run ends. One delivery's unexpected error does not
+    stop the others; its row is claimed again when its lease expires."""
+    taken = schedules_take(claims=claims, now=timezone.now())
+    with keeper.keeping(*taken.values()):
+        batch = _Batch(taken)
+        return in_threads(batch.run, claims)
+
+
+class _Batch:
+    """What the rows of one task share: the rows read once, the issues read in one
+    Backlog call per tenant, and how many sends are still running."""
+
+    def __init__(self, taken: dict[int, Held]) -> None:
+        self.taken = taken
+        # Read before the runs: a delivery that ends deletes its schedule.
+        rows = DeliverySchedule.objects.filter(pk__in=list(taken)).values_list(
+            "pk", "tenant_id", "task_id", "stage", "task__issue_id"
+        )
+        self.owners, self.sends, to_read = {}, set(), {}
+        for pk, tenant_id, task_id, stage, issue_id in rows:
+            self.owners[pk] = (tenant_id, task_id)
+            if stage == DeliverySchedule.Stage.DELIVER:
+                self.sends.add(pk)
+                if issue_id is not None:
+                    to_read[pk] = (tenant_id, issue_id)
+        self.issues = issues_prefetch(rows=to_read) if len(to_read) > 1 else {}
+        self.running = len(self.sends)
+        self.lock = threading.Lock()
+
+    def others_sending(self) -> bool:
+        """Another send of the batch is still running (asked by a run that has just sent)."""
+        with self.lock:
+            return self.running > 1
+
+    def run(self, claim: tuple[int, str]) -> str:
+        schedule_id, _ = claim
+        held = self.taken.get(schedule_id)
+        if held is None:
+            return "not claimed"  # done, or taken by another claim meanwhile
         try:
             result = delivery_run(
                 schedule_id=schedule_id,
-                token=token,
-                issue=issues.get(schedule_id),
-                sends_follow=sends_left > 0,
+                token=held.owner,
+                issue=self.issues.get(schedule_id),
+                sends_follow=_Asked(self.others_sending) if schedule_id in self.sends else False,
             )
         except Exception:
             logger.exception("delivery of schedule %s failed", schedule_id)
             result = "error"
-        if schedule_id in owners:  # the dashboard's outcomes per day
-            tenant_id, task_id = owners[schedule_id]
+        finally:
+            keeper.drop(held)
+            with self.lock:
+                self.running -= schedule_id in self.sends
+        if schedule_id in self.owners:  # the dashboard's outcomes per day
+            tenant_id, task_id = self.owners[schedule_id]
             delivery_finished.send(deliver_batch, tenant_id=tenant_id, task_id=task_id, result=result)
-        results.append(result)
-    return results
+        return result
+
+
+class _Asked:
+    """A truth value read when it is tested (delivery's `sends_follow`, asked after a send)."""
+
+    def __init__(self, ask) -> None:
+        self.ask = ask
+
+    def __bool__(self) -> bool:
+        return self.ask()
 
 
 def effect_reports() -> int:

@@ -21,10 +21,11 @@ from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import F
+from django.db.models import F, Q
 from django.utils import timezone
 
 from core.due import Lease, claim_one, release
+from core.keeper import held_claim, keeper
 from core.models import Tenant
 from deliveries.channels.base import TransportError
 from deliveries.channels.line.transport import LineTransport, line_transport
@@ -35,8 +36,14 @@ from linepush.services import push_settings
 logger = logging.getLogger(__name__)
 
 MAX_EVENT_ATTEMPTS = 5
-EVENT_LEASE = timedelta(minutes=2)  # how long a worker holds an event it is processing
-EVENT_CLAIM = Lease(length=EVENT_LEASE, until="claimed_until", owner=None)
+
+
+def _event_lease() -> timedelta:
+    """How long a worker holds an event it is processing, renewed by its keeper meanwhile."""
+    return timedelta(seconds=settings.EVENT_LEASE_SECONDS)
+
+
+EVENT_CLAIM = Lease(length=_event_lease, until="claimed_until", owner=None)
 EVENT_BATCH = 50  # events read per round of a drain
 STRANDED_AFTER = timedelta(seconds=2)  # run_scheduler drains events untried this long
 Outcome = LineWebhookEvent.Outcome
@@ -117,13 +124,13 @@ def line_event_process(*, event_id: int, transport: LineTransport | None = None)
         _finish(event, Outcome.REJECTED, f"invalid payload: {problem}")
         return Outcome.REJECTED
     retryable = LineWebhookEvent.objects.filter(outcome__in=[Outcome.PENDING, Outcome.FAILED])
-    if not claim_one(
-        retryable, pk=event.pk, now=timezone.now(), lease=EVENT_CLAIM, attempts=F("attempts") + 1
-    ):
+    now = timezone.now()
+    if not claim_one(retryable, pk=event.pk, now=now, lease=EVENT_CLAIM, attempts=F("attempts") + 1):
         return CLAIMED_ELSEWHERE
     transport = transport or line_transport(event.tenant.line_channel_token or "-")
     try:
-        detail = handler(event.tenant, event.payload, transport)
+        with keeper.keeping(held_claim(LineWebhookEvent, pk=event.pk, lease=EVENT_CLAIM, now=now)):
+            detail = handler(event.tenant, event.payload, transport)
     except Exception as exc:
         if event.attempts + 1 >= MAX_EVENT_ATTEMPTS:  # this was the last attempt
             logger.exception("LINE event %s rejected after %s attempts", event.pk, MAX_EVENT_ATTEMPTS)
@@ -170,8 +177,12 @@ def line_events_retry(*, older_than: timedelta = timedelta(minutes=1)) -> int:
 
 
 def _untried(now: datetime):
-    """Pending events no worker has taken yet (a failed try is line_events_retry's)."""
-    return LineWebhookEvent.objects.filter(EVENT_CLAIM.free(now), outcome=Outcome.PENDING, attempts=0)
+    """Pending events no worker has taken yet, or whose worker died (its hold ran out
+    unreleased); a failed try, released, is line_events_retry's."""
+    lost = Q(claimed_until__isnull=False, attempts__lt=MAX_EVENT_ATTEMPTS)
+    return LineWebhookEvent.objects.filter(
+        Q(attempts=0) | lost, EVENT_CLAIM.free(now), outcome=Outcome.PENDING
+    )
 
 
 def line_events_drain() -> int:

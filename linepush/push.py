@@ -11,8 +11,10 @@ dedupe key, fixed at creation), and record the outcome. No transaction is held a
 an HTTP call.
 
 Exactly once: a key LINE already accepted answers 409, which is `sent`; a worker that
-dies after the push leaves its claim to expire, and the resend with the same key is
-that 409. LINE keeps a retry key 24 h, so an item first tried more than 23 h ago is
+dies after the push leaves its claim to expire (a short lease its keeper renews while it
+lives, core/keeper.py), and the resend with the same key is that 409. An item claimed
+again after its claim expired keeps the messages it reserved then (the month's count is
+not raised twice). LINE keeps a retry key 24 h, so an item first tried more than 23 h ago is
 failed instead of being resent blind.
 
 Concurrency: PostgreSQL claims with `SKIP LOCKED` and locks the tenants' settings
@@ -234,7 +236,7 @@ def _reserve(tenant_id: int, items: list[tuple[LinePushItem, int]], now: datetim
     by_cost: dict[int, list[int]] = defaultdict(list)
     for item, cost in items:
         by_cost[cost].append(item.pk)
-    token = new_token()
+    token = new_token(queued=True)
     for cost, ids in by_cost.items():  # the rows are locked (PostgreSQL) or ours alone (SQLite)
         LinePushItem.objects.filter(pk__in=ids).update(
             **PUSH_LEASE.taken(now=now, owner=token),
@@ -242,7 +244,8 @@ def _reserve(tenant_id: int, items: list[tuple[LinePushItem, int]], now: datetim
             reserved_cost=cost,
             first_attempt_at=Coalesce(F("first_attempt_at"), Value(now)),
         )
-    total = sum(cost * len(ids) for cost, ids in by_cost.items())
+    # An item whose earlier claim expired unrecorded still holds its reservation.
+    total = sum(cost for item, cost in items if not item.claimed_by)
     push = LinePushSettings.objects.get(tenant_id=tenant_id)
     LineMonthlyUsage.objects.filter(tenant_id=tenant_id, month=month_of(now, push.zone)).update(
         messages=F("messages") + total

@@ -22,6 +22,8 @@ from django.db.models import Case, F, Value, When
 from django.db.models.functions import Greatest
 from django.utils import timezone
 
+from core.due import take_over
+from core.keeper import held_claim, keeper
 from core.models import Tenant
 from deliveries.channels.base import SendResult, TransportError
 from deliveries.channels.line.transport import LineTransport, line_transport
@@ -44,15 +46,20 @@ class Outcome:
 
 
 def push_send(*, item_ids: list[int], token: str) -> dict[str, int]:
-    """Worker: push each still-claimed item once, then record every outcome."""
-    mine = LinePushItem.objects.filter(PUSH_LEASE.mine(token), pk__in=item_ids, status=Status.PENDING)
-    items = list(mine)
-    # One tenant per claim: read (and decrypt) its row once, not once per item.
-    tenants = Tenant.objects.in_bulk({item.tenant_id for item in items})
-    for item in items:
-        item.tenant = tenants[item.tenant_id]
-    outcomes = push_items(items)
-    return push_record(outcomes=outcomes, token=token)
+    """Worker: push each still-claimed item once, then record every outcome. The items
+    become this worker's (core/due.py `take_over`) and its keeper renews them until then."""
+    now = timezone.now()
+    pending = LinePushItem.objects.filter(status=Status.PENDING)
+    token, ids = take_over(pending, pks=item_ids, now=now, lease=PUSH_LEASE, token=token)
+    claims = [held_claim(LinePushItem, pk=pk, lease=PUSH_LEASE, now=now, owner=token) for pk in ids]
+    with keeper.keeping(*claims):
+        items = list(LinePushItem.objects.filter(PUSH_LEASE.mine(token), pk__in=ids))
+        # One tenant per claim: read (and decrypt) its row once, not once per item.
+        tenants = Tenant.objects.in_bulk({item.tenant_id for item in items})
+        for item in items:
+            item.tenant = tenants[item.tenant_id]
+        outcomes = push_items(items)
+        return push_record(outcomes=outcomes, token=token)
 
 
 def push_items(items: list[LinePushItem]) -> list[Outcome]:

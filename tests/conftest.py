@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 import pytest
 from django.core.cache import cache
 
+import core.keeper
 from backlog_bridge.views import _tenants
 from core.timeutil import JST
 from deliveries.models import ChannelAccount, MessageTemplate
@@ -29,6 +30,15 @@ from tests.helpers.channels import (
 )
 from tests.helpers.deliveries import approve_issue
 from tests.helpers.factories import LineContactFactory, TenantFactory
+
+
+@pytest.fixture(autouse=True)
+def _no_keeper_thread(monkeypatch):
+    """Other connections cannot see a test's uncommitted rows: no keeper thread, batches
+    run one row after another (tests that need real threads set core.keeper.THREADS)."""
+    monkeypatch.setattr(core.keeper, "THREADS", False)
+    yield
+    core.keeper.keeper.drop(*core.keeper.keeper.held())
 
 
 @pytest.fixture(autouse=True)

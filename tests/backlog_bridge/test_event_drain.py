@@ -14,6 +14,7 @@ from django.utils import timezone
 from backlog_bridge import events
 from backlog_bridge.events import CLAIMED_ELSEWHERE, event_process, events_drain, events_stranded_drain
 from backlog_bridge.models import BacklogEvent
+from core.due import claim_one
 from deliveries.models import DeliverySchedule
 from tests.helpers.backlog import body, webhook_url
 
@@ -88,6 +89,20 @@ def test_an_event_held_by_another_drain_is_left_to_it_until_its_claim_expires(
     assert BacklogEvent.objects.get(pk=held.pk).outcome == "pending"
 
     with time_machine.travel(timezone.now() + timedelta(minutes=2)):  # its worker died
+        assert events_drain() == 1
+    assert BacklogEvent.objects.get(pk=held.pk).outcome == "done"
+
+
+def test_an_event_whose_drain_died_is_taken_again_within_seconds(
+    client, tenant, fake_backlog, approvals, enqueued
+):
+    post_all(client, tenant, fake_backlog)
+    held = BacklogEvent.objects.order_by("pk").first()
+    now = timezone.now()
+    assert claim_one(BacklogEvent, pk=held.pk, now=now, lease=events.EVENT_CLAIM)  # … and its drain is killed
+
+    assert events_drain() == 5
+    with time_machine.travel(now + timedelta(seconds=6)):  # one short lease later
         assert events_drain() == 1
     assert BacklogEvent.objects.get(pk=held.pk).outcome == "done"
 

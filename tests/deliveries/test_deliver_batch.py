@@ -2,19 +2,26 @@
 
 from __future__ import annotations
 
+import threading
 from datetime import timedelta
 from unittest import mock
 
+import pytest
 import time_machine
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+import core.keeper
+from core.keeper import keeper
 from deliveries import tasks
+from deliveries.channels.line.transport import LineTransport
 from deliveries.delivery import WRITEBACK_QUEUED
 from deliveries.models import ContentTask, DeliverySchedule
 from deliveries.scheduler import schedules_claim
 from tests.helpers.backlog import body
+from tests.helpers.deliveries import make_schedule
+from tests.helpers.factories import TenantFactory
 
 PUSHES = "/v2/bot/message/multicast"
 
@@ -66,7 +73,7 @@ def test_one_delivery_that_crashes_does_not_stop_the_others(approved, line, tena
         assert tasks.deliver_batch(claims) == ["error", WRITEBACK_QUEUED, WRITEBACK_QUEUED]
 
     crashed = DeliverySchedule.objects.get(pk=claims[0][0])
-    assert crashed.claimed_by == claims[0][1]  # claimed again once its lease expires
+    assert crashed.claimed_by and crashed.lease_until  # left to its lease: claimed again once it expires
     assert len([r for r in line.requests if r.path == PUSHES]) == 2
 
 
@@ -111,3 +118,63 @@ def test_a_send_followed_by_others_in_its_batch_does_not_ask_the_database_whethe
     table = DeliverySchedule._meta.db_table
     asked = [q["sql"] for q in sql.captured_queries if q["sql"].startswith(f'SELECT 1 AS "a" FROM "{table}"')]
     assert len(asked) == 1  # only the batch's last send looks for other due rows
+
+
+def test_a_live_workers_keeper_keeps_its_claim_across_a_platform_call_longer_than_the_lease(
+    approved, line, tenant, settings
+):
+    key = approved(body())
+    lease = timedelta(seconds=settings.DELIVERY_LEASE_SECONDS)
+    real, claimable = LineTransport._send, []
+
+    def slow(transport, *args, **kwargs):  # LINE answers after three leases
+        for _ in range(9):
+            clock.shift(lease / 3)
+            keeper.renew_held(timezone.now())  # the keeper's pass, each third of a lease
+            claimable.append(schedules_claim(now=timezone.now()))
+        return real(transport, *args, **kwargs)
+
+    due = DeliverySchedule.objects.get(task__issue_key=key).due_at
+    with (
+        time_machine.travel(due + timedelta(seconds=0.5), tick=False) as clock,
+        mock.patch.object(LineTransport, "_send", slow),
+    ):
+        assert tasks.deliver_batch(schedules_claim(now=timezone.now())) == ["delivered"]
+
+    assert claimable == [[]] * 9  # nobody could take the row meanwhile
+    assert len([r for r in line.requests if r.path == PUSHES]) == 1
+    assert keeper.held() == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_hanging_delivery_does_not_delay_another_row_of_its_batch(monkeypatch):
+    monkeypatch.setattr(core.keeper, "THREADS", True)
+    tenant = TenantFactory(slug="acme", max_concurrent_deliveries=2)
+    hanging, other = make_schedule(tenant, due_in=-2), make_schedule(tenant)
+    claims = schedules_claim(now=timezone.now())
+    started, released, other_done, results = threading.Event(), threading.Event(), threading.Event(), []
+
+    def run(*, schedule_id, token, **kw):
+        if schedule_id == hanging.pk:  # a LINE push that hangs for LINE_TIMEOUT_SECONDS
+            started.set()
+            released.wait(5)
+            return "timed out"
+        other_done.set()
+        return "delivered"
+
+    def task():
+        results.append(tasks.deliver_batch(claims))
+        connection.close()
+
+    with mock.patch.object(tasks, "delivery_run", run):
+        worker = threading.Thread(target=task)
+        worker.start()
+        try:
+            assert other_done.wait(2)  # while the first one still hangs
+            assert started.is_set() and not released.is_set() and worker.is_alive()
+        finally:
+            released.set()
+            worker.join(5)
+
+    assert [pk for pk, _ in claims] == [hanging.pk, other.pk]
+    assert results == [["timed out", "delivered"]]

@@ -8,9 +8,10 @@ from unittest import mock
 import pytest
 from django.utils import timezone
 
+from core.due import QUEUED, new_token
 from deliveries.management.commands.run_scheduler import Command
 from deliveries.models import DeliverySchedule, SchedulerHeartbeat
-from deliveries.scheduler import lease_release, lease_renew, next_wakeup, schedules_claim
+from deliveries.scheduler import lease_release, lease_renew, next_wakeup, schedules_claim, schedules_take
 from tests.helpers.deliveries import make_schedule
 from tests.helpers.factories import TenantFactory
 
@@ -34,12 +35,12 @@ def test_it_does_not_claim_a_row_that_is_not_due_yet():
     assert schedules_claim(now=timezone.now()) == []
 
 
-def test_it_never_hands_out_a_row_twice_while_its_lease_holds():
+def test_it_never_hands_out_a_row_twice_while_its_lease_holds(settings):
     make_schedule()
     now = timezone.now()
 
     first = schedules_claim(now=now)
-    second = schedules_claim(now=now + timedelta(seconds=30))
+    second = schedules_claim(now=now + timedelta(seconds=settings.DELIVERY_LEASE_SECONDS - 0.5))
 
     assert len(first) == 1 and second == []
 
@@ -106,3 +107,56 @@ def test_the_loop_step_enqueues_each_claimed_row_and_beats(monkeypatch):
     )
     assert call.kwargs == {"cluster": "deliveries"}
     assert SchedulerHeartbeat.objects.get(name="test-scheduler").last_beat is not None
+
+
+def test_a_dead_workers_claim_is_claimable_again_within_seconds():
+    make_schedule()
+    now = timezone.now()
+    [(schedule_id, queued)] = schedules_claim(now=now)
+    assert list(schedules_take(claims=[(schedule_id, queued)], now=now)) == [schedule_id]
+    # The worker dies here: its keeper renews nothing any more.
+
+    assert schedules_claim(now=now + timedelta(seconds=4)) == []
+    [(again, token)] = schedules_claim(now=now + timedelta(seconds=6))
+    assert again == schedule_id and token != queued
+
+
+def test_a_stranded_lease_stops_counting_against_the_tenants_capacity_within_seconds():
+    tenant = TenantFactory(slug="acme", max_concurrent_deliveries=1)
+    stranded, waiting = make_schedule(tenant, due_in=-2), make_schedule(tenant)
+    now = timezone.now()
+    [(schedule_id, _)] = schedules_claim(now=now)  # its task is lost with a killed worker
+    assert schedule_id == stranded.pk
+    assert schedules_claim(now=now + timedelta(seconds=1)) == []  # the tenant is at capacity
+
+    later = now + timedelta(seconds=6)
+    assert [pk for pk, _ in schedules_claim(now=later)] == [stranded.pk]  # capacity 1: the oldest first
+    DeliverySchedule.objects.filter(pk=stranded.pk).delete()  # … delivered
+    assert [pk for pk, _ in schedules_claim(now=later)] == [waiting.pk]
+
+
+def test_a_task_that_waited_out_its_lease_in_the_broker_still_runs_its_row_and_only_once():
+    make_schedule()
+    now = timezone.now()
+    [(schedule_id, first)] = schedules_claim(now=now)
+    later = now + timedelta(seconds=6)  # the task waited behind a burst: claimed again
+    [(_, second)] = schedules_claim(now=later)
+
+    # The first copy to start takes the row from the claim still queued …
+    [(_, mine)] = [
+        (pk, held.owner) for pk, held in schedules_take(claims=[(schedule_id, first)], now=later).items()
+    ]
+    # … and the second copy finds nothing to do.
+    assert schedules_take(claims=[(schedule_id, second)], now=later) == {}
+    assert DeliverySchedule.objects.get(pk=schedule_id).claimed_by == mine
+    assert first.startswith(QUEUED) and second.startswith(QUEUED) and not mine.startswith(QUEUED)
+
+
+def test_a_running_claim_is_never_taken_by_another_task():
+    make_schedule()
+    now = timezone.now()
+    [(schedule_id, token)] = schedules_claim(now=now)
+    assert schedules_take(claims=[(schedule_id, token)], now=now)
+
+    assert schedules_take(claims=[(schedule_id, token)], now=now) == {}  # the same task, run twice
+    assert schedules_take(claims=[(schedule_id, new_token(queued=True))], now=now) == {}

@@ -10,6 +10,8 @@ import pytest
 import time_machine
 from django.utils import timezone
 
+from core.due import claim_one
+from core.keeper import keeper
 from linepush import events
 from linepush.events import (
     CLAIMED_ELSEWHERE,
@@ -102,3 +104,35 @@ def test_the_line_events_step_is_registered():
     from deliveries.scheduler_steps import SCHEDULER_STEPS
 
     assert line_events_stranded_step in SCHEDULER_STEPS
+
+
+def test_an_event_whose_worker_died_is_drained_again_within_seconds(stored):
+    event = stored[0]
+    now = timezone.now()
+    assert claim_one(LineWebhookEvent, pk=event.pk, now=now, lease=events.EVENT_CLAIM, attempts=1)
+    # … and the worker is killed while its handler runs: the hold is never released.
+
+    with handled_by(mock.Mock(return_value="ok")):
+        with time_machine.travel(now + timedelta(seconds=4)):
+            assert line_events_drain() == 1  # only the other event: this one is still held
+        with time_machine.travel(now + timedelta(seconds=6)):
+            assert line_events_drain() == 1
+    event.refresh_from_db()
+    assert (event.outcome, event.attempts) == ("done", 2)
+
+
+def test_a_live_workers_keeper_holds_an_event_across_a_handler_longer_than_the_lease(stored, settings):
+    event, seen = stored[0], []
+    lease = timedelta(seconds=settings.EVENT_LEASE_SECONDS)
+
+    def slow(tenant, payload, transport):  # a LINE reply that takes three leases
+        for _ in range(9):
+            clock.shift(lease / 3)
+            keeper.renew_held(timezone.now())  # the keeper's pass, each third of a lease
+            seen.append(line_event_process(event_id=event.pk))
+        return "ok"
+
+    with handled_by(slow), time_machine.travel(timezone.now(), tick=False) as clock:
+        assert line_event_process(event_id=event.pk) == "done"
+
+    assert seen == [CLAIMED_ELSEWHERE] * 9

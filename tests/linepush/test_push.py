@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import uuid
 from datetime import timedelta
+from unittest import mock
 
 import pytest
 import time_machine
 from django.core import mail
 from django.utils import timezone
 
+from core.keeper import keeper
 from core.models import Tenant
+from deliveries.channels.line.transport import LineTransport
 from linepush.models import (
     RETRY_KEY_NAMESPACE,
     LineMonthlyUsage,
@@ -20,7 +23,7 @@ from linepush.models import (
     LinePushSettings,
 )
 from linepush.push import push_claim
-from linepush.sending import push_items
+from linepush.sending import push_items, push_send
 from linepush.services import month_of
 from tests.helpers.factories import TenantFactory
 from tests.helpers.linepush import PUSH, enqueue, group, reload, shop, step
@@ -344,6 +347,43 @@ def test_a_worker_that_dies_after_the_push_is_covered_by_the_retry_key(line, ten
     assert reload(item).status == Status.SENT
     assert len(line.sent(PUSH)) == 1
     assert [r.status for r in line.requests if r.path == PUSH] == [200, 409]
+
+
+def test_an_item_claimed_again_after_its_worker_died_keeps_its_one_reservation(line, tenant, team, settings):
+    item = enqueue(tenant, team)  # the group costs 3 messages
+    assert push_claim(now=timezone.now(), limit=10)  # … and the worker dies before it pushes
+    assert LineMonthlyUsage.objects.get(tenant=tenant).messages == 3
+
+    with time_machine.travel(timezone.now() + timedelta(seconds=6)):  # one short lease later
+        assert step() is True
+
+    assert reload(item).status == Status.SENT
+    assert LineMonthlyUsage.objects.get(tenant=tenant).messages == 3
+
+
+def test_a_live_workers_keeper_keeps_its_items_across_a_push_longer_than_the_lease(
+    line, tenant, team, settings
+):
+    item = enqueue(tenant, team)
+    lease = timedelta(seconds=settings.LINEPUSH_LEASE_SECONDS)
+    real, claimable = LineTransport._send, []
+
+    def slow(transport, *args, **kwargs):  # LINE answers after three leases
+        for _ in range(9):
+            clock.shift(lease / 3)
+            keeper.renew_held(timezone.now())  # the keeper's pass, each third of a lease
+            claimable.append(push_claim(now=timezone.now(), limit=10))
+        return real(transport, *args, **kwargs)
+
+    with (
+        time_machine.travel(timezone.now(), tick=False) as clock,
+        mock.patch.object(LineTransport, "_send", slow),
+    ):
+        [claim] = push_claim(now=timezone.now(), limit=10)
+        assert push_send(item_ids=claim.item_ids, token=claim.token) == {Status.SENT: 1}
+
+    assert claimable == [[]] * 9
+    assert reload(item).status == Status.SENT and len(line.sent(PUSH)) == 1
 
 
 def test_it_does_not_resend_blind_after_the_retry_key_expired(line, tenant, team):

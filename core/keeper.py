@@ -1,0 +1,168 @@
+"""The keeper: while a process works on claimed rows, it renews their leases.
+
+Leases are short (seconds, core/due.py), so a claim whose worker died is free again
+within one lease. A live worker must therefore keep what it holds, including while one
+of its threads waits out a slow platform call: one daemon thread per process renews
+every claim registered with `keeping(...)` every third of its lease, in one UPDATE per
+queue and token. A claim the keeper finds gone (another worker took it after a stall)
+is marked `lost`; the worker's own checks before each send (`renew`, the token in every
+write) decide what that means, the keeper only stops renewing it.
+
+The thread starts with the first claim held and closes its database connection when the
+process holds none. `in_threads` runs a batch's calls concurrently, each thread with its
+own connection, closed at the end.
+
+Tests set `THREADS = False` (tests/conftest.py): no thread is started (they run the
+keeper's pass, `keeper.renew_held`, themselves) and `in_threads` runs its calls one after
+another, since another connection could not see a test's uncommitted rows.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import TypeVar
+
+from django.db import connection
+from django.db.models import Model, Q
+from django.utils import timezone
+
+from core.due import Lease
+
+logger = logging.getLogger(__name__)
+
+THREADS = True
+T = TypeVar("T")
+
+
+@dataclass(eq=False)
+class Held:
+    """One claimed row as its worker holds it."""
+
+    model: type[Model]
+    pk: int
+    lease: Lease
+    owner: str  # the claim's token; "" when the lease has no owner column
+    until: datetime  # the lease's end as last written: an owner-less claim is known by it
+    lost: bool = False
+
+    def mine(self) -> Q:
+        if self.lease.owner:
+            return self.lease.mine(self.owner)
+        return Q(**{self.lease.until: self.until})
+
+
+def held_claim(model: type[Model], *, pk: int, lease: Lease, now: datetime, owner: str = "") -> Held:
+    """A claim just taken at `now` (its lease ends `lease.ends(now)`)."""
+    return Held(model=model, pk=pk, lease=lease, owner=owner, until=lease.ends(now))
+
+
+def _length(lease: Lease) -> timedelta:
+    return lease.length() if callable(lease.length) else lease.length
+
+
+class Keeper:
+    def __init__(self) -> None:
+        self._reset()
+
+    def _reset(self) -> None:
+        self._pid = os.getpid()
+        self._held: set[Held] = set()
+        self._changed = threading.Condition()
+        self._thread: threading.Thread | None = None
+
+    @contextlib.contextmanager
+    def keeping(self, *claims: Held) -> Iterator[None]:
+        """Renew `claims` until the block ends (or `drop` lets one go earlier)."""
+        self.hold(*claims)
+        try:
+            yield
+        finally:
+            self.drop(*claims)
+
+    def hold(self, *claims: Held) -> None:
+        if os.getpid() != self._pid:  # a forked worker: the parent's thread is not here
+            self._reset()
+        with self._changed:
+            idle = not self._held
+            self._held.update(claims)
+            if idle:
+                self._changed.notify()
+        if THREADS and claims and (self._thread is None or not self._thread.is_alive()):
+            self._thread = threading.Thread(target=self._run, name="claim-keeper", daemon=True)
+            self._thread.start()
+
+    def drop(self, *claims: Held) -> None:
+        with self._changed:
+            self._held.difference_update(claims)
+
+    def held(self) -> list[Held]:
+        with self._changed:
+            return list(self._held)
+
+    def renew_held(self, now: datetime) -> None:
+        """One pass: extend every held claim to `now` + its lease; mark the ones gone."""
+        groups: dict[tuple, list[Held]] = defaultdict(list)
+        for claim in self.held():
+            if not claim.lost:
+                key = (claim.model, claim.lease, claim.owner) if claim.lease.owner else (claim,)
+                groups[key].append(claim)
+        for claims in groups.values():
+            self._renew(claims, now)
+
+    def _renew(self, claims: list[Held], now: datetime) -> None:
+        first, until = claims[0], claims[0].lease.ends(now)
+        pks = {c.pk for c in claims}
+        renewed = first.model.objects.filter(first.mine(), pk__in=pks).update(**{first.lease.until: until})
+        if renewed != len(pks):  # which ones: by the token, or by the end just written
+            mine = first.mine() if first.lease.owner else Q(**{first.lease.until: until})
+            pks = set(first.model.objects.filter(mine, pk__in=pks).values_list("pk", flat=True))
+        for claim in claims:
+            if claim.pk in pks:
+                claim.until = until
+            else:
+                claim.lost = True
+
+    def _interval(self) -> float | None:
+        lengths = [_length(c.lease).total_seconds() for c in self.held()]
+        return min(lengths) / 3 if lengths else None
+
+    def _run(self) -> None:
+        while True:
+            with self._changed:
+                while not self._held:
+                    connection.close()  # idle: no connection held open for nothing
+                    self._changed.wait()
+                interval = self._interval()
+            time.sleep(interval)
+            try:
+                self.renew_held(timezone.now())
+            except Exception:  # the database may be away for a moment; the next pass tries again
+                logger.exception("renewing held claims failed")
+                connection.close()
+
+
+keeper = Keeper()
+
+
+def in_threads(call: Callable[[T], object], items: list[T]) -> list:
+    """`call(item)` for each item, concurrently (one thread each), results in order."""
+    if not THREADS or len(items) < 2:
+        return [call(item) for item in items]
+    with ThreadPoolExecutor(max_workers=len(items), thread_name_prefix="batch") as pool:
+        return list(pool.map(lambda item: _closing(call, item), items))
+
+
+def _closing(call: Callable[[T], object], item: T) -> object:
+    try:
+        return call(item)
+    finally:
+        connection.close()  # this thread's own connection

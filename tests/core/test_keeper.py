@@ -1,0 +1,111 @@
+"""The keeper (core/keeper.py): a live worker renews what it holds; a dead one's claim
+runs out within one short lease."""
+
+from __future__ import annotations
+
+import threading
+from datetime import timedelta
+
+import pytest
+import time_machine
+from django.db import connection
+from django.utils import timezone
+
+import core.keeper
+from backlog_bridge.models import BacklogEvent
+from core.due import Lease, claim, claim_one, take_over
+from core.keeper import held_claim, keeper
+from linepush.models import LinePushItem
+from tests.helpers.factories import TenantFactory
+
+LEASE = Lease(length=timedelta(seconds=3))
+HOLD = Lease(length=timedelta(seconds=3), until="claimed_until", owner=None)
+
+
+def item(tenant, n: int) -> LinePushItem:
+    return LinePushItem.objects.create(
+        tenant=tenant,
+        ext_group_id="C1",
+        trigger_type="reminder",
+        payload=[{"type": "text", "text": "x"}],
+        dedupe_key=f"k{n}",
+        scheduled_at=timezone.now() - timedelta(seconds=1),
+    )
+
+
+def due():
+    return LinePushItem.objects.filter(scheduled_at__lte=timezone.now()).order_by("pk")
+
+
+@pytest.mark.django_db
+def test_it_renews_every_held_claim_and_marks_one_another_worker_took():
+    tenant = TenantFactory()
+    first, second = item(tenant, 1), item(tenant, 2)
+    with time_machine.travel(timezone.now(), tick=False) as clock:
+        now = timezone.now()
+        [(_, token)] = claim(due().filter(pk=first.pk), now=now, lease=LEASE, limit=1)
+        kept = held_claim(LinePushItem, pk=first.pk, lease=LEASE, now=now, owner=token)
+        [(_, other)] = claim(due().filter(pk=second.pk), now=now, lease=LEASE, limit=1)
+        taken = held_claim(LinePushItem, pk=second.pk, lease=LEASE, now=now, owner=other)
+        with keeper.keeping(kept, taken):
+            for _ in range(4):  # four leases long, renewed each third of one
+                clock.shift(timedelta(seconds=1))
+                keeper.renew_held(timezone.now())
+                assert claim(due(), now=timezone.now(), lease=LEASE, limit=2) == []
+            LinePushItem.objects.filter(pk=second.pk).update(claimed_by="another worker")
+            keeper.renew_held(timezone.now())
+
+        assert LinePushItem.objects.get(pk=first.pk).lease_until == timezone.now() + timedelta(seconds=3)
+        assert (kept.lost, taken.lost) == (False, True)
+        assert keeper.held() == []
+
+
+@pytest.mark.django_db
+def test_it_renews_a_claim_without_owner_by_the_end_it_last_wrote():
+    event = BacklogEvent.objects.create(tenant=TenantFactory(), activity_id=1, type=2, payload={})
+    with time_machine.travel(timezone.now(), tick=False) as clock:
+        now = timezone.now()
+        assert claim_one(BacklogEvent, pk=event.pk, now=now, lease=HOLD)
+        held = held_claim(BacklogEvent, pk=event.pk, lease=HOLD, now=now)
+        with keeper.keeping(held):
+            clock.shift(timedelta(seconds=2))
+            keeper.renew_held(timezone.now())
+            clock.shift(timedelta(seconds=2))  # past the first lease: still held
+            assert claim_one(BacklogEvent, pk=event.pk, now=timezone.now(), lease=HOLD) is False
+
+            clock.shift(timedelta(seconds=2))  # a stall: the lease ran out and another took it
+            assert claim_one(BacklogEvent, pk=event.pk, now=timezone.now(), lease=HOLD) is True
+            clock.shift(timedelta(seconds=0.1))
+            keeper.renew_held(timezone.now())
+
+        assert held.lost is True
+
+
+@pytest.mark.django_db
+def test_a_dead_workers_claim_is_free_again_after_one_lease():
+    row = item(TenantFactory(), 1)
+    now = timezone.now()
+    [(_, queued)] = claim(due(), now=now, lease=LEASE, limit=1, queued=True)
+    token, [pk] = take_over(LinePushItem, pks=[row.pk], now=now, lease=LEASE, token=queued)
+    # The worker dies: nothing renews its claim.
+
+    assert claim(due(), now=now + timedelta(seconds=2.9), lease=LEASE, limit=1) == []
+    [(again, _)] = claim(due(), now=now + timedelta(seconds=3), lease=LEASE, limit=1)
+    assert again == pk and token != queued
+
+
+@pytest.mark.django_db(transaction=True)
+def test_its_thread_keeps_a_claim_across_a_call_longer_than_the_lease(monkeypatch):
+    monkeypatch.setattr(core.keeper, "THREADS", True)
+    short = Lease(length=timedelta(seconds=0.3))
+    row = item(TenantFactory(), 1)
+    [(_, token)] = claim(due(), now=timezone.now(), lease=short, limit=1)
+    slow_call_done = threading.Event()
+
+    with keeper.keeping(held_claim(LinePushItem, pk=row.pk, lease=short, now=timezone.now(), owner=token)):
+        slow_call_done.wait(1.0)  # a platform call three leases long
+        still_held = claim(due(), now=timezone.now(), lease=short, limit=1)
+
+    assert still_held == []
+    assert LinePushItem.objects.get(pk=row.pk).lease_until > timezone.now()
+    connection.close()
