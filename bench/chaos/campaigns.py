@@ -10,8 +10,10 @@ back to the fake Backlog, or at its timeout (what is missing then counts as lost
 
 from __future__ import annotations
 
+import json
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
@@ -179,7 +181,7 @@ def patches(stack: Stack) -> list[Patch]:
     ]
 
 
-def run(campaign: Campaign, seed: int, tmp: Path, say) -> Tally:
+def run(campaign: Campaign, seed: int, tmp: Path, say: Callable[[str], None]) -> Tally:
     rng = random.Random(f"{seed}:{campaign.name}")
     env = production_env()
     url = None
@@ -300,6 +302,4 @@ def missing_states(stack: Stack, groups: dict[str, str]) -> dict[str, int]:
         "    return f'{s.stage} due, unclaimed'\n"
         "print(json.dumps(Counter(state(rows.get(k)) for k in keys)))\n"
     )
-    import json
-
     return json.loads(stack.shell(code).splitlines()[-1])
