@@ -220,6 +220,11 @@ class Stack:
         if sig == signal.SIGKILL:
             self._processes[name].wait(timeout=10)
 
+    def running(self, name: str) -> bool:
+        """Whether the process `name` was spawned and has not exited (a supervisor's check)."""
+        proc = self._processes.get(name)
+        return proc is not None and proc.poll() is None
+
     def cpu_seconds(self, name: str) -> float:
         """CPU time (user + system, with reaped children) used so far by the live processes of
         `name`'s process group (Linux /proc)."""

@@ -15,6 +15,8 @@ behaviour is undocumented the fake takes the strict reading:
 - Custom-field entries in a webhook's ``changes[]`` use ``type: "customAttribute"`` and the
   field's name (UNCONFIRMED for Backlog; consumers re-read the issue).
 - Rate-limit headers are counted but never enforced; inject 429s with ``fail_next``.
+- ``set_outages`` takes windows of wall-clock time in which every API call answers 503
+  and changes nothing (the chaos campaign's flapping Backlog, ``make chaos``).
 
 The package: records.py (users, defaults, records), state.py (the space and a person's
 writes), webhooks.py, routing.py, api.py (API v2), ui.py (HTML), server.py (FakeBacklog on

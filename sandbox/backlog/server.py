@@ -52,8 +52,11 @@ class FakeBacklog(HttpFake, BacklogSpace):
 
     def _handle(self, request: BacklogRequest) -> HttpResponse:
         try:
-            handler = self._api if request.path.startswith("/api/") else self._ui
-            response = handler.handle(request)
+            api = request.path.startswith("/api/")
+            if api and self.in_outage():
+                response = json_answer(self.outage_status, error_body("Service Unavailable.", 1))
+            else:
+                response = (self._api if api else self._ui).handle(request)
         except Exception:
             logger.exception("fake Backlog failed on %s %s", request.method, request.path)
             response = json_answer(500, error_body("Internal error.", 1))

@@ -7,7 +7,8 @@ import copy
 import itertools
 import json
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from sandbox.backlog.records import (
@@ -64,6 +65,10 @@ class BacklogSpace:
         self._lock = threading.RLock()
         self._poster = WebhookPoster() if webhook_mode == "post" else None
         self._faults: list[Fault] = []
+        self._outages: list[tuple[float, float]] = []
+        self.outage_status = 503
+        self.clock: Callable[[], float] = time.time
+        """Wall clock of the outage windows; tests may replace it."""
         self._projects: dict[str, Project] = {}
         self._projects_by_id: dict[int, Project] = {}
         self._issues: dict[str, Json] = {}
@@ -146,6 +151,23 @@ class BacklogSpace:
         fault = Fault(status, count, method, path_prefix, dict(headers or {}), body, delay)
         with self._lock:
             self._faults.append(fault)
+
+    def set_outages(self, windows: Iterable[tuple[float, float]], *, status: int = 503) -> None:
+        """While ``clock()`` is inside one of the ``[start, end)`` windows (epoch seconds), every
+        API call answers ``status`` and changes nothing, as during a Backlog outage; the HTML UI
+        and the webhooks of writes made here are not affected. The body is the fake's choice
+        (Backlog's error shape, code 1 "InternalError"). An empty list ends the outages."""
+        spans = sorted((float(start), float(end)) for start, end in windows)
+        if any(end <= start for start, end in spans):
+            raise ValueError("an outage window ends after it starts")
+        with self._lock:
+            self._outages = spans
+            self.outage_status = status
+
+    def in_outage(self) -> bool:
+        now = self.clock()
+        with self._lock:
+            return any(start <= now < end for start, end in self._outages)
 
     def reset_requests(self) -> None:
         with self._lock:

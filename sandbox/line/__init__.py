@@ -57,6 +57,10 @@ What it models, and the choices made where LINE's behaviour is undocumented:
   answers that error after ``delay`` and sends nothing, unless ``then_accept=True``: then the
   request is processed first (sent, quota charged, retry key remembered) and only the answer
   is replaced. A delayed error is therefore a timeout in which nothing was sent.
+- ``set_chaos`` (the chaos campaign, ``make chaos``) fails a share of the pushes with 500
+  (nothing sent) and hangs another share: processed and recorded at once, answered only
+  after ``hang_seconds``, a timeout in which the message was sent. The draws come from a
+  seeded ``random.Random``; ``chaos_counts`` says how many of each were drawn.
 
 The package: records.py (limits, texts, records), validation.py (send bodies), spec.py (the
 OpenAPI spec as a validator), state.py

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -150,6 +151,32 @@ class Fault:
 
 
 @dataclass(slots=True)
+class Chaos:
+    """Random faults on every request under ``path_prefix``, drawn from a seeded RNG: a
+    ``fail_rate`` share answers 500 and sends nothing; a ``hang_rate`` share is accepted (sent,
+    recorded at once) and its answer held back ``hang_seconds``, so a client with a shorter
+    timeout sees a timeout although LINE took the message."""
+
+    fail_rate: float
+    hang_rate: float
+    hang_seconds: float
+    path_prefix: str
+    rng: random.Random
+    counts: dict[str, int] = field(default_factory=lambda: {"ok": 0, "fail": 0, "hang": 0})
+
+    def draw(self, path: str) -> str | None:
+        """ "fail", "hang", "ok", or None when the path is not under the prefix."""
+        if not path.startswith(self.path_prefix):
+            return None
+        roll = self.rng.random()
+        outcome = (
+            "fail" if roll < self.fail_rate else "hang" if roll < self.fail_rate + self.hang_rate else "ok"
+        )
+        self.counts[outcome] += 1
+        return outcome
+
+
+@dataclass(slots=True)
 class Accepted:
     at: float
     request_id: str
@@ -191,3 +218,4 @@ class LineReply:
     body: Any
     headers: dict[str, str] = field(default_factory=dict)
     accepted: bool = False
+    hang: float = 0.0  # seconds to hold the answer back once it is recorded (Chaos)

@@ -61,10 +61,12 @@ class FakeLine(HttpFake, LineChannel):
                 line_request.parsed = True
             except ValueError:
                 pass
-        recorded, headers = self._handle(line_request)
+        recorded, headers, hang = self._handle(line_request)
+        if hang:
+            time.sleep(hang)  # recorded (and sent) already: a hang after acceptance
         return json_response(recorded.status, recorded.response, headers)
 
-    def _handle(self, request: LineRequest) -> tuple[RecordedLineRequest, dict[str, str]]:
+    def _handle(self, request: LineRequest) -> tuple[RecordedLineRequest, dict[str, str], float]:
         request_id = str(uuid.uuid4())
         try:
             response = self._serve(request, request_id)
@@ -88,13 +90,13 @@ class FakeLine(HttpFake, LineChannel):
         )
         with self._lock:
             self.requests.append(recorded)
-        return recorded, response.headers
+        return recorded, response.headers, response.hang
 
     def _serve(self, request: LineRequest, request_id: str) -> LineReply:
         self._authenticate(request.headers.get("authorization"))
         fault = self._take_fault(request.path) if self._faults else None
         if fault is None:
-            return self._routes.dispatch(request, request_id)
+            return self._chaotic(request, request_id)
         if fault.then_accept:
             try:
                 real = self._routes.dispatch(request, request_id)
@@ -110,6 +112,21 @@ class FakeLine(HttpFake, LineChannel):
         if fault.status < 400:
             return self._routes.dispatch(request, request_id)
         return fault.response()
+
+    def _chaotic(self, request: LineRequest, request_id: str) -> LineReply:
+        """The endpoint's answer, unless set_chaos draws a failure (500, nothing sent) or a
+        hang (the real answer, held back after it is recorded)."""
+        outcome, hang_seconds = self._draw_chaos(request.path)
+        if outcome == "fail":
+            return LineReply(500, {"message": "Internal server error"})
+        if outcome != "hang":
+            return self._routes.dispatch(request, request_id)
+        try:
+            reply = self._routes.dispatch(request, request_id)
+        except LineError as error:  # a 409 for a retry key hangs as well
+            reply = error.response()
+        reply.hang = hang_seconds
+        return reply
 
     def _authenticate(self, header: str | None) -> None:
         scheme, _, token = (header or "").partition(" ")

@@ -4,6 +4,7 @@ Served over HTTP by sandbox/line/server.py; the endpoints are in api.py."""
 from __future__ import annotations
 
 import itertools
+import random
 import secrets
 import threading
 import time
@@ -16,11 +17,13 @@ from sandbox.line.records import (
     INVALID_TO,
     MONTHLY_LIMIT,
     OVERVIEW_KEYS,
+    PUSH,
     QUOTABLE_TYPES,
     QUOTING_TYPES,
     RETRY_KEY_ACCEPTED,
     RETRY_KEY_TTL,
     Accepted,
+    Chaos,
     Fault,
     Group,
     Json,
@@ -42,6 +45,7 @@ class LineChannel:
 
     def _clear(self) -> None:
         self._faults: list[Fault] = []
+        self._chaos: Chaos | None = None
         self._retry_keys: dict[str, Accepted] = {}
         self._groups: dict[str, Group] = {}
         self._used_reply_tokens: set[str] = set()
@@ -77,6 +81,34 @@ class LineChannel:
         fault = Fault(status, count, path_prefix, dict(headers or {}), body, delay, then_accept)
         with self._lock:
             self._faults.append(fault)
+
+    def set_chaos(
+        self,
+        *,
+        fail_rate: float = 0.0,
+        hang_rate: float = 0.0,
+        hang_seconds: float = 0.0,
+        seed: int = 0,
+        path_prefix: str = PUSH,
+    ) -> None:
+        """Random faults from now on (until ``reset``), for chaos campaigns: of the
+        authenticated requests under ``path_prefix``, a ``fail_rate`` share answers 500 and
+        sends nothing, and a ``hang_rate`` share is processed (sent, retry key remembered,
+        recorded at once) and then answered only after ``hang_seconds``. The draws come from
+        ``random.Random(seed)`` in arrival order, so one client sending one request at a time
+        sees the same sequence on every run. ``fail_next`` faults are taken first."""
+        if not (0.0 <= fail_rate and 0.0 <= hang_rate and fail_rate + hang_rate <= 1.0):
+            raise ValueError("fail_rate and hang_rate are shares of the requests (sum at most 1)")
+        if hang_seconds < 0:
+            raise ValueError("hang_seconds must not be negative")
+        chaos = Chaos(fail_rate, hang_rate, hang_seconds, path_prefix, random.Random(seed))
+        with self._lock:
+            self._chaos = chaos
+
+    def chaos_counts(self) -> dict[str, int]:
+        """How many requests the chaos of ``set_chaos`` let through ("ok"), failed, hung."""
+        with self._lock:
+            return dict(self._chaos.counts) if self._chaos is not None else {}
 
     def add_group(self, group_id: str, *, name: str = "グループ", member_count: int = 3) -> None:
         if not group_id.startswith("C"):
@@ -133,6 +165,13 @@ class LineChannel:
     def total_usage(self) -> int:
         with self._lock:
             return self._total_usage
+
+    def _draw_chaos(self, path: str) -> tuple[str | None, float]:
+        """The chaos outcome for one request ("ok", "fail", "hang" or None) and the hang."""
+        with self._lock:
+            if self._chaos is None:
+                return None, 0.0
+            return self._chaos.draw(path), self._chaos.hang_seconds
 
     def _take_fault(self, path: str) -> Fault | None:
         with self._lock:

@@ -286,6 +286,47 @@ def test_it_fails_the_next_matching_call_then_recovers(fake: FakeBacklog, api: h
     assert [a["type"] for a in fake.outbox] == [1, 2]
 
 
+def test_it_answers_503_inside_an_outage_window_and_changes_nothing(
+    fake: FakeBacklog, api: httpx.Client
+) -> None:
+    fake.create_issue("DEMO", summary="告知")
+    now = [1000.0]
+    fake.clock = lambda: now[0]
+    fake.set_outages([(1010.0, 1030.0), (1050.0, 1070.0)])
+    answers = {}
+
+    for moment in (1009.9, 1010.0, 1029.9, 1030.0, 1055.0):
+        now[0] = moment
+        answers[moment] = api.patch("/issues/DEMO-1", data={"summary": f"告知 {moment}"})
+    ui = httpx.get(f"{fake.base_url}/")
+
+    assert {m: r.status_code for m, r in answers.items()} == {
+        1009.9: 200,
+        1010.0: 503,
+        1029.9: 503,
+        1030.0: 200,
+        1055.0: 503,
+    }
+    assert _error_code(answers[1010.0]) == 1
+    assert fake.issue("DEMO-1")["summary"] == "告知 1030.0"  # the calls in an outage changed nothing
+    assert [r.status for r in fake.requests if r.path == "/api/v2/issues/DEMO-1"] == [200, 503, 503, 200, 503]
+    assert ui.status_code == 200  # the HTML UI stays up
+
+
+def test_it_ends_the_outages_with_an_empty_schedule_and_refuses_a_backward_window(
+    fake: FakeBacklog, api: httpx.Client
+) -> None:
+    fake.set_outages([(0.0, 4_000_000_000.0)], status=502)
+    down = api.get("/users/myself")
+
+    fake.set_outages([])
+
+    assert down.status_code == 502
+    assert api.get("/users/myself").status_code == 200
+    with pytest.raises(ValueError):
+        fake.set_outages([(20.0, 10.0)])
+
+
 def test_it_answers_429_with_the_rate_limit_reset(api: httpx.Client, fake: FakeBacklog) -> None:
     fake.fail_next(429, count=2, headers={"X-RateLimit-Reset": "1999999999"})
 

@@ -385,6 +385,63 @@ def test_it_accepts_before_a_delay_that_times_the_client_out(fake: FakeLine) -> 
     assert sent.status == 200
 
 
+def _outcomes(api: httpx.Client, n: int) -> list[int]:
+    return [_push(api, to=f"C{i:032x}").status_code for i in range(n)]
+
+
+def test_it_fails_a_seeded_share_of_pushes_the_same_way_on_every_run() -> None:
+    runs = []
+    for _ in range(2):
+        with FakeLine(channel_tokens={TOKEN}) as fake, _client(fake) as api:
+            fake.set_chaos(fail_rate=0.3, seed=7)
+            statuses = _outcomes(api, 60)
+            other = api.get("/v2/bot/message/quota")  # not under the prefix: never failed
+            runs.append((statuses, fake.chaos_counts(), len(fake.sent()), other.status_code))
+
+    (statuses, counts, sent, other), again = runs
+    assert again == runs[0]
+    assert set(statuses) == {200, 500}
+    assert counts == {"ok": statuses.count(200), "fail": statuses.count(500), "hang": 0}
+    assert 8 <= counts["fail"] <= 30  # about 30 % of 60
+    assert sent == counts["ok"]  # a failed push sent nothing
+    assert other == 200
+
+
+def test_it_accepts_a_hung_push_at_once_and_answers_it_late(fake: FakeLine) -> None:
+    fake.set_chaos(hang_rate=1.0, hang_seconds=0.3, seed=1)
+    key = str(uuid.uuid4())
+    began = time.monotonic()
+    with _client(fake, timeout=0.05) as impatient, pytest.raises(httpx.TimeoutException):
+        _push(impatient, key=key)
+
+    (sent,) = fake.sent()  # recorded at acceptance, before the held-back answer
+    assert time.monotonic() - began < 0.3
+    assert sent.status == 200
+    with _client(fake, timeout=2) as api:
+        fake.set_chaos()  # no more faults: the resend is answered at once
+        resent = _push(api, key=key)
+    assert resent.status_code == 409
+    assert resent.headers["x-line-accepted-request-id"] == sent.request_id
+    assert len(fake.sent()) == 1
+
+
+def test_it_refuses_chaos_shares_that_are_not_shares(fake: FakeLine) -> None:
+    with pytest.raises(ValueError):
+        fake.set_chaos(fail_rate=0.7, hang_rate=0.4)
+    with pytest.raises(ValueError):
+        fake.set_chaos(hang_rate=0.1, hang_seconds=-1)
+
+
+def test_it_forgets_the_chaos_on_reset(fake: FakeLine, api: httpx.Client) -> None:
+    fake.set_chaos(fail_rate=1.0)
+    assert _push(api).status_code == 500
+
+    fake.reset()
+
+    assert _push(api).status_code == 200
+    assert fake.chaos_counts() == {}
+
+
 # --- quota, groups, profiles, statistics ---------------------------------------------------
 
 
