@@ -90,6 +90,36 @@ def test_it_sends_within_30_seconds_of_due_through_a_20_second_outage(
     assert fake_backlog.issue(key)["status"]["name"] == "automedia実行済み"
 
 
+@pytest.mark.parametrize(
+    "fault",
+    [
+        httpx.Response(500),
+        httpx.Response(503),
+        httpx.ConnectError("refused"),
+        httpx.ReadTimeout("slow"),
+    ],
+    ids=["500", "503", "connection-error", "timeout"],
+)
+def test_it_retries_each_kind_of_backlog_failure_within_a_second_or_so(approved, fake_backlog, line, fault):
+    key = approved()
+
+    with respx.mock(assert_all_called=False) as router:
+        reread = router.get(url__startswith=f"{fake_backlog.base_url}/api/v2/issues/{key}").mock(
+            side_effect=[fault] * 3
+        )
+        router.route().pass_through()
+        result = fire(key)
+
+    schedule = schedule_of(key)
+    assert (
+        result.startswith("backlog retry in ") and reread.call_count == 3
+    )  # with the client's quick retries
+    assert schedule.attempts == 0 and schedule.backlog_failing_since is not None
+    waited = (schedule.due_at - schedule.backlog_failing_since).total_seconds()
+    assert 0.75 <= waited <= 1.25
+    assert not line.sent()
+
+
 def test_it_retries_a_write_back_within_seconds_and_never_sends_again(approved, fake_backlog, line):
     key = approved()
 
