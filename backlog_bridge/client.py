@@ -131,7 +131,10 @@ def _error_from_response(response: httpx.Response) -> BacklogError:
         message, code = first.get("message") or message, first.get("code")
     except (ValueError, KeyError, IndexError, TypeError):
         pass
-    return BacklogError(message, status=response.status_code, code=code, retry_after=_reset_wait(response))
+    # Backlog sends X-RateLimit-Reset on every answer: it is a wait only on a 429. On a 5xx it
+    # is the end of the rate-limit window (up to a minute), not a hint about the outage.
+    wait = _reset_wait(response) if response.status_code == 429 else None
+    return BacklogError(message, status=response.status_code, code=code, retry_after=wait)
 
 
 def _reset_wait(response: httpx.Response) -> float | None:

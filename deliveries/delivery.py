@@ -3,9 +3,10 @@
 Order of work (seed 000/001): claim → lock per (tenant, issue) →
 idempotency (自動配信実行日時) → re-check in Backlog (still approved, unchanged,
 quiet hours) → render → publish (deliveries/channels/<kind>/publisher.py: LINE sends
-each chunk with a deterministic X-Line-Retry-Key) → record → write back in one PATCH →
-delete the schedule. No transaction or row lock is held across an HTTP call; every step
-tolerates running twice.
+each chunk with a deterministic X-Line-Retry-Key) → record → write back in one PATCH
+(deliveries/writeback.py) → delete the schedule. A Backlog failure is retried on Backlog's
+own short schedule, never on the channel's (deliveries/retry.py). No transaction or row
+lock is held across an HTTP call; every step tolerates running twice.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from django.utils import timezone
 
 from backlog_bridge.body.task import ParsedTask
 from backlog_bridge.client import BacklogClient, BacklogError, shared_client
-from backlog_bridge.statuses import BacklogConfigError, status_id_require
 from core import metrics
 from core.models import Tenant
 from core.quiet_hours import QuietAction, quiet_hours_apply
@@ -28,23 +28,14 @@ from deliveries.channels import posts
 from deliveries.channels.base import TransportError
 from deliveries.channels.line.publisher import line_render
 from deliveries.channels.publisher import ClaimLost, Context, Done, PublishFailed, Wait
-from deliveries.effects import effect_reports_plan
 from deliveries.issues import IssueState, issue_read, issue_state
 from deliveries.lifecycle import issue_reconcile
 from deliveries.locks import lock_release, lock_take
-from deliveries.models import (
-    FIELD_DELIVERED_AT,
-    STATUS_DELIVERED,
-    STATUS_ERROR,
-    ChannelPost,
-    ContentTask,
-    DeliverySchedule,
-)
-from deliveries.outcome_comments import failure_comment, success_comment
-from deliveries.retry import next_delay, writeback_delay
+from deliveries.models import ChannelPost, ContentTask, DeliverySchedule
+from deliveries.retry import backlog_budget_spent, backlog_delay, next_delay
 from deliveries.scheduler import SCHEDULE_LEASE, lease_length, lease_release, lease_renew
-from deliveries.signals import delivery_failed
 from deliveries.tokens import channel_token_expired
+from deliveries.writeback import writeback_run
 
 logger = logging.getLogger(__name__)
 
@@ -77,6 +68,12 @@ class Run:
     def tenant(self) -> Tenant:
         return self.schedule.tenant
 
+    @property
+    def due_at(self) -> datetime:
+        """When this delivery was due: a Backlog retry moves the row's due_at, not its lateness."""
+        since = self.schedule.backlog_failing_since
+        return min(self.schedule.due_at, since) if since else self.schedule.due_at
+
     def release(self, **changes) -> None:
         lease_release(schedule_id=self.schedule.pk, token=self.token, **changes)
 
@@ -108,7 +105,8 @@ def delivery_run(
     if schedule is None:
         return "not claimed"  # deleted, or the lease passed to another scheduler
     run = Run(schedule=schedule, token=token, now=timezone.now(), issue=issue, sends_follow=sends_follow)
-    if schedule.stage == DeliverySchedule.Stage.DELIVER and schedule.attempts == 0:
+    first_try = schedule.attempts == 0 and schedule.backlog_failing_since is None
+    if schedule.stage == DeliverySchedule.Stage.DELIVER and first_try:
         metrics.fired((run.now - schedule.due_at).total_seconds())
     issue_key = schedule.task.issue_key
     if not lock_take(tenant=run.tenant, issue_key=issue_key, owner=token, now=run.now):
@@ -153,7 +151,8 @@ def _deliver(run: Run, backlog: BacklogClient) -> str:
         else:
             state = issue_read(client=backlog, issue_key=run.task.issue_key)
     except BacklogError as exc:
-        return _retry_or_fail(run, TransportError(str(exc), permanent=not exc.retryable, status=exc.status))
+        return _backlog_retry_or_fail(run, exc, backlog)
+    _backlog_answered(run)
     # Once a platform publish call may have gone out, only its outcome is read: an edit
     # or quiet hours must not strand a post that is (probably) already public.
     committed = posts.committed_post(run.task)
@@ -228,7 +227,7 @@ def _publish(
             audience=override.get("audience") or state.parsed.audience,
             now=run.now,
             still_mine=run.still_mine,
-            due_at=run.schedule.due_at,
+            due_at=run.due_at,
         )
         step = posts.publish_step(channel=run.channel, ctx=ctx)
     except DeliveryFailed as exc:
@@ -303,6 +302,29 @@ def _retry_or_fail(run: Run, exc: TransportError, backlog: BacklogClient | None 
     return f"retry in {int(delay.total_seconds())}s"
 
 
+def _backlog_retry_or_fail(run: Run, exc: BacklogError, backlog: BacklogClient) -> str:
+    """The re-read before sending failed. Backlog is retried within seconds on a budget of its
+    own (deliveries/retry.py); the channel's retries (`attempts`) are left for the channel."""
+    if not exc.retryable:
+        return _fail(run, DeliveryFailed(str(exc)), backlog)
+    now = timezone.now()
+    since = run.schedule.backlog_failing_since or now
+    if backlog_budget_spent(now - since):
+        minutes = int((now - since).total_seconds() // 60)
+        reason = f"Backlog に {minutes} 分間接続できず、配信前の再確認ができませんでした。最後のエラー: {exc}"
+        return _fail(run, DeliveryFailed(reason), backlog)  # written back once Backlog answers
+    delay = backlog_delay(now - since, exc.retry_after)
+    run.release(due_at=now + delay, last_error=str(exc), backlog_failing_since=since)
+    metrics.delivery_ended("backlog_retry", run.task.channel)
+    return f"backlog retry in {delay.total_seconds():.1f}s"
+
+
+def _backlog_answered(run: Run) -> None:
+    """Backlog is back: its budget starts again at the next failure."""
+    if run.schedule.backlog_failing_since is not None:
+        DeliverySchedule.objects.filter(pk=run.schedule.pk).update(backlog_failing_since=None)
+
+
 def _fail(run: Run, exc: DeliveryFailed, backlog: BacklogClient | None) -> str:
     if exc.auth:
         _token_expired(run, exc.reason)
@@ -317,7 +339,13 @@ def _fail(run: Run, exc: DeliveryFailed, backlog: BacklogClient | None) -> str:
 
 def _to_writeback(run: Run, outcome: dict, *, release: bool = False) -> None:
     """`release`: also give the claim back, due now (the write-back is claimed later)."""
-    changes = {"stage": DeliverySchedule.Stage.WRITEBACK, "outcome": outcome, "attempts": 0, "last_error": ""}
+    changes = {
+        "stage": DeliverySchedule.Stage.WRITEBACK,
+        "outcome": outcome,
+        "attempts": 0,
+        "last_error": "",
+        "backlog_failing_since": None,  # the write-back's own Backlog failures start afresh
+    }
     if release:
         changes |= {**SCHEDULE_LEASE.freed(), "due_at": timezone.now()}
     if DeliverySchedule.objects.filter(SCHEDULE_LEASE.mine(run.token), pk=run.schedule.pk).update(**changes):
@@ -331,69 +359,8 @@ def _token_expired(run: Run, reason: str) -> None:
     channel_token_expired(tenant=run.tenant, channel=run.channel, issue_key=run.task.issue_key, reason=reason)
 
 
-# -- Backlog write-back ---------------------------------------------------------------
+# -- Backlog write-back (deliveries/writeback.py) --------------------------------------
 
 
 def _writeback(run: Run, backlog: BacklogClient) -> str:
-    """One PATCH: status, 自動配信実行日時 and the comment; retried until Backlog accepts it."""
-    outcome, task, project = run.schedule.outcome, run.task, run.tenant.backlog_project_key
-    try:
-        if outcome.get("tried") and _already_written(backlog, task, outcome):
-            return _finish(run, outcome, backlog)
-        DeliverySchedule.objects.filter(pk=run.schedule.pk).update(outcome={**outcome, "tried": True})
-        if outcome["ok"]:
-            field_id = backlog.custom_field_id(project, FIELD_DELIVERED_AT)
-            backlog.update_issue(
-                task.issue_key,
-                status_id=_status_id(backlog, project, STATUS_DELIVERED),
-                custom_fields={field_id: outcome["delivered_at"]} if field_id else None,
-                comment=success_comment(outcome),
-            )
-        else:
-            backlog.update_issue(
-                task.issue_key,
-                status_id=_status_id(backlog, project, STATUS_ERROR),
-                comment=failure_comment(outcome),
-            )
-    except BacklogError as exc:
-        delay = writeback_delay(run.schedule.attempts)
-        run.release(due_at=timezone.now() + delay, attempts=run.schedule.attempts + 1, last_error=str(exc))
-        logger.warning("write-back of %s failed, retry in %s: %s", task.issue_key, delay, exc)
-        return "write-back retry"
-    return _finish(run, outcome, backlog)
-
-
-def _already_written(backlog: BacklogClient, task: ContentTask, outcome: dict) -> bool:
-    """After a crash between PATCH and cleanup, don't comment twice."""
-    state = issue_read(client=backlog, issue_key=task.issue_key)
-    if state is None:
-        return True
-    expected = STATUS_DELIVERED if outcome["ok"] else STATUS_ERROR
-    return state.status_name == expected
-
-
-def _status_id(backlog: BacklogClient, project: str, name: str) -> int:
-    try:
-        return status_id_require(client=backlog, project_key=project, name=name)
-    except BacklogConfigError as exc:
-        # Retried like a failed PATCH: a manager may add the status.
-        raise BacklogError(str(exc), status=400) from exc
-
-
-def _finish(run: Run, outcome: dict, backlog: BacklogClient | None = None) -> str:
-    status = STATUS_DELIVERED if outcome["ok"] else STATUS_ERROR
-    mirror = {"status_name": status}
-    if backlog is not None:  # so the webhook of this write-back finds nothing to do
-        mirror["status_id"] = backlog.status_id(run.tenant.backlog_project_key, status)
-    with transaction.atomic():
-        ContentTask.objects.filter(pk=run.task.pk).update(**mirror)
-        if outcome["ok"] and run.task.delivered_at:  # planned once, with the row's removal
-            effect_reports_plan(
-                task=run.task, delivered_at=run.task.delivered_at, line_recipients=outcome.get("recipients")
-            )
-        DeliverySchedule.objects.filter(pk=run.schedule.pk).delete()
-    if not outcome["ok"]:  # the failure notice (linepush), deduplicated per approval there
-        delivery_failed.send(
-            ContentTask, task=run.task, reason=outcome["reason"], auth=bool(outcome.get("auth"))
-        )
-    return "delivered" if outcome["ok"] else "failed"
+    return writeback_run(schedule=run.schedule, token=run.token, backlog=backlog)

@@ -115,6 +115,10 @@ class DeliverySchedule(models.Model):
     claimed_by = models.CharField(_("取得者"), max_length=200, blank=True)
     attempts = models.PositiveIntegerField(_("再試行回数"), default=0)
     last_error = models.TextField(_("最後のエラー"), blank=True)
+    # Since when Backlog has failed this row (the re-read before sending, or the write-back);
+    # None while Backlog answers. Backlog's own retry budget: `attempts` counts only the
+    # channel's retries (deliveries/retry.py).
+    backlog_failing_since = models.DateTimeField(_("Backlog 障害の開始"), null=True, blank=True)
     # What to write back to Backlog once delivery has ended (kept until Backlog accepts it).
     outcome = models.JSONField(_("配信結果"), default=dict, blank=True)
     created_at = models.DateTimeField(_("作成日時"), auto_now_add=True)

@@ -33,6 +33,7 @@ def schedule_upsert(*, task: ContentTask, due_at: datetime, reason: str) -> Deli
             "claimed_by": "",
             "attempts": 0,
             "last_error": "",
+            "backlog_failing_since": None,
         },
     )
     return schedule

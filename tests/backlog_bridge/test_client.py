@@ -153,6 +153,17 @@ def test_it_does_not_wait_for_a_rate_limit_reset_that_is_far_away(backlog, mock,
     assert caught.value.status == 429 and caught.value.retry_after > 500
 
 
+def test_it_reads_no_wait_from_the_rate_limit_headers_of_a_server_error(backlog, mock):
+    # Backlog sends X-RateLimit-Reset on every answer; on a 503 it says nothing about the outage.
+    reset = str(int(time.time()) + 60)
+    mock.get("/api/v2/issues/ACME-1").respond(503, headers={"X-RateLimit-Reset": reset})
+
+    with pytest.raises(BacklogError) as caught:
+        backlog.get_issue("ACME-1")
+
+    assert caught.value.status == 503 and caught.value.retry_after is None
+
+
 def test_it_pages_through_issues_with_status_filters(backlog, mock):
     pages = [[{"id": i} for i in range(100)], [{"id": 100}, {"id": 101}]]
     route = mock.get("/api/v2/issues").mock(side_effect=[httpx.Response(200, json=p) for p in pages])

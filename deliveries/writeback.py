@@ -1,0 +1,106 @@
+"""The Backlog write-back of an ended delivery: one PATCH (status, 自動配信実行日時, comment),
+retried until Backlog accepts it; the message is never sent again (seed 001)."""
+
+from __future__ import annotations
+
+import logging
+
+from django.db import transaction
+from django.utils import timezone
+
+from backlog_bridge.client import BacklogClient, BacklogError
+from backlog_bridge.statuses import BacklogConfigError, status_id_require
+from deliveries.effects import effect_reports_plan
+from deliveries.issues import issue_read
+from deliveries.models import (
+    FIELD_DELIVERED_AT,
+    STATUS_DELIVERED,
+    STATUS_ERROR,
+    ContentTask,
+    DeliverySchedule,
+)
+from deliveries.outcome_comments import failure_comment, success_comment
+from deliveries.retry import writeback_delay
+from deliveries.scheduler import lease_release
+from deliveries.signals import delivery_failed
+
+logger = logging.getLogger(__name__)
+
+
+def writeback_run(*, schedule: DeliverySchedule, token: str, backlog: BacklogClient) -> str:
+    """One PATCH: status, 自動配信実行日時 and the comment; retried until Backlog accepts it."""
+    outcome, task, project = schedule.outcome, schedule.task, schedule.tenant.backlog_project_key
+    try:
+        if outcome.get("tried") and _already_written(backlog, task, outcome):
+            return _finish(schedule, outcome, backlog)
+        DeliverySchedule.objects.filter(pk=schedule.pk).update(outcome={**outcome, "tried": True})
+        if outcome["ok"]:
+            field_id = backlog.custom_field_id(project, FIELD_DELIVERED_AT)
+            backlog.update_issue(
+                task.issue_key,
+                status_id=_status_id(backlog, project, STATUS_DELIVERED),
+                custom_fields={field_id: outcome["delivered_at"]} if field_id else None,
+                comment=success_comment(outcome),
+            )
+        else:
+            backlog.update_issue(
+                task.issue_key,
+                status_id=_status_id(backlog, project, STATUS_ERROR),
+                comment=failure_comment(outcome),
+            )
+    except BacklogError as exc:
+        return _retry(schedule, token, exc)
+    return _finish(schedule, outcome, backlog)
+
+
+def _retry(schedule: DeliverySchedule, token: str, exc: BacklogError) -> str:
+    now = timezone.now()
+    since = schedule.backlog_failing_since or now
+    delay = writeback_delay(
+        schedule.attempts, retryable=exc.retryable, failing_for=now - since, retry_after=exc.retry_after
+    )
+    lease_release(
+        schedule_id=schedule.pk,
+        token=token,
+        due_at=now + delay,
+        attempts=schedule.attempts + 1,
+        last_error=str(exc),
+        backlog_failing_since=since,
+    )
+    logger.warning("write-back of %s failed, retry in %s: %s", schedule.task.issue_key, delay, exc)
+    return "write-back retry"
+
+
+def _already_written(backlog: BacklogClient, task: ContentTask, outcome: dict) -> bool:
+    """After a crash between PATCH and cleanup, don't comment twice."""
+    state = issue_read(client=backlog, issue_key=task.issue_key)
+    if state is None:
+        return True
+    expected = STATUS_DELIVERED if outcome["ok"] else STATUS_ERROR
+    return state.status_name == expected
+
+
+def _status_id(backlog: BacklogClient, project: str, name: str) -> int:
+    try:
+        return status_id_require(client=backlog, project_key=project, name=name)
+    except BacklogConfigError as exc:
+        # Retried like a refused PATCH: a manager may add the status.
+        raise BacklogError(str(exc), status=400) from exc
+
+
+def _finish(schedule: DeliverySchedule, outcome: dict, backlog: BacklogClient | None = None) -> str:
+    task = schedule.task
+    status = STATUS_DELIVERED if outcome["ok"] else STATUS_ERROR
+    mirror = {"status_name": status}
+    if backlog is not None:  # so the webhook of this write-back finds nothing to do
+        mirror["status_id"] = backlog.status_id(schedule.tenant.backlog_project_key, status)
+    with transaction.atomic():
+        ContentTask.objects.filter(pk=task.pk).update(**mirror)
+        if outcome["ok"] and task.delivered_at:  # planned once, with the row's removal
+            effect_reports_plan(
+                task=task, delivered_at=task.delivered_at, line_recipients=outcome.get("recipients")
+            )
+        DeliverySchedule.objects.filter(pk=schedule.pk).delete()
+    if not outcome["ok"]:  # the failure notice (linepush), deduplicated per approval there
+        delivery_failed.send(ContentTask, task=task, reason=outcome["reason"], auth=bool(outcome.get("auth")))
+    return "delivered" if outcome["ok"] else "failed"
