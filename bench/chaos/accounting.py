@@ -45,7 +45,13 @@ class Tally:
     lateness: list[float]  # sorted, one per delivered group: first accepted push − due time
     resent_409: int  # resends LINE answered "retry key already accepted"
     killed: int = 0
+    waiting: int = 0  # not pushed yet, but its row waits for a retry on the seed's ladder: not lost
     extras: dict[str, object] = field(default_factory=dict)
+
+    def count_waiting(self, states: dict[str, int]) -> None:
+        """Of the groups not pushed, those whose row waits for its channel retry are not lost."""
+        self.waiting = min(self.lost, states.get("deliver retry due later", 0))
+        self.lost -= self.waiting
 
     @property
     def over_late(self) -> int:
@@ -56,6 +62,7 @@ class Tally:
         extras = "".join(f", {k} {v}" for k, v in self.extras.items())
         return (
             f"{self.campaign}: {self.n} due | delivered once {self.delivered_once}, lost {self.lost}, "
+            f"waiting for a retry {self.waiting}, "
             f"double {self.double} | written back once {self.written_back_once}"
             f" (more than once {self.written_back_more}) | lateness p50 {_s(p50)} p99 {_s(p99)} "
             f"max {_s(top)}, over {LATE_S:.0f} s {self.over_late} | killed {self.killed}"

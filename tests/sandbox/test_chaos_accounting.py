@@ -56,7 +56,9 @@ def test_it_counts_a_group_without_an_accepted_push_as_lost_and_prints_one_line(
     line = result.line()
 
     assert (result.delivered_once, result.lost, result.double, result.over_late) == (1, 3, 0, 1)
-    assert line.startswith("kill-pg: 4 due | delivered once 1, lost 3, double 0 | written back once 1")
+    assert line.startswith(
+        "kill-pg: 4 due | delivered once 1, lost 3, waiting for a retry 0, double 0 | written back once 1"
+    )
     assert "lateness p50 70.0 s p99 70.0 s max 70.0 s, over 60 s 1 | killed 0" in line
 
 
@@ -109,3 +111,17 @@ def test_it_plans_no_kill_without_targets():
 )
 def test_it_lays_out_periodic_outage_windows(until, expected):
     assert outage_windows(0.0, every=40.0, down=20.0, until=until) == expected
+
+
+def test_a_group_whose_row_waits_for_its_channel_retry_counts_as_waiting_not_lost():
+    result = tally(
+        "line-faults",
+        {"A-1": "g1", "A-2": "g2", "A-3": "g3"},
+        {"g1": 0.0, "g2": 1.0, "g3": 2.0},
+        [],
+        [],
+    )
+    result.count_waiting({"deliver retry due later": 2, "no schedule row": 1})
+
+    assert (result.lost, result.waiting) == (1, 2)
+    assert "lost 1, waiting for a retry 2," in result.line()
