@@ -203,9 +203,14 @@ def start_processes(stack: Stack, delivery_workers: int) -> None:
 
 
 def tenant_capacity(stack: Stack, limit: int) -> None:
-    """Tenant.max_concurrent_deliveries: high enough that the whole burst may be in flight; the
-    standard plan, so that the approval-time quota forecast never refuses the bench's issues."""
+    """Tenant.max_concurrent_deliveries: high enough that the whole burst may be in flight."""
     stack.shell(f"from core.models import Tenant; Tenant.objects.update(max_concurrent_deliveries={limit})")
+    standard_plan(stack)
+
+
+def standard_plan(stack: Stack) -> None:
+    """The standard plan, so that the approval-time quota forecast never refuses the bench's issues
+    (the free plan a tenant starts on allows 200 messages a month)."""
     stack.shell(
         "from core.models import Tenant; from linepush.models import LinePlan, LinePushSettings\n"
         "for t in Tenant.objects.all():\n"

@@ -19,7 +19,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from bench.chaos.accounting import Patch, Push, Tally, finished, kill_plan, outage_windows, tally
-from bench.delivery import PROJECT, SLUG, move_due, redis_flush, register
+from bench.delivery import PROJECT, SLUG, move_due, redis_flush, register, standard_plan
 from sandbox.line.records import PUSH
 from sandbox.stack import ROOT, Stack
 
@@ -193,6 +193,7 @@ def run(campaign: Campaign, seed: int, tmp: Path, say: Callable[[str], None]) ->
     try:
         with Stack(tmp_dir=tmp / campaign.name, database_url=url, env=env) as stack:
             stack.add_tenant(SLUG, PROJECT)
+            standard_plan(stack)  # the tenant keeps its default capacity (4)
             supervisor = start_processes(stack, campaign)
             groups = register(stack, campaign.n, "scan")
             say(f"{campaign.name}: {campaign.n} approvals registered after {time.monotonic() - began:.0f} s")
