@@ -37,7 +37,10 @@ FROM_ENV_EXAMPLE = (
     "LINE_TIMEOUT_SECONDS",
     "BACKLOG_TIMEOUT_SECONDS",
 )
-HANG_BEYOND_TIMEOUT_S = 5.0  # a hung LINE answer comes this long after automedia gave up
+HANG_BEYOND_TIMEOUT_S = 5.0
+# The kill campaigns answer each push after a real platform's round trip, so that a kill
+# finds deliveries in flight (with an instant fake it almost never does).
+LINE_ROUND_TRIP_S = 0.3  # a hung LINE answer comes this long after automedia gave up
 
 
 @dataclass(frozen=True)
@@ -56,6 +59,7 @@ class Campaign:
     outage: tuple[float, float] | None = None  # Backlog: (down s, every s) while deliveries fall due
     line_fail: float = 0.0
     line_hang: float = 0.0
+    line_latency: float = 0.0  # s: every LINE answer this long after LINE took the push
 
 
 # The time bound: windows + drains add up to 710 s, and each campaign's setup (fresh
@@ -77,6 +81,7 @@ CAMPAIGNS = {
             deliverers=2,
             kills=7,
             kill_targets=("scheduler", "deliverer"),
+            line_latency=LINE_ROUND_TRIP_S,
         ),
         Campaign(
             "kill-sqlite",
@@ -88,6 +93,7 @@ CAMPAIGNS = {
             kills=5,
             kill_targets=("deliverer",),
             kill_every_s=6.0,
+            line_latency=LINE_ROUND_TRIP_S,
         ),
         Campaign(
             "backlog-flap",
@@ -234,13 +240,14 @@ def faults(stack: Stack, campaign: Campaign, rng: random.Random, env: dict, star
     if campaign.outage is not None:
         down, every = campaign.outage
         stack.backlog.set_outages(outage_windows(start, every=every, down=down, until=end))
-    if campaign.line_fail or campaign.line_hang:
+    if campaign.line_fail or campaign.line_hang or campaign.line_latency:
         hang = float(env.get("LINE_TIMEOUT_SECONDS", 10)) + HANG_BEYOND_TIMEOUT_S
         stack.line.set_chaos(
             fail_rate=campaign.line_fail,
             hang_rate=campaign.line_hang,
             hang_seconds=hang,
             seed=rng.randrange(2**32),
+            latency_seconds=campaign.line_latency,
         )
 
 

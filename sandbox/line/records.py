@@ -155,13 +155,16 @@ class Chaos:
     """Random faults on every request under ``path_prefix``, drawn from a seeded RNG: a
     ``fail_rate`` share answers 500 and sends nothing; a ``hang_rate`` share is accepted (sent,
     recorded at once) and its answer held back ``hang_seconds``, so a client with a shorter
-    timeout sees a timeout although LINE took the message."""
+    timeout sees a timeout although LINE took the message. Every other answer under the
+    prefix comes ``latency_seconds`` after its request was recorded (a real platform's
+    round trip), so a worker killed meanwhile has work in flight."""
 
     fail_rate: float
     hang_rate: float
     hang_seconds: float
     path_prefix: str
     rng: random.Random
+    latency_seconds: float = 0.0
     counts: dict[str, int] = field(default_factory=lambda: {"ok": 0, "fail": 0, "hang": 0})
 
     def draw(self, path: str) -> str | None:

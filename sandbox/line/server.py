@@ -115,11 +115,12 @@ class FakeLine(HttpFake, LineChannel):
 
     def _chaotic(self, request: LineRequest, request_id: str) -> LineReply:
         """The endpoint's answer, unless set_chaos draws a failure (500, nothing sent) or a
-        hang (the real answer, held back after it is recorded)."""
+        hang (the real answer, held back after it is recorded); with a latency, every answer
+        is held back that long after it is recorded."""
         outcome, hang_seconds = self._draw_chaos(request.path)
         if outcome == "fail":
             return LineReply(500, {"message": "Internal server error"})
-        if outcome != "hang":
+        if outcome not in ("hang", "ok") or not hang_seconds:
             return self._routes.dispatch(request, request_id)
         try:
             reply = self._routes.dispatch(request, request_id)

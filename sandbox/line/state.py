@@ -90,18 +90,20 @@ class LineChannel:
         hang_seconds: float = 0.0,
         seed: int = 0,
         path_prefix: str = PUSH,
+        latency_seconds: float = 0.0,
     ) -> None:
         """Random faults from now on (until ``reset``), for chaos campaigns: of the
         authenticated requests under ``path_prefix``, a ``fail_rate`` share answers 500 and
         sends nothing, and a ``hang_rate`` share is processed (sent, retry key remembered,
         recorded at once) and then answered only after ``hang_seconds``. The draws come from
         ``random.Random(seed)`` in arrival order, so one client sending one request at a time
-        sees the same sequence on every run. ``fail_next`` faults are taken first."""
+        sees the same sequence on every run. ``fail_next`` faults are taken first. The other
+        answers come ``latency_seconds`` after their request was recorded."""
         if not (0.0 <= fail_rate and 0.0 <= hang_rate and fail_rate + hang_rate <= 1.0):
             raise ValueError("fail_rate and hang_rate are shares of the requests (sum at most 1)")
-        if hang_seconds < 0:
-            raise ValueError("hang_seconds must not be negative")
-        chaos = Chaos(fail_rate, hang_rate, hang_seconds, path_prefix, random.Random(seed))
+        if hang_seconds < 0 or latency_seconds < 0:
+            raise ValueError("hang_seconds and latency_seconds must not be negative")
+        chaos = Chaos(fail_rate, hang_rate, hang_seconds, path_prefix, random.Random(seed), latency_seconds)
         with self._lock:
             self._chaos = chaos
 
@@ -167,11 +169,14 @@ class LineChannel:
             return self._total_usage
 
     def _draw_chaos(self, path: str) -> tuple[str | None, float]:
-        """The chaos outcome for one request ("ok", "fail", "hang" or None) and the hang."""
+        """The chaos outcome for one request ("ok", "fail", "hang" or None) and how long its
+        answer is held back once recorded."""
         with self._lock:
             if self._chaos is None:
                 return None, 0.0
-            return self._chaos.draw(path), self._chaos.hang_seconds
+            outcome = self._chaos.draw(path)
+            held = {"hang": self._chaos.hang_seconds, "ok": self._chaos.latency_seconds}
+            return outcome, held.get(outcome, 0.0)
 
     def _take_fault(self, path: str) -> Fault | None:
         with self._lock:

@@ -425,11 +425,23 @@ def test_it_accepts_a_hung_push_at_once_and_answers_it_late(fake: FakeLine) -> N
     assert len(fake.sent()) == 1
 
 
+def test_it_answers_every_push_after_its_latency_once_it_took_it(fake: FakeLine) -> None:
+    fake.set_chaos(latency_seconds=0.3, seed=1)
+    began = time.monotonic()
+    with _client(fake, timeout=0.05) as impatient, pytest.raises(httpx.TimeoutException):
+        _push(impatient)
+    (sent,) = fake.sent()  # taken before the answer, which is still on its way
+    assert sent.status == 200 and time.monotonic() - began < 0.3
+    assert fake.chaos_counts() == {"ok": 1, "fail": 0, "hang": 0}
+
+
 def test_it_refuses_chaos_shares_that_are_not_shares(fake: FakeLine) -> None:
     with pytest.raises(ValueError):
         fake.set_chaos(fail_rate=0.7, hang_rate=0.4)
     with pytest.raises(ValueError):
         fake.set_chaos(hang_rate=0.1, hang_seconds=-1)
+    with pytest.raises(ValueError):
+        fake.set_chaos(latency_seconds=-0.1)
 
 
 def test_it_forgets_the_chaos_on_reset(fake: FakeLine, api: httpx.Client) -> None:
