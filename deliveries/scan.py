@@ -57,6 +57,7 @@ class ScanResult:
     stale_removed: list[str] = field(default_factory=list)
     stuck: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    rate_limit_wait_s: float = 0.0  # slept for Backlog's rate-limit resets (a paced client)
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -229,8 +230,11 @@ def scan_all(
     results = []
     for tenant in tenants:
         try:
-            with BacklogClient.for_tenant(tenant) as client:
-                results.append(scan_tenant(tenant=tenant, client=client, dry_run=dry_run, progress=progress))
+            # Paced: thousands of rescues wait for Backlog's rate-limit reset, never draw a 429.
+            with BacklogClient.for_tenant(tenant, paced=True) as client:
+                result = scan_tenant(tenant=tenant, client=client, dry_run=dry_run, progress=progress)
+                result.rate_limit_wait_s = round(client.pacer.waited, 1)
+                results.append(result)
         except Exception as exc:  # one tenant's failure must not stop the others' safety net
             logger.exception("scan of %s failed", tenant.slug)
             results.append(ScanResult(tenant=tenant.slug, errors=[f"{type(exc).__name__}: {exc}"]))

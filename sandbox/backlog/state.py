@@ -48,7 +48,7 @@ class BacklogSpace:
     """
 
     rate_limit_per_minute = 600
-    """X-RateLimit-Limit; counted per minute and request group but never enforced."""
+    """X-RateLimit-Limit of a group without its own entry in ``rate_limits``."""
 
     def __init__(
         self,
@@ -68,7 +68,12 @@ class BacklogSpace:
         self._outages: list[tuple[float, float]] = []
         self.outage_status = 503
         self.clock: Callable[[], float] = time.time
-        """Wall clock of the outage windows; tests may replace it."""
+        """Wall clock of the outage and rate-limit windows; tests may replace it."""
+        self.rate_limits: dict[str, int] = {}
+        self.rate_limit_window = 60.0
+        self.rate_limit_enforced = False
+        self.rate_limited = 0
+        """Calls answered 429 because a group's limit was spent (not the injected faults)."""
         self._projects: dict[str, Project] = {}
         self._projects_by_id: dict[int, Project] = {}
         self._issues: dict[str, Json] = {}
@@ -151,6 +156,17 @@ class BacklogSpace:
         fault = Fault(status, count, method, path_prefix, dict(headers or {}), body, delay)
         with self._lock:
             self._faults.append(fault)
+
+    def set_rate_limits(
+        self, *, read: int, update: int, search: int | None = None, window: float = 60.0
+    ) -> None:
+        """Enforce Backlog's per-user limits: each group (read = GET, update = POST / PATCH /
+        DELETE, search = the issue list) allows that many calls per ``window`` seconds of
+        ``clock()``; one more answers 429 with Remaining 0 and changes nothing."""
+        with self._lock:
+            self.rate_limits = {"read": read, "update": update, "search": read if search is None else search}
+            self.rate_limit_window = window
+            self.rate_limit_enforced = True
 
     def set_outages(self, windows: Iterable[tuple[float, float]], *, status: int = 503) -> None:
         """While ``clock()`` is inside one of the ``[start, end)`` windows (epoch seconds), every

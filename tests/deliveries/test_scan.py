@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from datetime import datetime, timedelta
 from io import StringIO
 
@@ -18,7 +19,7 @@ from backlog_bridge.schedules import RECURRING
 from core.timeutil import JST
 from deliveries.management.commands.scan_backlog import ProgressBar
 from deliveries.models import ContentTask, DeliverySchedule
-from deliveries.scan import scan_tenant
+from deliveries.scan import scan_all, scan_tenant
 from deliveries.tasks import scan_daily
 from tests.helpers.backlog import API_KEY, approve, body, texts
 from tests.helpers.factories import TenantFactory
@@ -276,6 +277,7 @@ def test_it_prints_json_with_totals_and_one_object_per_tenant(fake_backlog, tena
             "stale_removed": [],
             "stuck": [],
             "errors": [],
+            "rate_limit_wait_s": 0.0,
         }
     ]
 
@@ -382,3 +384,48 @@ def test_it_does_not_rescue_an_issue_delivered_after_the_page_was_listed(fake_ba
     assert result.leaks == [] and result.rescued == 0
     assert schedule_of(key) is None
     assert not any("配信を予約しました" in t for t in texts(fake_backlog, key))
+
+
+# -- rate limits ---------------------------------------------------------------------------
+
+
+def test_it_rescues_under_a_low_rate_limit_without_a_single_429(fake_backlog, tenant, monkeypatch):
+    """Backlog's per-user limits (https://developer.nulab.com/docs/backlog/rate-limit), read
+    and update apart: the scan waits for each reset instead of drawing 429s."""
+    keys = [leak(fake_backlog) for _ in range(7)]
+    fake_backlog.set_rate_limits(read=4, update=3, window=60)
+    sent_at: list[tuple[str, float]] = []
+    answer = fake_backlog.answer
+    monkeypatch.setattr(
+        fake_backlog, "answer", lambda r: sent_at.append((r.method, time.time())) or answer(r)
+    )
+    with time_machine.travel(NOW, tick=False) as traveller:
+        monkeypatch.setattr("backlog_bridge.ratelimit._sleep", traveller.shift)
+        started = time.time()
+        (result,) = scan_all(tenants=[tenant], dry_run=False)
+        elapsed = time.time() - started
+
+    assert (result.rescued, result.errors) == (7, [])
+    assert fake_backlog.rate_limited == 0
+    assert all(r.status != 429 for r in fake_backlog.requests)
+    assert [len([t for t in texts(fake_backlog, k) if "配信を予約しました" in t]) for k in keys] == [1] * 7
+    # 7 comments at 3 per window need 3 windows; no window got more than its limit.
+    assert elapsed >= 120 and result.rate_limit_wait_s >= 120
+    per_window: dict[tuple[str, int], int] = {}
+    for method, at in sent_at:
+        group = (method == "GET", int(at // 60))
+        per_window[group] = per_window.get(group, 0) + 1
+    assert max(n for (read, _), n in per_window.items() if not read) <= 3
+
+
+def test_a_second_paced_scan_changes_nothing(fake_backlog, tenant, monkeypatch):
+    leak(fake_backlog)
+    fake_backlog.set_rate_limits(read=3, update=2, window=60)
+    with time_machine.travel(NOW, tick=False) as traveller:
+        monkeypatch.setattr("backlog_bridge.ratelimit._sleep", traveller.shift)
+        scan_all(tenants=[tenant], dry_run=False)
+        fake_backlog.reset_requests()
+        (second,) = scan_all(tenants=[tenant], dry_run=False)
+
+    assert (second.leaks, second.rescued, second.errors) == ([], 0, [])
+    assert writes(fake_backlog) == [] and fake_backlog.rate_limited == 0
