@@ -50,6 +50,7 @@ def task_for_issue(*, tenant: Tenant, state: IssueState) -> ContentTask:
     task = ContentTask.objects.filter(tenant=tenant, issue_id=state.issue_id).order_by("pk").first()
     if task is None:
         task, _ = ContentTask.objects.get_or_create(tenant=tenant, issue_key=state.issue_key)
+    task.tenant = tenant  # the same row: not read (and its secrets decrypted) again per task
     return task
 
 
