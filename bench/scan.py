@@ -53,6 +53,7 @@ def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[20_000, 40_000], help="approved issues")
     parser.add_argument("--tenants", type=int, default=10)
+    parser.add_argument("--workers", type=int, default=2, help="scan_backlog --workers (tenants at once)")
     parser.add_argument("--database-url", default=os.environ.get("DATABASE_URL", ""))
     parser.add_argument("--json", action="store_true", help="print the results as one JSON object")
     return parser.parse_args()
@@ -94,13 +95,16 @@ def add_tenants(env: dict[str, str], fake_url: str, projects: list[str]) -> None
     manage(env, "shell", "-c", code)
 
 
-def scan(env: dict[str, str], tmp: Path) -> tuple[int, float, float, dict]:
+def scan(env: dict[str, str], tmp: Path, workers: int) -> tuple[int, float, float, dict]:
     """One `scan_backlog --json` run: (exit code, wall s, peak RSS MB of that process, report)."""
     out_path = tmp / "scan.json"
     with out_path.open("wb") as out:
         began = time.perf_counter()
         proc = subprocess.Popen(
-            [sys.executable, "manage.py", "scan_backlog", "--json"], cwd=ROOT, env=env, stdout=out
+            [sys.executable, "manage.py", "scan_backlog", "--json", "--workers", str(workers)],
+            cwd=ROOT,
+            env=env,
+            stdout=out,
         )
         _, status, usage = os.wait4(proc.pid, 0)  # this child's own rusage, not the max of all children
         wall = time.perf_counter() - began
@@ -131,7 +135,7 @@ def measure_size(args: argparse.Namespace, issues: int, tmp: Path) -> tuple[list
         add_tenants(env, f"http://{HOST}:{port}", projects)
         runs = []
         for name in ("1: all leaks, rescued", "2: all scheduled"):
-            code, wall, rss, report = scan(env, tmp)
+            code, wall, rss, report = scan(env, tmp, args.workers)
             t = report["totals"]
             runs.append(Run(issues, args.tenants, name, code, wall, rss, *_totals(t)))
         extra = schedule_count(env) | {"fake_peak_rss_mb": peak_rss_mb(fake.pid)}

@@ -47,8 +47,9 @@ class BacklogSpace:
     ``webhook_mode="post"``, queues it for the project's webhook URL.
     """
 
-    rate_limit_per_minute = 600
-    """X-RateLimit-Limit of a group without its own entry in ``rate_limits``."""
+    rate_limit_per_minute = 100_000
+    """X-RateLimit-Limit of a group without its own entry in ``rate_limits``: high, so that a
+    paced client (the scan) never waits on the fake unless a test sets limits."""
 
     def __init__(
         self,

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import time
 from datetime import datetime, timedelta
 from io import StringIO
 
 import pytest
+import respx
 import time_machine
 from django.core import mail
 from django.core.management import call_command
@@ -429,3 +431,75 @@ def test_a_second_paced_scan_changes_nothing(fake_backlog, tenant, monkeypatch):
 
     assert (second.leaks, second.rescued, second.errors) == ([], 0, [])
     assert writes(fake_backlog) == [] and fake_backlog.rate_limited == 0
+
+
+# -- tenants in parallel -----------------------------------------------------------------
+
+
+def test_it_runs_the_work_in_forked_processes_and_keeps_the_order():
+    from deliveries.scan import _parallel
+
+    pids = list(_parallel(_pid_of, [3, 1, 2], workers=2))
+
+    assert [n for n, _ in pids] == [3, 1, 2]
+    assert os.getpid() not in {pid for _, pid in pids}
+
+
+def _pid_of(n: int) -> tuple[int, int]:
+    return n, os.getpid()
+
+
+def test_it_scans_each_tenant_once_with_workers_and_reports_progress_per_tenant(
+    fake_backlog, tenant, monkeypatch
+):
+    fake_backlog.add_project("BETA")
+    beta = TenantFactory(
+        slug="beta",
+        backlog_base_url=fake_backlog.base_url,
+        backlog_api_key=API_KEY,
+        backlog_project_key="BETA",
+    )
+    keys = {"acme": leak(fake_backlog), "beta": leak(fake_backlog, "BETA")}
+    jobs = []
+    # The test database lives in this process: the children's work runs here, in order.
+    monkeypatch.setattr(
+        "deliveries.scan._parallel", lambda work, js, workers: (jobs.extend(js), map(work, js))[1]
+    )
+    seen = []
+
+    results = scan_all(tenants=[tenant, beta], dry_run=False, workers=2, progress=lambda *a: seen.append(a))
+
+    assert jobs == [(tenant.pk, False), (beta.pk, False)]
+    assert [(r.tenant, r.leaks, r.rescued) for r in results] == [
+        ("acme", [keys["acme"]], 1),
+        ("beta", [keys["beta"]], 1),
+    ]
+    assert seen == [("acme", 1), ("beta", 1)]
+
+
+# -- approval-time checks in a rescue ---------------------------------------------------------
+
+
+def test_its_rescues_ask_line_for_the_months_count_once_and_still_count_each_other(
+    fake_backlog, tenant, template, contacts, settings
+):
+    settings.LINE_API_BASE_URL = "https://api.line.test"
+    keys = [leak(fake_backlog) for _ in range(3)]
+    with respx.mock(assert_all_called=False) as line:
+        line.route(host="127.0.0.1").pass_through()  # the fake Backlog
+        validate = line.post(url__regex=r"/v2/bot/message/validate/").respond(200, json={})
+        quota = line.get("https://api.line.test/v2/bot/message/quota").respond(200, json={"type": "none"})
+        used = line.get("https://api.line.test/v2/bot/message/quota/consumption").respond(
+            200, json={"totalUsage": 182}
+        )
+        (result,) = scan_all(tenants=[tenant], dry_run=False)
+
+    assert result.rescued == 3
+    assert (validate.call_count, quota.call_count, used.call_count) == (3, 1, 1)
+    forecasts = [next(t for t in texts(fake_backlog, k) if "配信を予約しました" in t) for k in keys]
+    # Each rescue's 3 messages are counted by the next ones (scheduled, not sent yet).
+    assert [
+        "今月 182 / 200" in forecasts[0],
+        "今月 185 / 200" in forecasts[1],
+        "今月 188 / 200" in forecasts[2],
+    ] == [True] * 3
