@@ -48,6 +48,7 @@ class Run:
     run: str
     exit_code: int
     wall_s: float
+    cpu_s: float  # user + system of the scan and its workers (wait4)
     peak_rss_mb: float
     approved: int
     scheduled: int
@@ -109,8 +110,8 @@ def add_tenants(env: dict[str, str], fake_url: str, projects: list[str]) -> None
     manage(env, "shell", "-c", code)
 
 
-def scan(env: dict[str, str], tmp: Path, workers: int) -> tuple[int, float, float, dict]:
-    """One `scan_backlog --json` run: (exit code, wall s, peak RSS MB of that process, report)."""
+def scan(env: dict[str, str], tmp: Path, workers: int) -> tuple[int, float, float, float, dict]:
+    """One `scan_backlog --json` run: (exit code, wall s, CPU s, peak RSS MB, report)."""
     out_path = tmp / "scan.json"
     with out_path.open("wb") as out:
         began = time.perf_counter()
@@ -124,7 +125,7 @@ def scan(env: dict[str, str], tmp: Path, workers: int) -> tuple[int, float, floa
         wall = time.perf_counter() - began
     proc.returncode = os.waitstatus_to_exitcode(status)
     report = json.loads(out_path.read_text()) if out_path.stat().st_size else {"totals": {}}
-    return proc.returncode, wall, usage.ru_maxrss / 1024, report
+    return proc.returncode, wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, report
 
 
 def schedule_count(env: dict[str, str]) -> dict[str, int]:
@@ -150,9 +151,9 @@ def measure_size(args: argparse.Namespace, issues: int, tmp: Path) -> tuple[list
         add_tenants(env, f"http://{HOST}:{port}", projects)
         runs = []
         for name in ("1: all leaks, rescued", "2: all scheduled"):
-            code, wall, rss, report = scan(env, tmp, args.workers)
+            code, wall, cpu, rss, report = scan(env, tmp, args.workers)
             t = report["totals"]
-            runs.append(Run(issues, args.tenants, name, code, wall, rss, *_totals(t)))
+            runs.append(Run(issues, args.tenants, name, code, wall, cpu, rss, *_totals(t)))
         extra = schedule_count(env) | {"fake_peak_rss_mb": peak_rss_mb(fake.pid)}
     finally:
         stop(fake)
@@ -180,7 +181,7 @@ def _totals(t: dict) -> tuple[int, ...]:
 # -- report ------------------------------------------------------------------------
 
 VERDICT = {True: "met", False: "MISSED"}
-ROW = "{:>7} {:>7} {:<22} {:>4} {:>8} {:>8} {:>8} {:>9} {:>6} {:>7} {:>6}"
+ROW = "{:>7} {:>7} {:<22} {:>4} {:>8} {:>7} {:>8} {:>8} {:>9} {:>6} {:>7} {:>6}"
 
 
 def verdicts(runs: list[Run]) -> dict[str, bool]:
@@ -212,9 +213,9 @@ def correct(runs: list[Run], extras: dict[int, dict]) -> bool:
 def print_table(runs: list[Run], extras: dict[int, dict], database: str) -> None:
     load = "/".join(f"{x:.2f}" for x in os.getloadavg())
     print(f"database: {database}; {os.cpu_count()} CPUs; load average after the runs {load}")
-    print(ROW.format("issues", "tenants", "run", "exit", "wall s", "RSS MB", "approved", "scheduled", "leaks", "rescued", "errors"))  # fmt: skip
+    print(ROW.format("issues", "tenants", "run", "exit", "wall s", "CPU s", "RSS MB", "approved", "scheduled", "leaks", "rescued", "errors"))  # fmt: skip
     for r in runs:
-        print(ROW.format(r.issues, r.tenants, r.run, r.exit_code, f"{r.wall_s:.1f}", f"{r.peak_rss_mb:.1f}",
+        print(ROW.format(r.issues, r.tenants, r.run, r.exit_code, f"{r.wall_s:.1f}", f"{r.cpu_s:.1f}", f"{r.peak_rss_mb:.1f}",
                          r.approved, r.scheduled, r.leaks, r.rescued, r.errors))  # fmt: skip
     for n, e in extras.items():
         print(f"{n} issues: {e['schedules']} schedules ({e['scan_reason']} with reason scan); "
