@@ -7,7 +7,7 @@ import pytest
 import respx
 
 from backlog_bridge.client import BacklogClient
-from backlog_bridge.ratelimit import RESET_MARGIN, Pacer
+from backlog_bridge.ratelimit import MAX_PACING_WAIT, RESET_MARGIN, Pacer
 
 BASE = "https://acme.backlog.jp"
 NOW = 1_800_000_000.0
@@ -123,3 +123,13 @@ def test_it_sends_at_once_without_rate_limit_headers(backlog, mock, clock):
     backlog.get_issue("ACME-1")
 
     assert route.call_count == 2 and clock.slept == []
+
+
+def test_it_waits_at_most_two_minutes_for_a_reset_far_away(backlog, mock, clock):
+    # Backlog's windows are a minute long: a reset an hour away is a wrong header, not a wait.
+    mock.get("/api/v2/issues/ACME-1").respond(json={"id": 1}, headers=limits(150, 0, NOW + 3600))
+
+    backlog.get_issue("ACME-1")
+    backlog.get_issue("ACME-1")
+
+    assert clock.slept == [MAX_PACING_WAIT]

@@ -243,6 +243,12 @@ def test_it_scans_only_the_tenant_named(fake_backlog, tenant, run):
     assert DeliverySchedule.objects.get().task.issue_key == beta_key
 
 
+def test_it_refuses_fewer_than_one_worker(tenant, run):
+    code, _ = run("--workers", "0")
+
+    assert code == 1 and run.error == "--workers must be 1 or more"
+
+
 def test_it_refuses_an_unknown_tenant(tenant, run):
     code, _ = run("--tenant", "nobody")
 
