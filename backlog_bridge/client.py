@@ -25,6 +25,7 @@ import httpx
 from django.conf import settings
 from django.core.cache import cache
 
+from backlog_bridge.ratelimit import Pacer, rate_group
 from core import metrics
 from core.backlog_url import base_url_problem
 from core.http import ClientCache, ssl_context
@@ -155,8 +156,10 @@ class BacklogClient:
         api_key: str,
         timeout: float | None = None,
         transport: httpx.BaseTransport | None = None,
+        pacer: Pacer | None = None,
     ):
         self.base_url = base_url.rstrip("/")
+        self.pacer = pacer  # None: calls are not paced (a 429 is retried as below)
         self._api_key = api_key
         self._http = httpx.Client(
             base_url=self.base_url,
@@ -167,8 +170,10 @@ class BacklogClient:
         )
 
     @classmethod
-    def for_tenant(cls, tenant) -> BacklogClient:
-        return cls(base_url=tenant.backlog_base_url, api_key=tenant.backlog_api_key)
+    def for_tenant(cls, tenant, *, paced: bool = False) -> BacklogClient:
+        """`paced`: wait for the rate-limit reset rather than draw a 429 (long runs: the scan)."""
+        pacer = Pacer() if paced else None
+        return cls(base_url=tenant.backlog_base_url, api_key=tenant.backlog_api_key, pacer=pacer)
 
     def close(self) -> None:
         self._http.close()
@@ -187,7 +192,10 @@ class BacklogClient:
             raise BacklogHostRefused(problem)
         path = "/api/v2/" + path.strip("/")  # Backlog rejects a trailing slash
         query = [("apiKey", self._api_key), *_pairs(params)]
+        group = rate_group(method, path)
         for attempt in range(QUICK_RETRIES + 1):
+            if self.pacer is not None:
+                self.pacer.before(group)
             try:
                 response = self._http.request(method, path, params=query, **_form(data))
             except httpx.TransportError as exc:
@@ -195,15 +203,19 @@ class BacklogClient:
                 error = BacklogError(f"{type(exc).__name__}: {path}")
             else:
                 metrics.outbound_call("backlog", str(response.status_code))
+                if self.pacer is not None:
+                    self.pacer.after(group, response.headers)
                 if response.is_success:
                     return response.json() if response.content else None
                 error = _error_from_response(response)
-            if not error.retryable or attempt == QUICK_RETRIES or not self._wait(error, attempt):
+            if not error.retryable or attempt == QUICK_RETRIES or not self._wait(error, attempt, group):
                 raise error
         raise AssertionError("unreachable")
 
-    def _wait(self, error: BacklogError, attempt: int) -> bool:
+    def _wait(self, error: BacklogError, attempt: int, group: str) -> bool:
         """Sleep before a quick retry; False when the wait would be too long for one call."""
+        if error.status == 429 and self.pacer is not None and self.pacer.knows(group):
+            return True  # the pacer sleeps until the reset before the next attempt
         if error.status == 429:
             delay = error.retry_after if error.retry_after is not None else 1.0
             if delay > MAX_RATE_LIMIT_WAIT:

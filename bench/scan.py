@@ -3,10 +3,15 @@
 `make bench-scan` (or `.venv/bin/python bench/scan.py --help`). For each size
 (default 20,000 and 40,000 approved issues over 10 tenants) it starts the fake
 Backlog in its own process, seeded with the issues, migrates a throwaway database,
-adds the tenants and runs the scan twice as a subprocess: run 1 finds every issue
-unscheduled (all leaks, all rescued: the worst case), run 2 finds them all
-scheduled (the normal case). Wall time and the scan process's own peak RSS
-(wait4's ru_maxrss, so the fake's memory is not counted) are measured per run.
+adds the tenants and runs the scan twice as a subprocess (`--workers 2`: two
+tenants at once): run 1 finds every issue unscheduled (all leaks, all rescued: the
+worst case), run 2 finds them all scheduled (the normal case). Wall time and the
+scan processes' peak RSS (wait4's ru_maxrss: the largest of the scan and its
+workers, so the fake's memory is not counted) are measured per run.
+
+`--read-limit` / `--update-limit` / `--rate-window` make the fake enforce Backlog's
+rate limits (it answers 429 beyond them): the scan must still finish without errors,
+paced by the X-RateLimit-* headers.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -29,7 +35,8 @@ sys.path.insert(0, str(ROOT))
 from bench.webhook import HOST, base_env, free_port, manage, postgres, stop  # noqa: E402
 
 API_KEY = "bench-api-key"
-WALL_TARGET_S = 30.0
+WALL_TARGET_S = 30.0  # the normal scan (run 2)
+WORST_WALL_TARGET_S = 60.0  # every issue a leak, rescued (run 1)
 RSS_TARGET_MB = 200.0
 FLAT_TOLERANCE = 0.10  # peak RSS at 2x the issues may grow at most this much
 
@@ -41,6 +48,7 @@ class Run:
     run: str
     exit_code: int
     wall_s: float
+    cpu_s: float  # user + system of the scan and its workers (wait4)
     peak_rss_mb: float
     approved: int
     scheduled: int
@@ -53,6 +61,10 @@ def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[20_000, 40_000], help="approved issues")
     parser.add_argument("--tenants", type=int, default=10)
+    parser.add_argument("--workers", type=int, default=2, help="scan_backlog --workers (tenants at once)")
+    parser.add_argument("--read-limit", type=int, help="the fake enforces this many GETs per window")
+    parser.add_argument("--update-limit", type=int, help="the fake enforces this many writes per window")
+    parser.add_argument("--rate-window", type=float, default=60.0, help="seconds (with the limits)")
     parser.add_argument("--database-url", default=os.environ.get("DATABASE_URL", ""))
     parser.add_argument("--json", action="store_true", help="print the results as one JSON object")
     return parser.parse_args()
@@ -61,10 +73,14 @@ def parse_args() -> argparse.Namespace:
 # -- processes ---------------------------------------------------------------------
 
 
-def start_fake(port: int, projects: list[str], issues: int) -> subprocess.Popen:
+def start_fake(
+    port: int, projects: list[str], issues: int, limits: list[str] | None = None, log: Path | None = None
+) -> subprocess.Popen:
     cmd = [sys.executable, "-m", "sandbox.backlog", "--port", str(port), "--api-key", API_KEY]
     cmd += [arg for key in projects for arg in ("--project", key)] + ["--seed-approved", str(issues)]
-    proc = subprocess.Popen(cmd, cwd=ROOT, stderr=subprocess.DEVNULL)
+    cmd += limits or []
+    stderr = log.open("wb") if log is not None else subprocess.DEVNULL
+    proc = subprocess.Popen(cmd, cwd=ROOT, stderr=stderr)
     deadline = time.monotonic() + 120  # it listens once seeding is done
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -94,19 +110,22 @@ def add_tenants(env: dict[str, str], fake_url: str, projects: list[str]) -> None
     manage(env, "shell", "-c", code)
 
 
-def scan(env: dict[str, str], tmp: Path) -> tuple[int, float, float, dict]:
-    """One `scan_backlog --json` run: (exit code, wall s, peak RSS MB of that process, report)."""
+def scan(env: dict[str, str], tmp: Path, workers: int) -> tuple[int, float, float, float, dict]:
+    """One `scan_backlog --json` run: (exit code, wall s, CPU s, peak RSS MB, report)."""
     out_path = tmp / "scan.json"
     with out_path.open("wb") as out:
         began = time.perf_counter()
         proc = subprocess.Popen(
-            [sys.executable, "manage.py", "scan_backlog", "--json"], cwd=ROOT, env=env, stdout=out
+            [sys.executable, "manage.py", "scan_backlog", "--json", "--workers", str(workers)],
+            cwd=ROOT,
+            env=env,
+            stdout=out,
         )
         _, status, usage = os.wait4(proc.pid, 0)  # this child's own rusage, not the max of all children
         wall = time.perf_counter() - began
     proc.returncode = os.waitstatus_to_exitcode(status)
     report = json.loads(out_path.read_text()) if out_path.stat().st_size else {"totals": {}}
-    return proc.returncode, wall, usage.ru_maxrss / 1024, report
+    return proc.returncode, wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, report
 
 
 def schedule_count(env: dict[str, str]) -> dict[str, int]:
@@ -126,18 +145,33 @@ def measure_size(args: argparse.Namespace, issues: int, tmp: Path) -> tuple[list
     manage(env, "migrate", "--noinput")
     projects = [f"BENCH{i}" for i in range(args.tenants)]
     port = free_port()
-    fake = start_fake(port, projects, issues)
+    fake_log = tmp / f"fake-{issues}.log"
+    fake = start_fake(port, projects, issues, _limits(args), fake_log)
     try:
         add_tenants(env, f"http://{HOST}:{port}", projects)
         runs = []
         for name in ("1: all leaks, rescued", "2: all scheduled"):
-            code, wall, rss, report = scan(env, tmp)
+            code, wall, cpu, rss, report = scan(env, tmp, args.workers)
             t = report["totals"]
-            runs.append(Run(issues, args.tenants, name, code, wall, rss, *_totals(t)))
+            runs.append(Run(issues, args.tenants, name, code, wall, cpu, rss, *_totals(t)))
         extra = schedule_count(env) | {"fake_peak_rss_mb": peak_rss_mb(fake.pid)}
     finally:
         stop(fake)
+    if args.read_limit or args.update_limit:
+        extra["rate_limited_429"] = _rate_limited(fake_log)
     return runs, extra
+
+
+def _rate_limited(log: Path) -> int:
+    """The 429s the fake answered because a limit was spent (its last log line says)."""
+    found = re.findall(r"rate-limited answers \(429\): (\d+)", log.read_text(errors="replace"))
+    return int(found[-1]) if found else -1
+
+
+def _limits(args: argparse.Namespace) -> list[str]:
+    pairs = (("--read-limit", args.read_limit), ("--update-limit", args.update_limit))
+    limits = [arg for name, value in pairs if value for arg in (name, str(value))]
+    return limits + ["--rate-window", str(args.rate_window)] if limits else []
 
 
 def _totals(t: dict) -> tuple[int, ...]:
@@ -147,12 +181,13 @@ def _totals(t: dict) -> tuple[int, ...]:
 # -- report ------------------------------------------------------------------------
 
 VERDICT = {True: "met", False: "MISSED"}
-ROW = "{:>7} {:>7} {:<22} {:>4} {:>8} {:>8} {:>8} {:>9} {:>6} {:>7} {:>6}"
+ROW = "{:>7} {:>7} {:<22} {:>4} {:>8} {:>7} {:>8} {:>8} {:>9} {:>6} {:>7} {:>6}"
 
 
 def verdicts(runs: list[Run]) -> dict[str, bool]:
     out = {
-        "wall_met": all(r.wall_s <= WALL_TARGET_S for r in runs),
+        "worst_wall_met": all(r.wall_s <= WORST_WALL_TARGET_S for r in runs if r.run.startswith("1")),
+        "wall_met": all(r.wall_s <= WALL_TARGET_S for r in runs if r.run.startswith("2")),
         "rss_met": all(r.peak_rss_mb <= RSS_TARGET_MB for r in runs),
     }
     sizes = sorted({r.issues for r in runs})
@@ -171,22 +206,25 @@ def correct(runs: list[Run], extras: dict[int, dict]) -> bool:
         )
         if (r.exit_code, r.approved, r.scheduled, r.leaks, r.rescued, r.errors) != expected:
             return False
-    return all(e["schedules"] == n == e["scan_reason"] for n, e in extras.items())
+    paced = all(e.get("rate_limited_429", 0) == 0 for e in extras.values())
+    return paced and all(e["schedules"] == n == e["scan_reason"] for n, e in extras.items())
 
 
 def print_table(runs: list[Run], extras: dict[int, dict], database: str) -> None:
     load = "/".join(f"{x:.2f}" for x in os.getloadavg())
     print(f"database: {database}; {os.cpu_count()} CPUs; load average after the runs {load}")
-    print(ROW.format("issues", "tenants", "run", "exit", "wall s", "RSS MB", "approved", "scheduled", "leaks", "rescued", "errors"))  # fmt: skip
+    print(ROW.format("issues", "tenants", "run", "exit", "wall s", "CPU s", "RSS MB", "approved", "scheduled", "leaks", "rescued", "errors"))  # fmt: skip
     for r in runs:
-        print(ROW.format(r.issues, r.tenants, r.run, r.exit_code, f"{r.wall_s:.1f}", f"{r.peak_rss_mb:.1f}",
+        print(ROW.format(r.issues, r.tenants, r.run, r.exit_code, f"{r.wall_s:.1f}", f"{r.cpu_s:.1f}", f"{r.peak_rss_mb:.1f}",
                          r.approved, r.scheduled, r.leaks, r.rescued, r.errors))  # fmt: skip
     for n, e in extras.items():
         print(f"{n} issues: {e['schedules']} schedules ({e['scan_reason']} with reason scan); "
               f"fake Backlog's own peak RSS {e['fake_peak_rss_mb']:.0f} MB (not counted)")  # fmt: skip
+        if "rate_limited_429" in e:
+            print(f"{n} issues: the fake answered {e['rate_limited_429']} calls with 429 (rate limit)")
     for name, met in verdicts(runs).items():
         print(f"{name}: {VERDICT[met]}")
-    print(f"targets: wall <= {WALL_TARGET_S:.0f} s, peak RSS <= {RSS_TARGET_MB:.0f} MB, "
+    print(f"targets: wall <= {WORST_WALL_TARGET_S:.0f} s all leaks, <= {WALL_TARGET_S:.0f} s all scheduled, peak RSS <= {RSS_TARGET_MB:.0f} MB, "
           f"RSS at the largest size within {FLAT_TOLERANCE:.0%} of the smallest")  # fmt: skip
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from django.db import IntegrityError, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from backlog_bridge.body.fingerprint import content_fingerprint
@@ -47,10 +49,26 @@ def task_for_issue(*, tenant: Tenant, state: IssueState) -> ContentTask:
     A key from a webhook or a comment is only a hint (format-checked) of which issue to
     read: whatever key was asked for, the issue it resolves to has one task, so no payload
     can register one issue twice (and post it twice). Callers check `belongs_to` first."""
-    task = ContentTask.objects.filter(tenant=tenant, issue_id=state.issue_id).order_by("pk").first()
+    # One query for both candidates (the scan's rescues make thousands of these).
+    candidates = ContentTask.objects.filter(
+        Q(issue_id=state.issue_id) | Q(issue_key=state.issue_key), tenant=tenant
+    ).order_by("pk")
+    found = list(candidates[:2])  # (tenant, issue_key) is unique: at most one per key
+    task = next((t for t in found if t.issue_id == state.issue_id), None)
+    task = task or next((t for t in found if t.issue_key == state.issue_key), None)
     if task is None:
-        task, _ = ContentTask.objects.get_or_create(tenant=tenant, issue_key=state.issue_key)
+        task = _task_create(tenant, state.issue_key)
+    task.tenant = tenant  # the same row: not read (and its secrets decrypted) again per task
     return task
+
+
+def _task_create(tenant: Tenant, issue_key: str) -> ContentTask:
+    """get_or_create without its first SELECT: the caller just looked."""
+    try:
+        with transaction.atomic():
+            return ContentTask.objects.create(tenant=tenant, issue_key=issue_key)
+    except IntegrityError:  # another process created it meanwhile
+        return ContentTask.objects.get(tenant=tenant, issue_key=issue_key)
 
 
 def issue_read(*, client: BacklogClient, issue_key: str) -> IssueState | None:

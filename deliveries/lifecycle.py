@@ -106,26 +106,32 @@ def _fmt(when: datetime | None) -> str:
 def _claim(task: ContentTask, state: IssueState) -> bool:
     """Write the mirror and move the version on; False if another process got there first."""
     parsed = state.parsed
-    claimed = ContentTask.objects.filter(pk=task.pk, version=task.version).update(
-        version=F("version") + 1,
-        issue_id=state.issue_id,
-        summary=state.summary[:500],
-        description=state.description,
-        status_id=state.status_id,
-        status_name=state.status_name,
-        channel=parsed.channel or "",
-        publish_at=parsed.publish_at,
-        template_ref=str(parsed.template or ""),
-        parsed=parsed.to_json(),
-        parse_errors=parsed.errors,
-        content_fingerprint=state.fingerprint,
+    mirror = {
+        "issue_id": state.issue_id,
+        "summary": state.summary[:500],
+        "description": state.description,
+        "status_id": state.status_id,
+        "status_name": state.status_name,
+        "channel": parsed.channel or "",
+        "publish_at": parsed.publish_at,
+        "template_ref": str(parsed.template or ""),
+        "parsed": parsed.to_json(),
+        "parse_errors": parsed.errors,
+        "content_fingerprint": state.fingerprint,
         # Follows Backlog: a manager clears 自動配信実行日時 to allow a resend (seed 000).
-        delivered_at=state.delivered_at,
-        deleted_at=None,
-        last_synced_at=timezone.now(),
+        "delivered_at": state.delivered_at,
+        "deleted_at": None,
+        "last_synced_at": timezone.now(),
+    }
+    claimed = ContentTask.objects.filter(pk=task.pk, version=task.version).update(
+        version=F("version") + 1, **mirror
     )
     if claimed:
-        task.refresh_from_db()
+        # The claimed row holds what was just written: set it here rather than read it back
+        # (one SELECT of a wide row per decision; the scan's rescue makes thousands).
+        for name, value in mirror.items():
+            setattr(task, name, value)
+        task.version += 1
     return bool(claimed)
 
 

@@ -74,6 +74,9 @@ class ContentTask(models.Model):
         verbose_name = pgettext_lazy("model", "コンテンツ課題")
         verbose_name_plural = pgettext_lazy("models", "コンテンツ課題")
         constraints = [models.UniqueConstraint(fields=["tenant", "issue_key"], name="uniq_task_issue")]
+        # task_for_issue finds a task by Backlog's numeric id first (every decision, every
+        # rescue of the scan): without it that lookup reads all of the tenant's tasks.
+        indexes = [models.Index(fields=["tenant", "issue_id"], name="task_issue_id")]
 
     def __str__(self) -> str:
         return f"{self.issue_key} {self.summary}"

@@ -9,6 +9,10 @@ its AppConfig.ready: deliveries imports nothing of linepush.
 
 from __future__ import annotations
 
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
@@ -104,3 +108,37 @@ def quota_forecast(
     for forecaster in QUOTA_FORECASTERS:
         return forecaster(tenant=tenant, plan=plan, due_at=due_at, now=now, task=task)
     return None
+
+
+# -- LINE's count, asked once per run of many approvals ---------------------------------------
+
+USAGE_REUSE_SECONDS = 60.0
+_usage_memo: ContextVar[dict | None] = ContextVar("line_usage_memo", default=None)
+
+
+@contextmanager
+def line_usage_shared() -> Iterator[None]:
+    """Within it, the forecasters ask LINE for a month's count (quota, consumption) once a
+    minute per tenant and reuse the answer: the scan's thousands of rescues would otherwise
+    ask LINE twice each. What automedia has scheduled and not sent is still counted live per
+    approval, so each rescue counts the ones before it; a single approval outside this asks
+    LINE every time, as before."""
+    token = _usage_memo.set({})
+    try:
+        yield
+    finally:
+        _usage_memo.reset(token)
+
+
+def line_usage_recall(key: tuple) -> object | None:
+    memo = _usage_memo.get()
+    if memo is None or key not in memo:
+        return None
+    at, value = memo[key]
+    return value if time.monotonic() - at < USAGE_REUSE_SECONDS else None
+
+
+def line_usage_keep(key: tuple, value: object) -> None:
+    memo = _usage_memo.get()
+    if memo is not None:
+        memo[key] = (time.monotonic(), value)

@@ -21,7 +21,13 @@ from core.models import Tenant
 from deliveries.channels.base import TransportError
 from deliveries.channels.line.transport import LineTransport, line_transport
 from deliveries.models import ContentTask, DeliverySchedule
-from deliveries.quota_forecast import Forecast, ForecastUnavailable, Plan
+from deliveries.quota_forecast import (
+    Forecast,
+    ForecastUnavailable,
+    Plan,
+    line_usage_keep,
+    line_usage_recall,
+)
 from linepush.models import LineMonthlyUsage, LinePlan, LinePushItem, LinePushSettings, LineSource
 from linepush.services import month_of
 
@@ -96,9 +102,13 @@ def _line_usage(
     last daily check's when LINE cannot answer; a later month has used nothing yet."""
     if not this_month:
         return 0, None
+    if (known := line_usage_recall((tenant.pk, month))) is not None:
+        return known  # the scan's rescues: asked once a minute (deliveries.quota_forecast)
     try:
         quota, used = transport.quota(), int(transport.consumption().get("totalUsage") or 0)
-        return used, quota.get("value") if quota.get("type") == "limited" else None
+        usage = used, quota.get("value") if quota.get("type") == "limited" else None
+        line_usage_keep((tenant.pk, month), usage)
+        return usage
     except TransportError as exc:
         logger.warning("LINE quota of %s could not be read: %s", tenant.slug, exc.message)
     stored = LineMonthlyUsage.objects.filter(tenant=tenant, month=month).first()

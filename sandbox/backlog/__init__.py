@@ -14,7 +14,9 @@ behaviour is undocumented the fake takes the strict reading:
   silently rely on an ignored filter. Undocumented parameters answer 400 as in Backlog.
 - Custom-field entries in a webhook's ``changes[]`` use ``type: "customAttribute"`` and the
   field's name (UNCONFIRMED for Backlog; consumers re-read the issue).
-- Rate-limit headers are counted but never enforced; inject 429s with ``fail_next``.
+- Rate-limit headers are counted per group (read, update, search) and window; limits are
+  enforced only after ``set_rate_limits`` (``--read-limit`` / ``--update-limit``), then a
+  spent group answers 429 as Backlog does. One-off 429s: ``fail_next``.
 - ``set_outages`` takes windows of wall-clock time in which every API call answers 503
   and changes nothing (the chaos campaign's flapping Backlog, ``make chaos``).
 

@@ -29,24 +29,42 @@ from sandbox.http import HttpResponse
 
 
 class RateLimiter:
-    """Backlog's X-RateLimit-* headers, per minute and per group (read = GET, update = rest)."""
+    """Backlog's X-RateLimit-* headers per window and group (read = GET, update = the rest,
+    search = the issue list; https://developer.nulab.com/docs/backlog/rate-limit), from the
+    space's limits. A group over an enforced limit answers 429 and changes nothing."""
 
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
+    def __init__(self, fake: BacklogSpace) -> None:
+        self._fake = fake
         self._window = 0
         self._used: dict[str, int] = {}
 
-    def headers(self, method: str) -> dict[str, str]:
-        window = int(time.time()) // 60
+    def take(self, method: str, path: str) -> tuple[bool, dict[str, str]]:
+        """Count one call: (allowed, its headers). The caller holds the space's lock."""
+        fake = self._fake
+        span = fake.rate_limit_window
+        window = int(fake.clock() // span)
         if window != self._window:
             self._window, self._used = window, {}
-        group = "read" if method == "GET" else "update"
-        used = self._used[group] = self._used.get(group, 0) + 1
-        return {
-            "X-RateLimit-Limit": str(self.limit),
-            "X-RateLimit-Remaining": str(max(self.limit - used, 0)),
-            "X-RateLimit-Reset": str((window + 1) * 60),
+        group = _group(method, path)
+        limit = fake.rate_limits.get(group, fake.rate_limit_per_minute)
+        used = self._used.get(group, 0)
+        allowed = not fake.rate_limit_enforced or used < limit
+        if allowed:
+            used = self._used[group] = used + 1
+        else:
+            fake.rate_limited += 1
+        headers = {
+            "X-RateLimit-Limit": str(limit),
+            "X-RateLimit-Remaining": str(max(limit - used, 0)),
+            "X-RateLimit-Reset": str(int((window + 1) * span)),
         }
+        return allowed, headers
+
+
+def _group(method: str, path: str) -> str:
+    if method != "GET":
+        return "update"
+    return "search" if path in ("/api/v2/issues", "/api/v2/issues/count") else "read"
 
 
 def _int(raw: str, name: str) -> int:
@@ -187,7 +205,7 @@ class BacklogApi:
 
     def __init__(self, fake: BacklogSpace) -> None:
         self._fake = fake
-        self._limiter = RateLimiter(fake.rate_limit_per_minute)
+        self._limiter = RateLimiter(fake)
         project = r"/api/v2/projects/(?P<project>[^/]+)"
         issue = r"/api/v2/issues/(?P<issue>[^/]+)"
         table = [
@@ -211,12 +229,15 @@ class BacklogApi:
         self._routes = [(method, re.compile(path), handler) for method, path, handler in table]
 
     def handle(self, request: BacklogRequest) -> HttpResponse:
-        try:
-            response = self._serve(request)
-        except ApiError as error:
-            response = json_answer(error.status, error_body(error.message, error.code))
         with self._fake._lock:
-            limits = self._limiter.headers(request.method)
+            allowed, limits = self._limiter.take(request.method, request.path)
+        if not allowed:
+            response = json_answer(429, error_body("Too many requests.", 13))
+        else:
+            try:
+                response = self._serve(request)
+            except ApiError as error:
+                response = json_answer(error.status, error_body(error.message, error.code))
         response.headers = limits | response.headers
         return response
 

@@ -33,6 +33,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         metavar="N",
         help="create N issues in automedia承認 (publishing tomorrow), spread over the projects (benchmarks)",
     )
+    parser.add_argument("--read-limit", type=int, help="enforce this many GETs per window (and 429 beyond)")
+    parser.add_argument("--update-limit", type=int, help="enforce this many POST / PATCH / DELETE per window")
+    parser.add_argument("--rate-window", type=float, default=60.0, help="seconds of a rate-limit window")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     fake = FakeBacklog(api_key=args.api_key, host=args.host, port=args.port, webhook_mode="post")
@@ -41,12 +44,19 @@ def main(argv: Sequence[str] | None = None) -> None:
         if args.webhook_url:
             fake.set_webhook(key, args.webhook_url.replace("{project}", key))
     _seed_approved(fake, args.project or ["DEMO"], args.seed_approved)
+    if args.read_limit or args.update_limit:
+        high = 10**9  # a group without a limit given is not limited
+        fake.set_rate_limits(
+            read=args.read_limit or high, update=args.update_limit or high, window=args.rate_window
+        )
     stopping = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stopping.set())
     with fake:
         logger.info("fake Backlog at %s/", fake.base_url)
         with contextlib.suppress(KeyboardInterrupt):
             stopping.wait()
+    if fake.rate_limit_enforced:  # the benchmark reads this line: a paced client draws none
+        logger.info("rate-limited answers (429): %d", fake.rate_limited)
 
 
 def _seed_approved(fake: FakeBacklog, project_keys: Sequence[str], n: int) -> None:

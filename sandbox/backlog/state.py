@@ -47,8 +47,8 @@ class BacklogSpace:
     ``webhook_mode="post"``, queues it for the project's webhook URL.
     """
 
-    rate_limit_per_minute = 600
-    """X-RateLimit-Limit; counted per minute and request group but never enforced."""
+    rate_limit_per_minute = 100_000
+    """X-RateLimit-Limit until ``set_rate_limits``: high, so that a paced client never waits."""
 
     def __init__(
         self,
@@ -68,7 +68,10 @@ class BacklogSpace:
         self._outages: list[tuple[float, float]] = []
         self.outage_status = 503
         self.clock: Callable[[], float] = time.time
-        """Wall clock of the outage windows; tests may replace it."""
+        """Wall clock of the outage and rate-limit windows; tests may replace it."""
+        self.rate_limits: dict[str, int] = {}  # per group, enforced once set (set_rate_limits)
+        self.rate_limit_window, self.rate_limit_enforced = 60.0, False
+        self.rate_limited = 0  # calls answered 429 because a limit was spent (not fail_next)
         self._projects: dict[str, Project] = {}
         self._projects_by_id: dict[int, Project] = {}
         self._issues: dict[str, Json] = {}
@@ -151,6 +154,14 @@ class BacklogSpace:
         fault = Fault(status, count, method, path_prefix, dict(headers or {}), body, delay)
         with self._lock:
             self._faults.append(fault)
+
+    def set_rate_limits(self, *, read: int, update: int, search: int | None = None, window: float = 60.0):
+        """Enforce Backlog's per-user limits per group (read = GET, update = POST / PATCH / DELETE,
+        search = the issue list) and ``window`` seconds of ``clock()``: one more call answers 429
+        with Remaining 0 and changes nothing."""
+        with self._lock:
+            self.rate_limits = {"read": read, "update": update, "search": read if search is None else search}
+            self.rate_limit_window, self.rate_limit_enforced = window, True
 
     def set_outages(self, windows: Iterable[tuple[float, float]], *, status: int = 503) -> None:
         """While ``clock()`` is inside one of the ``[start, end)`` windows (epoch seconds), every

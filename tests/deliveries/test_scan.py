@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import time
 from datetime import datetime, timedelta
 from io import StringIO
 
 import pytest
+import respx
 import time_machine
 from django.core import mail
 from django.core.management import call_command
@@ -18,7 +21,7 @@ from backlog_bridge.schedules import RECURRING
 from core.timeutil import JST
 from deliveries.management.commands.scan_backlog import ProgressBar
 from deliveries.models import ContentTask, DeliverySchedule
-from deliveries.scan import scan_tenant
+from deliveries.scan import scan_all, scan_tenant
 from deliveries.tasks import scan_daily
 from tests.helpers.backlog import API_KEY, approve, body, texts
 from tests.helpers.factories import TenantFactory
@@ -240,6 +243,12 @@ def test_it_scans_only_the_tenant_named(fake_backlog, tenant, run):
     assert DeliverySchedule.objects.get().task.issue_key == beta_key
 
 
+def test_it_refuses_fewer_than_one_worker(tenant, run):
+    code, _ = run("--workers", "0")
+
+    assert code == 1 and run.error == "--workers must be 1 or more"
+
+
 def test_it_refuses_an_unknown_tenant(tenant, run):
     code, _ = run("--tenant", "nobody")
 
@@ -276,6 +285,7 @@ def test_it_prints_json_with_totals_and_one_object_per_tenant(fake_backlog, tena
             "stale_removed": [],
             "stuck": [],
             "errors": [],
+            "rate_limit_wait_s": 0.0,
         }
     ]
 
@@ -382,3 +392,120 @@ def test_it_does_not_rescue_an_issue_delivered_after_the_page_was_listed(fake_ba
     assert result.leaks == [] and result.rescued == 0
     assert schedule_of(key) is None
     assert not any("配信を予約しました" in t for t in texts(fake_backlog, key))
+
+
+# -- rate limits ---------------------------------------------------------------------------
+
+
+def test_it_rescues_under_a_low_rate_limit_without_a_single_429(fake_backlog, tenant, monkeypatch):
+    """Backlog's per-user limits (https://developer.nulab.com/docs/backlog/rate-limit), read
+    and update apart: the scan waits for each reset instead of drawing 429s."""
+    keys = [leak(fake_backlog) for _ in range(7)]
+    fake_backlog.set_rate_limits(read=4, update=3, window=60)
+    sent_at: list[tuple[str, float]] = []
+    answer = fake_backlog.answer
+    monkeypatch.setattr(
+        fake_backlog, "answer", lambda r: sent_at.append((r.method, time.time())) or answer(r)
+    )
+    with time_machine.travel(NOW, tick=False) as traveller:
+        monkeypatch.setattr("backlog_bridge.ratelimit._sleep", traveller.shift)
+        started = time.time()
+        (result,) = scan_all(tenants=[tenant], dry_run=False)
+        elapsed = time.time() - started
+
+    assert (result.rescued, result.errors) == (7, [])
+    assert fake_backlog.rate_limited == 0
+    assert all(r.status != 429 for r in fake_backlog.requests)
+    assert [len([t for t in texts(fake_backlog, k) if "配信を予約しました" in t]) for k in keys] == [1] * 7
+    # 7 comments at 3 per window need 3 windows; no window got more than its limit.
+    assert elapsed >= 120 and result.rate_limit_wait_s >= 120
+    per_window: dict[tuple[str, int], int] = {}
+    for method, at in sent_at:
+        group = (method == "GET", int(at // 60))
+        per_window[group] = per_window.get(group, 0) + 1
+    assert max(n for (read, _), n in per_window.items() if not read) <= 3
+
+
+def test_a_second_paced_scan_changes_nothing(fake_backlog, tenant, monkeypatch):
+    leak(fake_backlog)
+    fake_backlog.set_rate_limits(read=3, update=2, window=60)
+    with time_machine.travel(NOW, tick=False) as traveller:
+        monkeypatch.setattr("backlog_bridge.ratelimit._sleep", traveller.shift)
+        scan_all(tenants=[tenant], dry_run=False)
+        fake_backlog.reset_requests()
+        (second,) = scan_all(tenants=[tenant], dry_run=False)
+
+    assert (second.leaks, second.rescued, second.errors) == ([], 0, [])
+    assert writes(fake_backlog) == [] and fake_backlog.rate_limited == 0
+
+
+# -- tenants in parallel -----------------------------------------------------------------
+
+
+def test_it_runs_the_work_in_forked_processes_and_keeps_the_order():
+    from deliveries.scan import _parallel
+
+    pids = list(_parallel(_pid_of, [3, 1, 2], workers=2))
+
+    assert [n for n, _ in pids] == [3, 1, 2]
+    assert os.getpid() not in {pid for _, pid in pids}
+
+
+def _pid_of(n: int) -> tuple[int, int]:
+    return n, os.getpid()
+
+
+def test_it_scans_each_tenant_once_with_workers_and_reports_progress_per_tenant(
+    fake_backlog, tenant, monkeypatch
+):
+    fake_backlog.add_project("BETA")
+    beta = TenantFactory(
+        slug="beta",
+        backlog_base_url=fake_backlog.base_url,
+        backlog_api_key=API_KEY,
+        backlog_project_key="BETA",
+    )
+    keys = {"acme": leak(fake_backlog), "beta": leak(fake_backlog, "BETA")}
+    jobs = []
+    # The test database lives in this process: the children's work runs here, in order.
+    monkeypatch.setattr(
+        "deliveries.scan._parallel", lambda work, js, workers: (jobs.extend(js), map(work, js))[1]
+    )
+    seen = []
+
+    results = scan_all(tenants=[tenant, beta], dry_run=False, workers=2, progress=lambda *a: seen.append(a))
+
+    assert jobs == [(tenant.pk, False), (beta.pk, False)]
+    assert [(r.tenant, r.leaks, r.rescued) for r in results] == [
+        ("acme", [keys["acme"]], 1),
+        ("beta", [keys["beta"]], 1),
+    ]
+    assert seen == [("acme", 1), ("beta", 1)]
+
+
+# -- approval-time checks in a rescue ---------------------------------------------------------
+
+
+def test_its_rescues_ask_line_for_the_months_count_once_and_still_count_each_other(
+    fake_backlog, tenant, template, contacts, settings
+):
+    settings.LINE_API_BASE_URL = "https://api.line.test"
+    keys = [leak(fake_backlog) for _ in range(3)]
+    with respx.mock(assert_all_called=False) as line:
+        line.route(host="127.0.0.1").pass_through()  # the fake Backlog
+        validate = line.post(url__regex=r"/v2/bot/message/validate/").respond(200, json={})
+        quota = line.get("https://api.line.test/v2/bot/message/quota").respond(200, json={"type": "none"})
+        used = line.get("https://api.line.test/v2/bot/message/quota/consumption").respond(
+            200, json={"totalUsage": 182}
+        )
+        (result,) = scan_all(tenants=[tenant], dry_run=False)
+
+    assert result.rescued == 3
+    assert (validate.call_count, quota.call_count, used.call_count) == (3, 1, 1)
+    forecasts = [next(t for t in texts(fake_backlog, k) if "配信を予約しました" in t) for k in keys]
+    # Each rescue's 3 messages are counted by the next ones (scheduled, not sent yet).
+    assert [
+        "今月 182 / 200" in forecasts[0],
+        "今月 185 / 200" in forecasts[1],
+        "今月 188 / 200" in forecasts[2],
+    ] == [True] * 3

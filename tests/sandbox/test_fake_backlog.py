@@ -101,9 +101,36 @@ def test_it_answers_404_to_a_trailing_slash(fake: FakeBacklog, api: httpx.Client
 
 def test_it_sends_rate_limit_headers_on_every_answer(api: httpx.Client) -> None:
     for response in (api.get("/users/myself"), api.get("/issues/DEMO-99")):
-        assert response.headers["X-RateLimit-Limit"] == "600"
-        assert int(response.headers["X-RateLimit-Remaining"]) < 600
+        assert response.headers["X-RateLimit-Limit"] == "100000"
+        assert int(response.headers["X-RateLimit-Remaining"]) < 100_000
         assert int(response.headers["X-RateLimit-Reset"]) > time.time()
+
+
+def test_it_enforces_a_rate_limit_per_group_and_window_once_set(fake: FakeBacklog, api: httpx.Client) -> None:
+    now = [1_800_000_010.0]
+    fake.clock = lambda: now[0]
+    key = fake.create_issue("DEMO", summary="告知")["issueKey"]
+    fake.set_rate_limits(read=2, update=1, window=60)
+
+    reads = [api.get(f"/issues/{key}") for _ in range(3)]
+    writes = [api.post(f"/issues/{key}/comments", data={"content": f"c{i}"}) for i in range(2)]
+
+    assert [r.status_code for r in reads] == [200, 200, 429]
+    assert [r.headers["X-RateLimit-Remaining"] for r in reads] == ["1", "0", "0"]
+    assert {r.headers["X-RateLimit-Reset"] for r in reads + writes} == {"1800000060"}
+    assert [r.status_code for r in writes] == [201, 429]
+    assert [c["content"] for c in fake.comments(key)] == ["c0"]  # the refused call changed nothing
+    assert fake.rate_limited == 2
+    now[0] = 1_800_000_060.0  # the next window
+    assert api.get(f"/issues/{key}").status_code == 200
+    assert api.post(f"/issues/{key}/comments", data={"content": "c1"}).status_code == 201
+
+
+def test_it_counts_but_does_not_enforce_by_default(fake: FakeBacklog, api: httpx.Client) -> None:
+    fake.rate_limit_per_minute = 2
+    statuses = [api.get("/users/myself").status_code for _ in range(4)]
+
+    assert statuses == [200] * 4 and fake.rate_limited == 0
 
 
 def test_it_returns_an_issue_by_key_or_id(fake: FakeBacklog, api: httpx.Client) -> None:

@@ -15,6 +15,7 @@ from core.models import Tenant
 from deliveries.scan import ScanResult, scan_run, scan_totals
 
 EXIT_LEAKS = 3
+DEFAULT_WORKERS = 1  # by hand: `--workers 2` on 2 CPUs; the daily job (a django-q worker) is serial
 SHOWN_KEYS = 20  # per tenant and kind in the table's details; --json lists them all
 COLUMNS = (
     "tenant",
@@ -65,13 +66,21 @@ class Command(BaseCommand):
         )
         parser.add_argument("--dry-run", action="store_true", help="report only; change nothing")
         parser.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+        parser.add_argument(
+            "--workers",
+            type=int,
+            default=DEFAULT_WORKERS,
+            help=f"tenants scanned at once, one process each (default {DEFAULT_WORKERS})",
+        )
 
     def handle(self, *args, **opts):
         tenants = _tenants(opts["tenant"])
         bar = ProgressBar(self.stderr, len(tenants)) if self.stderr.isatty() else None
-        results = scan_run(
-            tenants=tenants, dry_run=opts["dry_run"], progress=bar
-        )  # recorded for the dashboard
+        if opts["workers"] < 1:
+            raise CommandError("--workers must be 1 or more", returncode=1)
+        results = scan_run(  # recorded for the dashboard
+            tenants=tenants, dry_run=opts["dry_run"], progress=bar, workers=opts["workers"]
+        )
         if bar is not None:
             bar.finish()
         if opts["json"]:

@@ -1,0 +1,111 @@
+"""Pacing by Backlog's rate-limit headers, so that a long run of calls never draws a 429.
+
+Backlog limits each user's calls per minute in separate groups — Read (GET), Update
+(POST, PATCH, DELETE), Search and Icon — and answers every call with the state of its
+group: `X-RateLimit-Limit` (per minute), `X-RateLimit-Remaining` and `X-RateLimit-Reset`
+(UTC epoch seconds when the window restarts); over the limit it answers 429
+(https://developer.nulab.com/docs/backlog/rate-limit). Which GETs count as Search is not
+listed there, so a GET of the issue list has a budget of its own here: a group that is
+really shared is then seen through the last answer of each kind, and the reserve absorbs
+the difference.
+
+A paced client stops before a call when its group's last answer left no more than the
+reserve, and sleeps until that answer's reset: the reserve is what other processes using
+the same API key (deliveries, webhook drains) still have in the window.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+logger = logging.getLogger(__name__)
+
+RESET_MARGIN = 0.5  # seconds after the announced reset, for clock skew between us and Backlog
+MAX_PACING_WAIT = 120.0  # a reset further away than this is a wrong header, not a window
+
+
+def _sleep(seconds: float) -> None:
+    time.sleep(seconds)
+
+
+def rate_group(method: str, path: str) -> str:
+    """The budget a call draws on (see the module docstring for `search`)."""
+    if method != "GET":
+        return "update"
+    if path.rstrip("/") in ("/api/v2/issues", "/api/v2/issues/count"):
+        return "search"
+    return "read"
+
+
+@dataclass
+class Budget:
+    limit: int
+    remaining: int
+    reset: float  # epoch seconds
+
+
+def budget_from(headers: Mapping[str, str]) -> Budget | None:
+    """The group's state from an answer; None without Remaining and Reset (nothing to pace by)."""
+    try:
+        return Budget(
+            limit=int(headers.get("X-RateLimit-Limit") or 0),
+            remaining=int(headers["X-RateLimit-Remaining"]),
+            reset=float(headers["X-RateLimit-Reset"]),
+        )
+    except (KeyError, ValueError):
+        return None
+
+
+class Pacer:
+    """The last known budget per group of one API key; `before` waits when it is spent.
+
+    `reserve`: the share of each group's limit left to other users of the key.
+    `clock` and `sleep`: time.time and time.sleep unless given.
+    """
+
+    def __init__(
+        self,
+        *,
+        reserve: float = 0.1,
+        clock: Callable[[], float] | None = None,
+        sleep: Callable[[float], None] | None = None,
+    ) -> None:
+        self.reserve = reserve
+        self._clock, self._sleep = clock or time.time, sleep or _sleep
+        self._budgets: dict[str, Budget] = {}
+        self._lock = threading.Lock()
+        self.waited = 0.0  # seconds slept so far (reported by the scan)
+
+    def before(self, group: str) -> None:
+        """Sleep until the group's window restarts if its budget is down to the reserve."""
+        wait = self._wait_for(group)
+        if wait <= 0:
+            return
+        logger.info("backlog %s budget spent: waiting %.1fs for the rate-limit reset", group, wait)
+        self._sleep(wait)
+        self.waited += wait
+
+    def knows(self, group: str) -> bool:
+        with self._lock:
+            return group in self._budgets
+
+    def after(self, group: str, headers: Mapping[str, str]) -> None:
+        budget = budget_from(headers)
+        if budget is not None:
+            with self._lock:
+                self._budgets[group] = budget
+
+    def _wait_for(self, group: str) -> float:
+        with self._lock:
+            budget = self._budgets.get(group)
+            if budget is None or budget.remaining > int(budget.limit * self.reserve):
+                return 0.0
+            wait = budget.reset + RESET_MARGIN - self._clock()
+            if wait > 0:
+                # Spent: the next answer (after the reset) tells the new budget.
+                self._budgets.pop(group)
+        return min(wait, MAX_PACING_WAIT)
