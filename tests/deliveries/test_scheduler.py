@@ -6,6 +6,7 @@ from datetime import timedelta
 from unittest import mock
 
 import pytest
+import time_machine
 from django.utils import timezone
 
 from core.due import QUEUED, new_token
@@ -83,10 +84,11 @@ def test_it_renews_and_releases_only_its_own_claim():
 
 
 def test_it_sleeps_until_the_next_due_row_but_never_longer_than_the_poll():
-    now = timezone.now()
-    assert next_wakeup(now=now, poll=0.5) == 0.5
-    make_schedule(due_in=0.2)
-    assert 0 < next_wakeup(now=now, poll=0.5) <= 0.2 + 0.01
+    with time_machine.travel(timezone.now(), tick=False):  # the row is due 0.2 s after `now`, exactly
+        now = timezone.now()
+        assert next_wakeup(now=now, poll=0.5) == 0.5
+        make_schedule(due_in=0.2)
+        assert next_wakeup(now=now, poll=0.5) == pytest.approx(0.2)
     assert next_wakeup(now=now, poll=0.1) == 0.1
 
 
