@@ -27,8 +27,9 @@ from django.utils import timezone
 
 from core.timeutil import fmt_jst
 from deliveries.channels.base import SendResult, TransportError
+from deliveries.channels.line.publisher import attempt_answer
 from deliveries.channels.line.templates import validate_line_messages
-from deliveries.channels.line.transport import line_transport, sent_messages_of
+from deliveries.channels.line.transport import line_transport
 from deliveries.models import ContentTask, DeliveryAttempt, DeliveryCorrection
 
 # What a person can do about a published post where automedia cannot. None of these
@@ -198,10 +199,6 @@ def _record(
     error: TransportError | None = None,
 ) -> None:
     to = [chunk.to] if isinstance(chunk.to, str) else list(chunk.to)
-    if result is not None:
-        outcome = DeliveryAttempt.Outcome.DUPLICATE if result.duplicate else DeliveryAttempt.Outcome.SENT
-    else:
-        outcome = DeliveryAttempt.Outcome.FAILED if error.permanent else DeliveryAttempt.Outcome.RETRY
     DeliveryAttempt.objects.create(
         tenant=correction.tenant,
         task=correction.task,
@@ -218,12 +215,7 @@ def _record(
             "to": to,
             "quoted": "quoteToken" in message,
         },
-        sent_messages=sent_messages_of(result.body) if result else [],
-        status_code=result.status if result else error.status,
-        request_id=result.request_id if result else error.request_id,
-        outcome=outcome,
-        error=error.message if error else "",
-        duration_ms=result.duration_ms if result else 0,
+        **attempt_answer(result, error),
     )
 
 

@@ -116,10 +116,6 @@ def _record(
     error: TransportError | None = None,
 ) -> DeliveryAttempt:
     recipients = [to] if isinstance(to, str) else list(to)
-    if result is not None:
-        outcome = DeliveryAttempt.Outcome.DUPLICATE if result.duplicate else DeliveryAttempt.Outcome.SENT
-    else:
-        outcome = DeliveryAttempt.Outcome.FAILED if error.permanent else DeliveryAttempt.Outcome.RETRY
     return DeliveryAttempt.objects.create(
         tenant=ctx.tenant,
         task=ctx.task,
@@ -135,13 +131,24 @@ def _record(
             "to": recipients,  # exactly who it went to: a correction goes to the same
             "lateness_ms": _lateness_ms(ctx),
         },
-        sent_messages=sent_messages_of(result.body) if result else [],
-        status_code=result.status if result else error.status,
-        request_id=result.request_id if result else error.request_id,
-        outcome=outcome,
-        error=error.message if error else "",
-        duration_ms=result.duration_ms if result else 0,
+        **attempt_answer(result, error),
     )
+
+
+def attempt_answer(result, error) -> dict:
+    """The columns of a LINE DeliveryAttempt that LINE's answer (or the error) decides."""
+    if result is not None:
+        outcome = DeliveryAttempt.Outcome.DUPLICATE if result.duplicate else DeliveryAttempt.Outcome.SENT
+    else:
+        outcome = DeliveryAttempt.Outcome.FAILED if error.permanent else DeliveryAttempt.Outcome.RETRY
+    return {
+        "outcome": outcome,
+        "sent_messages": sent_messages_of(result.body) if result else [],
+        "status_code": result.status if result else error.status,
+        "request_id": result.request_id if result else error.request_id,
+        "error": error.message if error else "",
+        "duration_ms": result.duration_ms if result else 0,
+    }
 
 
 def _lateness_ms(ctx: Context) -> int:
