@@ -200,3 +200,9 @@ def approve_channel(fake_backlog, tenant, pump):
         )
 
     return make
+
+
+@pytest.fixture
+def no_enqueue(monkeypatch):
+    """django-q2 enqueues nothing: the test drains what it stored itself."""
+    monkeypatch.setattr("django_q.tasks.async_task", lambda *args, **kw: None)

@@ -12,12 +12,13 @@ import httpx
 import pytest
 import respx
 from django.db import transaction
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from backlog_bridge.events import events_drain
 from backlog_bridge.models import BacklogEvent
 from tests.helpers.backlog import FIXTURES, body, post, webhook_url
+from tests.helpers.fuzz import webhook_fuzz
 
 pytestmark = pytest.mark.django_db
 
@@ -143,22 +144,7 @@ def fake_backlog_api(backlog: respx.MockRouter) -> None:
     backlog.route().respond(404, json={"errors": [{"message": "No such thing.", "code": 6}]})
 
 
-@pytest.fixture
-def no_enqueue(monkeypatch):
-    monkeypatch.setattr("django_q.tasks.async_task", lambda *args, **kw: None)
-
-
-@settings(
-    max_examples=200,
-    deadline=None,
-    derandomize=True,
-    database=None,
-    suppress_health_check=[
-        HealthCheck.function_scoped_fixture,
-        HealthCheck.too_slow,
-        HealthCheck.data_too_large,
-    ],
-)
+@webhook_fuzz
 @given(raw=st.lists(bodies, min_size=1, max_size=3))
 def test_any_body_gets_a_2xx_or_4xx_and_every_stored_event_ends(client, tenant, no_enqueue, raw):
     with transaction.atomic(), respx.mock(assert_all_called=False) as backlog:

@@ -11,12 +11,13 @@ import json
 import pytest
 import respx
 from django.db import transaction
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from linepush.events import line_events_drain
 from linepush.models import LineSurveyRule, LineWebhookEvent
 from tests.helpers.backlog import FIXTURES
+from tests.helpers.fuzz import webhook_fuzz
 from tests.helpers.linepush import deliver, shop
 
 pytestmark = pytest.mark.django_db
@@ -122,22 +123,7 @@ def tenant(db):
     return tenant
 
 
-@pytest.fixture
-def no_enqueue(monkeypatch):
-    monkeypatch.setattr("django_q.tasks.async_task", lambda *args, **kw: None)
-
-
-@settings(
-    max_examples=200,
-    deadline=None,
-    derandomize=True,
-    database=None,
-    suppress_health_check=[
-        HealthCheck.function_scoped_fixture,
-        HealthCheck.too_slow,
-        HealthCheck.data_too_large,
-    ],
-)
+@webhook_fuzz
 @given(raw=st.lists(bodies, min_size=1, max_size=3))
 def test_any_signed_body_gets_a_2xx_or_4xx_and_every_stored_event_ends(client, tenant, no_enqueue, raw):
     with transaction.atomic(), respx.mock(assert_all_called=False) as line:
