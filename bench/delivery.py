@@ -24,15 +24,17 @@ process) with the production defaults for lease, poll and logging, then:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import signal
+import subprocess
 import sys
 import tempfile
 import time
 import uuid
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -359,6 +361,52 @@ def schedule_django_q(stack: Stack, groups: list[str], rate: float) -> float:
     return _window_start(stack.shell(code), "creating the django-q2 schedules")
 
 
+# -- profile of the burst ----------------------------------------------------------------
+
+PROFILED = ("deliverer", "scheduler")
+
+
+@contextlib.contextmanager
+def profiling(stack: Stack, into: Path | None, database: str) -> Iterator[None]:
+    """`--profile DIR`: py-spy samples the deliverer (with its workers) and the scheduler
+    while the burst runs, into DIR/<database>-<process>.txt (collapsed stacks, one line per
+    stack: `frame;frame;… count`; `bench/profile_top.py` sums them)."""
+    if into is None:
+        yield
+        return
+    into.mkdir(parents=True, exist_ok=True)
+    spies = [
+        subprocess.Popen(
+            [
+                str(Path(sys.executable).with_name("py-spy")),
+                "record",
+                "--pid",
+                str(stack.pid(name)),
+                "--subprocesses",
+                "--nonblocking",
+                "--threads",
+                "--rate",
+                "250",
+                "--format",
+                "raw",
+                "--output",
+                str(into / f"{database}-{name}.txt"),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        for name in PROFILED
+    ]
+    time.sleep(0.5)  # py-spy attaches
+    try:
+        yield
+    finally:
+        for spy in spies:
+            spy.send_signal(signal.SIGINT)
+        for spy in spies:
+            spy.wait(timeout=30)
+
+
 # -- one database -------------------------------------------------------------------------
 
 
@@ -400,10 +448,12 @@ def run_database(args: argparse.Namespace, database: str, tmp: Path) -> Database
         samples["window"] = sample(stack)
         wait_pushes(stack, steady_groups, BURST_GAP_S - 1)
         samples["steady done"] = sample(stack)
-        time.sleep(max(0.0, burst_at - time.time()))
-        samples["burst due"] = sample(stack)
-        wait_pushes(stack, burst_groups, args.burst / 10 + 60)
-        samples["burst done"] = sample(stack)
+        time.sleep(max(0.0, burst_at - time.time() - (1.0 if args.profile else 0.0)))
+        with profiling(stack, args.profile, database):
+            time.sleep(max(0.0, burst_at - time.time()))
+            samples["burst due"] = sample(stack)
+            wait_pushes(stack, burst_groups, args.burst / 10 + 60)
+            samples["burst done"] = sample(stack)
         settle(stack, len(keys))
         samples["settled"] = sample(stack)
 
@@ -502,6 +552,12 @@ def parse_args() -> argparse.Namespace:
     )
     parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/7", help="flushed at the start")
     parser.add_argument("--json", action="store_true", help="print the results as one JSON object")
+    parser.add_argument(
+        "--profile",
+        type=Path,
+        metavar="DIR",
+        help="sample the deliverer and the scheduler with py-spy during the burst (collapsed stacks in DIR)",
+    )
     return parser.parse_args()
 
 

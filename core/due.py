@@ -154,13 +154,15 @@ def claim_one(
 
 
 def take_over(
-    rows: QuerySet | type[Model], *, pks: list[int], now: datetime, lease: Lease, token: str
+    rows: QuerySet | type[Model], *, pks: list[int], now: datetime, lease: Lease, token: str | list[str]
 ) -> tuple[str, list[int]]:
-    """A worker starts on rows handed to it with `token`: those still claimed with it, or
-    by a claim still waiting in the broker (any queued token), become this worker's, under
-    a new token and a fresh lease. Returns (the new token, the pks taken)."""
+    """A worker starts on rows handed to it with `token` (or one of several tokens): those
+    still claimed with it, or by a claim still waiting in the broker (any queued token),
+    become this worker's, under one new token and a fresh lease, in one UPDATE. Returns
+    (the new token, the pks taken)."""
     mine = new_token()
-    waiting = Q(**{lease.owner: token}) | Q(**{f"{lease.owner}__startswith": QUEUED})
+    tokens = [token] if isinstance(token, str) else list(token)
+    waiting = Q(**{f"{lease.owner}__in": tokens}) | Q(**{f"{lease.owner}__startswith": QUEUED})
     candidates = _rows(rows).filter(waiting, pk__in=pks)
     taken = candidates.update(**lease.taken(now=now, owner=mine))
     if taken == len(set(pks)):

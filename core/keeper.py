@@ -9,8 +9,8 @@ is marked `lost`; the worker's own checks before each send (`renew`, the token i
 write) decide what that means, the keeper only stops renewing it.
 
 The thread starts with the first claim held and closes its database connection when the
-process holds none. `in_threads` runs a batch's calls concurrently, each thread with its
-own connection, closed at the end.
+process holds none. `in_threads` runs a batch's calls concurrently on pooled threads,
+each keeping its own connection from one batch to the next.
 
 Tests set `THREADS = False` (tests/conftest.py): no thread is started (they run the
 keeper's pass, `keeper.renew_held`, themselves) and `in_threads` runs its calls one after
@@ -22,16 +22,17 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import queue
 import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TypeVar
 
-from django.db import connection
+from django.db import close_old_connections, connection
 from django.db.models import Model, Q
 from django.utils import timezone
 
@@ -153,16 +154,61 @@ class Keeper:
 keeper = Keeper()
 
 
+class _Pool:
+    """The threads of `in_threads`. They outlive a batch and keep their database connection
+    between calls (closed by `close_old_connections` after CONN_MAX_AGE, or when a thread
+    has been idle for IDLE_SECONDS), so a burst does not open a connection per row. A thread
+    is started only when no idle one is left: the pool grows to the most calls ever running
+    at once in this process (a batch's size times its concurrent batches)."""
+
+    IDLE_SECONDS = 30.0
+
+    def __init__(self) -> None:
+        self._reset()
+
+    def _reset(self) -> None:
+        self._pid = os.getpid()
+        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._idle = 0
+
+    def map(self, call: Callable[[T], object], items: list[T]) -> list:
+        if os.getpid() != self._pid:  # a forked worker: the parent's threads are not here
+            self._reset()
+        with self._lock:
+            start = max(0, len(items) - self._idle)
+            self._idle = max(0, self._idle - len(items))
+        for _ in range(start):
+            threading.Thread(target=self._work, name="batch", daemon=True).start()
+        futures = []
+        for item in items:
+            future: Future = Future()
+            self._jobs.put((call, item, future))
+            futures.append(future)
+        return [future.result() for future in futures]
+
+    def _work(self) -> None:
+        while True:
+            try:
+                call, item, future = self._jobs.get(timeout=self.IDLE_SECONDS)
+            except queue.Empty:
+                connection.close()  # idle: no connection held open for nothing
+                call, item, future = self._jobs.get()
+            try:
+                close_old_connections()  # a broken or too old connection is not reused
+                future.set_result(call(item))
+            except BaseException as exc:  # handed to the caller, as a pool would
+                future.set_exception(exc)
+            finally:
+                with self._lock:
+                    self._idle += 1
+
+
+_pool = _Pool()
+
+
 def in_threads(call: Callable[[T], object], items: list[T]) -> list:
-    """`call(item)` for each item, concurrently (one thread each), results in order."""
+    """`call(item)` for each item, concurrently (one pooled thread each), results in order."""
     if not THREADS or len(items) < 2:
         return [call(item) for item in items]
-    with ThreadPoolExecutor(max_workers=len(items), thread_name_prefix="batch") as pool:
-        return list(pool.map(lambda item: _closing(call, item), items))
-
-
-def _closing(call: Callable[[T], object], item: T) -> object:
-    try:
-        return call(item)
-    finally:
-        connection.close()  # this thread's own connection
+    return _pool.map(call, items)

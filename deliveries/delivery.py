@@ -92,16 +92,24 @@ class Run:
 
 
 def delivery_run(
-    *, schedule_id: int, token: str, issue: dict | None = None, sends_follow: bool = False
+    *,
+    schedule_id: int,
+    token: str,
+    schedule: DeliverySchedule | None = None,
+    issue: dict | None = None,
+    sends_follow: bool = False,
 ) -> str:
-    """`issue`: the issue's JSON read moments ago for a whole batch (issues_prefetch);
-    without it, the re-check reads the issue itself. `sends_follow`: the batch holds
-    other claimed sends after this one, so other deliveries are due (see `_sent`)."""
-    schedule = (
-        DeliverySchedule.objects.select_related("task", "tenant")
-        .filter(SCHEDULE_LEASE.mine(token), pk=schedule_id)
-        .first()
-    )
+    """`schedule`: the row (with its task and tenant) as its batch read it under `token`
+    moments ago; without it, it is read here. `issue`: the issue's JSON read moments ago
+    for a whole batch (issues_prefetch); without it, the re-check reads the issue itself.
+    `sends_follow`: the batch holds other claimed sends after this one, so other
+    deliveries are due (see `_sent`). Every write of the run checks the claim's token."""
+    if schedule is None:
+        schedule = (
+            DeliverySchedule.objects.select_related("task", "tenant")
+            .filter(SCHEDULE_LEASE.mine(token), pk=schedule_id)
+            .first()
+        )
     if schedule is None:
         return "not claimed"  # deleted, or the lease passed to another scheduler
     run = Run(schedule=schedule, token=token, now=timezone.now(), issue=issue, sends_follow=sends_follow)
@@ -121,17 +129,19 @@ def delivery_run(
         lock_release(tenant=run.tenant, issue_key=issue_key, owner=token)
 
 
-def issues_prefetch(*, rows: dict[int, tuple[int, int]]) -> dict[int, dict]:
+def issues_prefetch(*, rows: dict[int, tuple[int, int]], tenants: dict[int, Tenant]) -> dict[int, dict]:
     """{schedule id: issue JSON} for the rows about to be delivered ({schedule id:
-    (tenant id, issue id)}): one Backlog call per tenant for a batch instead of one per
-    delivery. A row whose issue is missing from the answer (deleted, or the call
-    failed) reads it itself."""
+    (tenant id, issue id)}; `tenants` by id): one Backlog call per tenant for a batch
+    instead of one per delivery. A row whose issue is missing from the answer (deleted,
+    or the call failed) reads it itself."""
     by_tenant: dict[int, dict[int, int]] = {}
     for pk, (tenant_id, issue_id) in rows.items():
         by_tenant.setdefault(tenant_id, {})[issue_id] = pk
     found: dict[int, dict] = {}
-    for tenant in Tenant.objects.filter(pk__in=[t for t, ids in by_tenant.items() if len(ids) > 1]):
-        wanted = by_tenant[tenant.pk]
+    for tenant_id, wanted in by_tenant.items():
+        if len(wanted) < 2:
+            continue
+        tenant = tenants[tenant_id]
         try:
             issues = shared_client(tenant).issues_by_id(list(wanted))
         except BacklogError as exc:

@@ -39,17 +39,15 @@ def schedules_claim(*, now: datetime, limit: int = 50) -> list[tuple[int, str]]:
 
 def schedules_take(*, claims: list[tuple[int, str]], now: datetime) -> dict[int, Held]:
     """A task's start: {schedule id: the claim as this worker now holds it} for each row
-    it was handed that is still its own or still queued (core/due.py `take_over`)."""
-    taken = {}
-    for schedule_id, token in claims:
-        mine, [*pks] = take_over(
-            DeliverySchedule, pks=[schedule_id], now=now, lease=SCHEDULE_LEASE, token=token
-        )
-        if pks:
-            taken[schedule_id] = held_claim(
-                DeliverySchedule, pk=schedule_id, lease=SCHEDULE_LEASE, now=now, owner=mine
-            )
-    return taken
+    it was handed that is still its own or still queued (core/due.py `take_over`: one
+    UPDATE for the batch, one token for all its rows)."""
+    pks = [schedule_id for schedule_id, _ in claims]
+    mine, taken = take_over(
+        DeliverySchedule, pks=pks, now=now, lease=SCHEDULE_LEASE, token=[token for _, token in claims]
+    )
+    return {
+        pk: held_claim(DeliverySchedule, pk=pk, lease=SCHEDULE_LEASE, now=now, owner=mine) for pk in taken
+    }
 
 
 def schedules_step(*, now: datetime, limit: int) -> bool:

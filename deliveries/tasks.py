@@ -43,18 +43,20 @@ class _Batch:
 
     def __init__(self, taken: dict[int, Held]) -> None:
         self.taken = taken
-        # Read before the runs: a delivery that ends deletes its schedule.
-        rows = DeliverySchedule.objects.filter(pk__in=list(taken)).values_list(
-            "pk", "tenant_id", "task_id", "stage", "task__issue_id"
-        )
+        # Read before the runs (a delivery that ends deletes its schedule): the rows and
+        # their tasks in one query, each tenant once (its secrets are decrypted on load).
+        rows = DeliverySchedule.objects.select_related("task").filter(pk__in=list(taken))
+        self.schedules = {row.pk: row for row in rows if row.claimed_by == taken[row.pk].owner}
+        tenants = Tenant.objects.in_bulk({row.tenant_id for row in self.schedules.values()})
         self.owners, self.sends, to_read = {}, set(), {}
-        for pk, tenant_id, task_id, stage, issue_id in rows:
-            self.owners[pk] = (tenant_id, task_id)
-            if stage == DeliverySchedule.Stage.DELIVER:
+        for pk, row in self.schedules.items():
+            row.tenant = tenants[row.tenant_id]
+            self.owners[pk] = (row.tenant_id, row.task_id)
+            if row.stage == DeliverySchedule.Stage.DELIVER:
                 self.sends.add(pk)
-                if issue_id is not None:
-                    to_read[pk] = (tenant_id, issue_id)
-        self.issues = issues_prefetch(rows=to_read) if len(to_read) > 1 else {}
+                if row.task.issue_id is not None:
+                    to_read[pk] = (row.tenant_id, row.task.issue_id)
+        self.issues = issues_prefetch(rows=to_read, tenants=tenants) if len(to_read) > 1 else {}
         self.running = len(self.sends)
         self.lock = threading.Lock()
 
@@ -72,6 +74,7 @@ class _Batch:
             result = delivery_run(
                 schedule_id=schedule_id,
                 token=held.owner,
+                schedule=self.schedules.get(schedule_id),
                 issue=self.issues.get(schedule_id),
                 sends_follow=_Asked(self.others_sending) if schedule_id in self.sends else False,
             )

@@ -225,6 +225,9 @@ class Stack:
         proc = self._processes.get(name)
         return proc is not None and proc.poll() is None
 
+    def pid(self, name: str) -> int:
+        return self._processes[name].pid
+
     def cpu_seconds(self, name: str) -> float:
         """CPU time (user + system, with reaped children) used so far by the live processes of
         `name`'s process group (Linux /proc)."""
