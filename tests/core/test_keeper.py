@@ -109,3 +109,41 @@ def test_its_thread_keeps_a_claim_across_a_call_longer_than_the_lease(monkeypatc
     assert still_held == []
     assert LinePushItem.objects.get(pk=row.pk).lease_until > timezone.now()
     connection.close()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_in_threads_reuses_its_threads_and_their_connections_from_one_batch_to_the_next(monkeypatch):
+    """A burst of batches must not open a database connection per row: the second batch
+    runs on the first one's threads, on the connections they opened."""
+    monkeypatch.setattr(core.keeper, "THREADS", True)
+    monkeypatch.setattr(core.keeper, "_pool", core.keeper._Pool())
+    gate = threading.Barrier(3, timeout=10)
+
+    def where(n: int) -> tuple[int, threading.Thread, object]:
+        gate.wait()  # all three at once: three threads
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+        # The objects themselves (kept alive by the results), so no identity is recycled.
+        return n, threading.current_thread(), connection.connection
+
+    first = core.keeper.in_threads(where, [1, 2, 3])
+    second = core.keeper.in_threads(where, [4, 5, 6])
+
+    assert [n for n, _, _ in first + second] == [1, 2, 3, 4, 5, 6]  # results in order
+    assert {id(t) for _, t, _ in second} == {id(t) for _, t, _ in first}  # no new thread
+    assert {id(c) for _, _, c in second} == {id(c) for _, _, c in first}  # no new connection
+    assert len({id(t) for _, t, _ in first}) == 3
+
+
+def test_in_threads_hands_a_calls_exception_to_its_caller(monkeypatch):
+    monkeypatch.setattr(core.keeper, "THREADS", True)
+    monkeypatch.setattr(core.keeper, "_pool", core.keeper._Pool())
+
+    def call(n: int) -> int:
+        if n == 2:
+            raise ValueError("two")
+        return n
+
+    with pytest.raises(ValueError, match="two"):
+        core.keeper.in_threads(call, [1, 2, 3])
+    assert core.keeper.in_threads(call, [1, 3]) == [1, 3]  # the pool still works
