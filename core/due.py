@@ -7,9 +7,11 @@ queue's own columns, so no table had to change for it.
 - A claim is a lease: the row is held until `until`; a dead worker's row is free again
   when the lease expires. `owner`, when the queue has one, holds the claimer's token, so
   only the holder renews or releases it.
-- PostgreSQL: `SELECT … FOR UPDATE SKIP LOCKED` in a short transaction, then one UPDATE
-  for the rows taken. Anything else (SQLite): a conditional UPDATE per row that must
-  change exactly one row; 0 means another claimer won the row between read and write.
+- A pass claims in one short transaction: read the free rows, then one UPDATE takes the
+  chosen ones. PostgreSQL locks them (`SELECT … FOR UPDATE SKIP LOCKED`); elsewhere the
+  UPDATE repeats the "free" condition (SQLite's IMMEDIATE transactions run one at a
+  time, so none is lost there). `claim_one` is the single-row form: a conditional UPDATE
+  that must change exactly one row.
 - Never hold the claim's transaction across an HTTP call: claim, commit, call, record.
 - Leases are short (seconds): a worker renews what it holds while it works
   (core/keeper.py), so a dead worker's claim is free again within one lease.
@@ -103,39 +105,40 @@ def claim(
     the broker). `read`: how many candidates to read (default `limit`); `choose`: which of
     them to take (e.g. a per-tenant capacity), at most `limit` are. `changes`: more columns
     set by the same UPDATE.
+
+    One short transaction reads the candidates and takes them with one UPDATE that
+    repeats the "free" condition. On PostgreSQL the candidates are locked (`SKIP LOCKED`);
+    elsewhere, when the UPDATE took fewer rows than chosen (another claimer won some
+    between read and write; not on SQLite, whose IMMEDIATE transactions run one at a
+    time), the rows that carry this claim's tokens are read back.
     """
     rows = _rows(rows)
     token_of = lambda: owner or (new_token(queued=queued) if lease.owner else "")  # noqa: E731
-    if connection.vendor == "postgresql":
-        return _claim_skip_locked(rows, now, lease, limit, token_of, read, choose, changes)
-    return _claim_conditional(rows, now, lease, limit, token_of, read, choose, changes)
+    skip_locked = connection.vendor == "postgresql"
+    with transaction.atomic():
+        candidates = due_locked(rows, now=now, lease=lease) if skip_locked else rows.filter(lease.free(now))
+        claimed = [(row.pk, token_of()) for row in _candidates(candidates, limit, read, choose)]
+        if not claimed:
+            return []
+        taken = lease.taken(now=now)
+        tokens = {token for _, token in claimed}
+        if lease.owner and len(tokens) > 1:  # each row its token
+            taken[lease.owner] = Case(*(When(pk=pk, then=Value(token)) for pk, token in claimed))
+        elif lease.owner:
+            taken[lease.owner] = next(iter(tokens))
+        target = rows.model.objects.filter(lease.free(now), pk__in=[pk for pk, _ in claimed])
+        if target.update(**taken, **changes) == len(claimed):
+            return claimed
+        ours = {f"{lease.owner}__in": tokens} if lease.owner else {lease.until: taken[lease.until]}
+        won = set(
+            target.model.objects.filter(pk__in=[pk for pk, _ in claimed], **ours).values_list("pk", flat=True)
+        )
+        return [(pk, token) for pk, token in claimed if pk in won]
 
 
 def _candidates(rows: QuerySet, limit: int, read: int | None, choose: Choose | None) -> list[Model]:
     candidates = list(rows[: read or limit])
     return (choose(candidates) if choose else candidates)[:limit]
-
-
-def _claim_skip_locked(rows, now, lease, limit, token_of, read, choose, changes) -> list[tuple[int, str]]:
-    with transaction.atomic():
-        locked = due_locked(rows, now=now, lease=lease)
-        claimed = [(row.pk, token_of()) for row in _candidates(locked, limit, read, choose)]
-        if claimed:  # the rows are locked by this transaction: one UPDATE takes them all
-            taken = lease.taken(now=now)
-            if lease.owner:  # each row its token
-                taken[lease.owner] = Case(*(When(pk=pk, then=Value(token)) for pk, token in claimed))
-            rows.model.objects.filter(pk__in=[pk for pk, _ in claimed]).update(**taken, **changes)
-    return claimed
-
-
-def _claim_conditional(rows, now, lease, limit, token_of, read, choose, changes) -> list[tuple[int, str]]:
-    free = rows.filter(lease.free(now))
-    claimed = []
-    for row in _candidates(free, limit, read, choose):
-        token = token_of()
-        if claim_one(rows, pk=row.pk, now=now, lease=lease, owner=token or None, **changes):
-            claimed.append((row.pk, token))
-    return claimed
 
 
 def claim_one(

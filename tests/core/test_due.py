@@ -126,15 +126,30 @@ def test_claim_one_must_change_exactly_the_row_and_a_lease_without_owner_is_the_
     assert claim_one(pending, pk=event.pk, now=now, lease=HOLD) is False  # no longer among the rows
 
 
-def test_it_claims_a_batch_in_one_update_on_postgresql_and_one_per_row_elsewhere(tenant):
+def test_it_claims_a_batch_in_one_update_on_every_database(tenant):
     now = timezone.now()
     for n in range(3):
         item(tenant, n)
     with CaptureQueriesContext(connection) as queries:
-        assert len(claim(due(now), now=now, lease=LEASE, limit=3)) == 3
+        claimed = claim(due(now), now=now, lease=LEASE, limit=3)
+    assert len(claimed) == 3 and len({token for _, token in claimed}) == 3
     updates = [q["sql"] for q in queries.captured_queries if q["sql"].startswith("UPDATE")]
+    assert len(updates) == 1
     if connection.vendor == "postgresql":
-        assert len(updates) == 1
         assert any("SKIP LOCKED" in q["sql"] for q in queries.captured_queries)
-    else:
-        assert len(updates) == 3
+    tokens = dict(LinePushItem.objects.values_list("pk", "claimed_by"))
+    assert all(tokens[pk] == token for pk, token in claimed)
+
+
+def test_a_row_another_claimer_took_between_read_and_write_is_not_reported_as_claimed(tenant):
+    now = timezone.now()
+    rows = [item(tenant, n) for n in range(3)]
+
+    def choose_while_another_claims_the_first(candidates):
+        assert claim_one(due(now), pk=candidates[0].pk, now=now, lease=LEASE, owner="other")
+        return candidates
+
+    claimed = claim(due(now), now=now, lease=LEASE, limit=3, choose=choose_while_another_claims_the_first)
+
+    assert [pk for pk, _ in claimed] == [rows[1].pk, rows[2].pk]
+    assert LinePushItem.objects.get(pk=rows[0].pk).claimed_by == "other"
