@@ -59,6 +59,7 @@ class Run:
     channel: str = "line"  # the channel whose publisher takes over
     issue: dict | None = None  # the issue as read for the whole batch (issues_prefetch)
     sends_follow: bool = False  # the batch still has sends to make after this one
+    holds_lock: bool = False  # the delivery lock of (tenant, issue) is this run's to release
 
     @property
     def task(self) -> ContentTask:
@@ -98,12 +99,15 @@ def delivery_run(
     schedule: DeliverySchedule | None = None,
     issue: dict | None = None,
     sends_follow: bool = False,
+    locked: bool = False,
 ) -> str:
     """`schedule`: the row (with its task and tenant) as its batch read it under `token`
     moments ago; without it, it is read here. `issue`: the issue's JSON read moments ago
     for a whole batch (issues_prefetch); without it, the re-check reads the issue itself.
     `sends_follow`: the batch holds other claimed sends after this one, so other
-    deliveries are due (see `_sent`). Every write of the run checks the claim's token."""
+    deliveries are due (see `_sent`). `locked`: the batch already took this issue's
+    delivery lock under `token` (deliveries/locks.py `locks_take`). Every write of the run
+    checks the claim's token."""
     if schedule is None:
         schedule = (
             DeliverySchedule.objects.select_related("task", "tenant")
@@ -112,21 +116,30 @@ def delivery_run(
         )
     if schedule is None:
         return "not claimed"  # deleted, or the lease passed to another scheduler
-    run = Run(schedule=schedule, token=token, now=timezone.now(), issue=issue, sends_follow=sends_follow)
+    run = Run(
+        schedule=schedule,
+        token=token,
+        now=timezone.now(),
+        issue=issue,
+        sends_follow=sends_follow,
+        holds_lock=locked,
+    )
     first_try = schedule.attempts == 0 and schedule.backlog_failing_since is None
     if schedule.stage == DeliverySchedule.Stage.DELIVER and first_try:
         metrics.fired((run.now - schedule.due_at).total_seconds())
     issue_key = schedule.task.issue_key
-    if not lock_take(tenant=run.tenant, issue_key=issue_key, owner=token, now=run.now):
+    if not locked and not lock_take(tenant=run.tenant, issue_key=issue_key, owner=token, now=run.now):
         run.release(due_at=run.now + timedelta(seconds=5))
         return "locked"
+    run.holds_lock = True
     try:
         backlog = shared_client(run.tenant)
         if schedule.stage == DeliverySchedule.Stage.WRITEBACK:
             return _writeback(run, backlog)
         return _deliver(run, backlog)
     finally:
-        lock_release(tenant=run.tenant, issue_key=issue_key, owner=token)
+        if run.holds_lock:
+            lock_release(tenant=run.tenant, issue_key=issue_key, owner=token)
 
 
 def issues_prefetch(*, rows: dict[int, tuple[int, int]], tenants: dict[int, Tenant]) -> dict[int, dict]:
@@ -280,6 +293,9 @@ def _sent(run: Run, now: datetime, outcome: dict, backlog: BacklogClient) -> str
     with transaction.atomic():
         ContentTask.objects.filter(pk=run.task.pk).update(delivered_at=now)
         _to_writeback(run, outcome, release=later)
+        if later:  # the run ends here: its lock goes with its claim, in the same write
+            lock_release(tenant=run.tenant, issue_key=run.task.issue_key, owner=run.token)
+            run.holds_lock = False
     run.task.delivered_at = now
     metrics.delivery_ended("sent", run.channel)
     return WRITEBACK_QUEUED if later else _writeback(run, backlog)

@@ -46,6 +46,28 @@ def _lock_insert(*, tenant: Tenant, issue_key: str, owner: str, now: datetime, e
         return cursor.rowcount == 1
 
 
+def locks_take(*, keys: list[tuple[int, str]], owner: str, now: datetime) -> set[tuple[int, str]]:
+    """A batch's locks ((tenant id, issue key) pairs) in one `INSERT … ON CONFLICT DO
+    NOTHING RETURNING`: the pairs taken. A pair already locked (held, or left stale by a
+    dead worker) is not taken here; its run asks `lock_take`, which may take it over."""
+    if not keys:
+        return set()
+    stamp = DeliveryLock._meta.get_field("taken_at").get_db_prep_save
+    taken, expires = (
+        stamp(now, connection),
+        stamp(now + timedelta(seconds=DeliveryLock.TTL_SECONDS), connection),
+    )
+    values = ", ".join(["(%s, %s, %s, %s, %s)"] * len(keys))
+    params = [value for tenant_id, key in keys for value in (tenant_id, key, owner, taken, expires)]
+    sql = (
+        f"INSERT INTO {DeliveryLock._meta.db_table} (tenant_id, issue_key, owner, taken_at, expires_at)"
+        f" VALUES {values} ON CONFLICT (tenant_id, issue_key) DO NOTHING RETURNING tenant_id, issue_key"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return {(tenant_id, key) for tenant_id, key in cursor.fetchall()}
+
+
 _DELETE_LOCK = "DELETE FROM {table} WHERE tenant_id = %s AND issue_key = %s AND owner = %s"
 
 

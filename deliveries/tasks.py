@@ -11,6 +11,7 @@ from core.keeper import Held, in_threads, keeper
 from core.models import Tenant
 from deliveries.delivery import delivery_run, issues_prefetch
 from deliveries.effects import effect_reports_run
+from deliveries.locks import locks_take
 from deliveries.models import DeliverySchedule
 from deliveries.scan import scan_alert, scan_run, scan_totals
 from deliveries.scheduler import schedules_take
@@ -57,6 +58,10 @@ class _Batch:
                 if row.task.issue_id is not None:
                     to_read[pk] = (row.tenant_id, row.task.issue_id)
         self.issues = issues_prefetch(rows=to_read, tenants=tenants) if len(to_read) > 1 else {}
+        owner = next(iter(taken.values())).owner if taken else ""
+        keys = {pk: (row.tenant_id, row.task.issue_key) for pk, row in self.schedules.items()}
+        locked = locks_take(keys=list(keys.values()), owner=owner, now=timezone.now())
+        self.locked = {pk for pk, key in keys.items() if key in locked}
         self.running = len(self.sends)
         self.lock = threading.Lock()
 
@@ -75,6 +80,7 @@ class _Batch:
                 schedule_id=schedule_id,
                 token=held.owner,
                 schedule=self.schedules.get(schedule_id),
+                locked=schedule_id in self.locked,
                 issue=self.issues.get(schedule_id),
                 sends_follow=_Asked(self.others_sending) if schedule_id in self.sends else False,
             )

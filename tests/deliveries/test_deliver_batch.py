@@ -17,7 +17,7 @@ from core.keeper import keeper
 from deliveries import tasks
 from deliveries.channels.line.transport import LineTransport
 from deliveries.delivery import WRITEBACK_QUEUED
-from deliveries.models import ContentTask, DeliverySchedule
+from deliveries.models import ContentTask, DeliveryLock, DeliverySchedule
 from deliveries.scheduler import schedules_claim
 from tests.helpers.backlog import body
 from tests.helpers.deliveries import make_schedule
@@ -178,3 +178,47 @@ def test_a_hanging_delivery_does_not_delay_another_row_of_its_batch(monkeypatch)
 
     assert [pk for pk, _ in claims] == [hanging.pk, other.pk]
     assert results == [["timed out", "delivered"]]
+
+
+def test_a_batch_takes_its_delivery_locks_in_one_statement_and_leaves_none_behind(approved, line, tenant):
+    tenant.max_concurrent_deliveries = 10
+    tenant.save()
+    [approved(body()) for _ in range(3)]
+    claims = claim_all()
+
+    due = DeliverySchedule.objects.order_by("due_at").first().due_at
+    with (
+        time_machine.travel(due + timedelta(seconds=0.5), tick=True),
+        CaptureQueriesContext(connection) as sql,
+    ):
+        assert tasks.deliver_batch(claims) == [WRITEBACK_QUEUED, WRITEBACK_QUEUED, "delivered"]
+
+    table = DeliveryLock._meta.db_table
+    assert len([q for q in sql.captured_queries if q["sql"].startswith(f"INSERT INTO {table}")]) == 1
+    assert not DeliveryLock.objects.exists()
+
+
+def test_a_row_whose_issue_another_live_run_holds_is_not_sent_by_the_batch(approved, line, tenant):
+    tenant.max_concurrent_deliveries = 10
+    tenant.save()
+    keys = [approved(body()) for _ in range(2)]
+    claims = claim_all()
+    held = DeliverySchedule.objects.get(task__issue_key=keys[0])
+    # Another run holds the first issue's lock under a claim that is still alive (its
+    # schedule row is the other run's: a stalled worker whose lease was taken over).
+    due = DeliverySchedule.objects.order_by("due_at").first().due_at
+    other = approved(body())
+    DeliverySchedule.objects.filter(task__issue_key=other).update(
+        claimed_by="other-run", lease_until=due + timedelta(minutes=1)
+    )
+    DeliveryLock.objects.create(
+        tenant=tenant, issue_key=keys[0], owner="other-run", taken_at=due, expires_at=due + timedelta(hours=1)
+    )
+
+    with time_machine.travel(due + timedelta(seconds=0.5), tick=True):
+        results = dict(zip([pk for pk, _ in claims], tasks.deliver_batch(claims), strict=True))
+
+    assert results[held.pk] == "locked"
+    assert results[claims[1][0]] == WRITEBACK_QUEUED
+    assert len([r for r in line.requests if r.path == PUSHES]) == 1  # only the other issue's
+    assert DeliveryLock.objects.get().owner == "other-run"  # not taken, not released by the batch
