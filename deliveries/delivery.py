@@ -31,7 +31,7 @@ from deliveries.channels.publisher import ClaimLost, Context, Done, PublishFaile
 from deliveries.issues import IssueState, issue_read, issue_state
 from deliveries.lifecycle import issue_reconcile
 from deliveries.locks import lock_release, lock_take
-from deliveries.models import ChannelPost, ContentTask, DeliverySchedule
+from deliveries.models import ChannelPost, ContentTask, DeliveryAttempt, DeliverySchedule
 from deliveries.retry import backlog_budget_spent, backlog_delay, next_delay
 from deliveries.scheduler import SCHEDULE_LEASE, lease_length, lease_release, lease_renew
 from deliveries.tokens import channel_token_expired
@@ -60,6 +60,7 @@ class Run:
     issue: dict | None = None  # the issue as read for the whole batch (issues_prefetch)
     sends_follow: bool = False  # the batch still has sends to make after this one
     holds_lock: bool = False  # the delivery lock of (tenant, issue) is this run's to release
+    fresh: bool = False  # its batch found no post and no accepted send of this approval yet
 
     @property
     def task(self) -> ContentTask:
@@ -100,13 +101,16 @@ def delivery_run(
     issue: dict | None = None,
     sends_follow: bool = False,
     locked: bool = False,
+    fresh: bool = False,
 ) -> str:
     """`schedule`: the row (with its task and tenant) as its batch read it under `token`
     moments ago; without it, it is read here. `issue`: the issue's JSON read moments ago
     for a whole batch (issues_prefetch); without it, the re-check reads the issue itself.
     `sends_follow`: the batch holds other claimed sends after this one, so other
     deliveries are due (see `_sent`). `locked`: the batch already took this issue's
-    delivery lock under `token` (deliveries/locks.py `locks_take`). Every write of the run
+    delivery lock under `token` (deliveries/locks.py `locks_take`). `fresh`: the batch,
+    holding the claim and the lock, found neither a platform post nor an accepted LINE send
+    of this approval (`sent_before`), so the run does not ask again. Every write of the run
     checks the claim's token."""
     if schedule is None:
         schedule = (
@@ -123,6 +127,7 @@ def delivery_run(
         issue=issue,
         sends_follow=sends_follow,
         holds_lock=locked,
+        fresh=fresh,
     )
     first_try = schedule.attempts == 0 and schedule.backlog_failing_since is None
     if schedule.stage == DeliverySchedule.Stage.DELIVER and first_try:
@@ -164,6 +169,17 @@ def issues_prefetch(*, rows: dict[int, tuple[int, int]], tenants: dict[int, Tena
     return found
 
 
+def sent_before(*, tasks: list[ContentTask]) -> set[int]:
+    """The ids among `tasks` whose current approval already has a platform post (ChannelPost)
+    or a send LINE accepted: two queries for a batch; the others are `fresh`."""
+    seq = {task.pk: task.approval_seq for task in tasks}
+    posted = ChannelPost.objects.filter(task_id__in=seq).values_list("task_id", "approval_seq")
+    accepted = DeliveryAttempt.objects.filter(
+        task_id__in=seq, correction__isnull=True, outcome__in=DeliveryAttempt.ACCEPTED
+    ).values_list("task_id", "approval_seq")
+    return {task_id for rows in (posted, accepted) for task_id, approval in rows if seq[task_id] == approval}
+
+
 # -- delivering ----------------------------------------------------------------------
 
 
@@ -178,7 +194,7 @@ def _deliver(run: Run, backlog: BacklogClient) -> str:
     _backlog_answered(run)
     # Once a platform publish call may have gone out, only its outcome is read: an edit
     # or quiet hours must not strand a post that is (probably) already public.
-    committed = posts.committed_post(run.task)
+    committed = None if run.fresh else posts.committed_post(run.task)
     if committed is None or state is None or state.delivered_at:
         verdict = _recheck(run, state, backlog)
         if verdict:
@@ -251,6 +267,7 @@ def _publish(
             now=run.now,
             still_mine=run.still_mine,
             due_at=run.due_at,
+            nothing_sent=run.fresh,
         )
         step = posts.publish_step(channel=run.channel, ctx=ctx)
     except DeliveryFailed as exc:

@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from core.keeper import Held, in_threads, keeper
 from core.models import Tenant
-from deliveries.delivery import delivery_run, issues_prefetch
+from deliveries.delivery import delivery_run, issues_prefetch, sent_before
 from deliveries.effects import effect_reports_run
 from deliveries.locks import locks_take
 from deliveries.models import DeliverySchedule
@@ -62,6 +62,10 @@ class _Batch:
         keys = {pk: (row.tenant_id, row.task.issue_key) for pk, row in self.schedules.items()}
         locked = locks_take(keys=list(keys.values()), owner=owner, now=timezone.now())
         self.locked = {pk for pk, key in keys.items() if key in locked}
+        # Under the claim and the lock, what was sent before is known now for the batch.
+        mine = [self.schedules[pk].task for pk in self.sends & self.locked]
+        sent = sent_before(tasks=mine)
+        self.fresh = {pk for pk in self.sends & self.locked if self.schedules[pk].task_id not in sent}
         self.running = len(self.sends)
         self.lock = threading.Lock()
 
@@ -81,6 +85,7 @@ class _Batch:
                 token=held.owner,
                 schedule=self.schedules.get(schedule_id),
                 locked=schedule_id in self.locked,
+                fresh=schedule_id in self.fresh,
                 issue=self.issues.get(schedule_id),
                 sends_follow=_Asked(self.others_sending) if schedule_id in self.sends else False,
             )

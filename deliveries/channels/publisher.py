@@ -69,6 +69,7 @@ class Context:
     now: datetime
     still_mine: Callable[[], bool] = field(default=lambda: True)
     due_at: datetime | None = None  # when the run was due (LINE records how late each chunk went)
+    nothing_sent: bool = False  # known (by the caller, under its claim): no chunk of this approval went out
 
     def check_claim(self) -> None:
         if not self.still_mine():

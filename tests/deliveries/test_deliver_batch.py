@@ -17,7 +17,7 @@ from core.keeper import keeper
 from deliveries import tasks
 from deliveries.channels.line.transport import LineTransport
 from deliveries.delivery import WRITEBACK_QUEUED
-from deliveries.models import ContentTask, DeliveryLock, DeliverySchedule
+from deliveries.models import ContentTask, DeliveryAttempt, DeliveryLock, DeliverySchedule
 from deliveries.scheduler import schedules_claim
 from tests.helpers.backlog import body
 from tests.helpers.deliveries import make_schedule
@@ -222,3 +222,30 @@ def test_a_row_whose_issue_another_live_run_holds_is_not_sent_by_the_batch(appro
     assert results[claims[1][0]] == WRITEBACK_QUEUED
     assert len([r for r in line.requests if r.path == PUSHES]) == 1  # only the other issue's
     assert DeliveryLock.objects.get().owner == "other-run"  # not taken, not released by the batch
+
+
+def test_a_row_whose_send_was_accepted_before_a_crash_is_not_sent_again_by_the_next_batch(
+    approved, line, fake_backlog, tenant
+):
+    tenant.max_concurrent_deliveries = 10
+    tenant.save()
+    keys = [approved(body()) for _ in range(2)]
+    claims = claim_all()
+    due = DeliverySchedule.objects.order_by("due_at").first().due_at
+
+    def crash(run, *args, **kwargs):
+        raise RuntimeError("the worker died after LINE accepted")
+
+    with (
+        time_machine.travel(due + timedelta(seconds=0.5), tick=True),
+        mock.patch("deliveries.delivery._sent", crash),
+    ):
+        assert tasks.deliver_batch(claims) == ["error", "error"]
+    assert len([r for r in line.requests if r.path == PUSHES]) == 2
+
+    with time_machine.travel(due + timedelta(minutes=1), tick=True):  # both leases ran out
+        results = tasks.deliver_batch(schedules_claim(now=timezone.now()))
+
+    assert sorted(results) == sorted([WRITEBACK_QUEUED, "delivered"])
+    assert len([r for r in line.requests if r.path == PUSHES]) == 2  # none sent twice
+    assert DeliveryAttempt.objects.filter(task__issue_key__in=keys).count() == 2  # no new attempt

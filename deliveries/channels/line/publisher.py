@@ -73,7 +73,7 @@ def publish(ctx: Context) -> Done:
     """Send every chunk not yet accepted; a failed chunk is recorded and its error re-raised."""
     plan = audience_plan(tenant=ctx.tenant, expression=ctx.audience)
     task, tenant = ctx.task, ctx.tenant
-    done = _chunks_done(task)
+    done = {} if ctx.nothing_sent else _chunks_done(task)
     transport = line_transport(tenant.line_channel_token)
     unit = aggregation_unit(task.issue_key)
     for chunk, (kind, to) in enumerate(plan):
