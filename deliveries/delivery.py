@@ -298,16 +298,17 @@ def _published(run: Run, step: Done, backlog: BacklogClient) -> str:
         outcome = {"ok": True, "delivered_at": iso_jst(now), **step.summary}
     else:
         outcome = {"ok": True, "delivered_at": iso_jst(now), "channel": run.channel, "post": step.summary}
-    return _sent(run, now, outcome, backlog)
+    return _sent(run, now, outcome, backlog, records=step.records)
 
 
-def _sent(run: Run, now: datetime, outcome: dict, backlog: BacklogClient) -> str:
+def _sent(run: Run, now: datetime, outcome: dict, backlog: BacklogClient, *, records: list) -> str:
     """The message / post is out: 自動配信実行日時 and the write-back stage in one
     transaction, then the write-back. While other deliveries are due (a burst), the row
     is given back due now instead, so every send of the burst goes out before the
     write-backs (which are then claimed behind them)."""
     later = _others_due(run)
     with transaction.atomic():
+        DeliveryAttempt.objects.bulk_create(records)  # the accepted sends, with their outcome
         ContentTask.objects.filter(pk=run.task.pk).update(delivered_at=now)
         _to_writeback(run, outcome, release=later)
         if later:  # the run ends here: its lock goes with its claim, in the same write

@@ -443,6 +443,22 @@ def _tail(text: str, lines: int = LOG_TAIL_LINES) -> str:
     return "\n".join(text.splitlines()[-lines:])
 
 
+def named_cpu_seconds(command: str) -> float:
+    """CPU time used so far by every live process whose command name is `command` (e.g. the
+    PostgreSQL server's backends, `postgres`), whoever started them (Linux /proc)."""
+    total = 0.0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            text = (entry / "stat").read_text()
+        except OSError:
+            continue
+        if text[text.index("(") + 1 : text.rindex(")")] == command:
+            total += _cpu_of(text[text.rindex(")") + 2 :].split())
+    return total
+
+
 def _group_stats(pgid: int) -> list[list[str]]:
     """/proc/<pid>/stat fields (after the command name) of every process in group `pgid`."""
     stats = []

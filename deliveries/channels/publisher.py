@@ -38,9 +38,12 @@ class ClaimLost(Exception):
 
 @dataclass
 class Done:
-    """Published. `summary` is kept in the schedule's outcome and names ids and links."""
+    """Published. `summary` is kept in the schedule's outcome and names ids and links.
+    `records`: attempt rows of accepted sends not saved yet; the run saves them in the
+    transaction that records its outcome (one commit for both)."""
 
     summary: dict
+    records: list = field(default_factory=list)
 
 
 @dataclass

@@ -15,6 +15,7 @@ from django.utils import timezone
 import core.keeper
 from core.keeper import keeper
 from deliveries import tasks
+from deliveries.channels.base import TransportError
 from deliveries.channels.line.transport import LineTransport
 from deliveries.delivery import WRITEBACK_QUEUED
 from deliveries.models import ContentTask, DeliveryAttempt, DeliveryLock, DeliverySchedule
@@ -224,28 +225,29 @@ def test_a_row_whose_issue_another_live_run_holds_is_not_sent_by_the_batch(appro
     assert DeliveryLock.objects.get().owner == "other-run"  # not taken, not released by the batch
 
 
-def test_a_row_whose_send_was_accepted_before_a_crash_is_not_sent_again_by_the_next_batch(
-    approved, line, fake_backlog, tenant
-):
+def test_a_chunk_accepted_before_another_failed_is_not_sent_again_by_the_next_batch(approved, line, tenant):
+    """Two groups, two pushes: the first is accepted, the second fails and is retried. The
+    retry's batch finds the accepted one (it is saved although the run stopped) and skips it."""
     tenant.max_concurrent_deliveries = 10
     tenant.save()
-    keys = [approved(body()) for _ in range(2)]
-    claims = claim_all()
+    approved(body().replace("tag:active, !tag:opt_out", "group:Cabc123 | group:Cdef456"))
+    real = LineTransport.push
+
+    def second_group_down(self, *, to, **kwargs):
+        if to == "Cdef456":
+            raise TransportError("LINE が応答しません", permanent=False)
+        return real(self, to=to, **kwargs)
+
     due = DeliverySchedule.objects.order_by("due_at").first().due_at
-
-    def crash(run, *args, **kwargs):
-        raise RuntimeError("the worker died after LINE accepted")
-
     with (
         time_machine.travel(due + timedelta(seconds=0.5), tick=True),
-        mock.patch("deliveries.delivery._sent", crash),
+        mock.patch.object(LineTransport, "push", second_group_down),
     ):
-        assert tasks.deliver_batch(claims) == ["error", "error"]
-    assert len([r for r in line.requests if r.path == PUSHES]) == 2
+        assert tasks.deliver_batch(claim_all()) == ["retry in 30s"]
 
-    with time_machine.travel(due + timedelta(minutes=1), tick=True):  # both leases ran out
-        results = tasks.deliver_batch(schedules_claim(now=timezone.now()))
+    with time_machine.travel(due + timedelta(seconds=31), tick=True):
+        assert tasks.deliver_batch(schedules_claim(now=timezone.now())) == ["delivered"]
 
-    assert sorted(results) == sorted([WRITEBACK_QUEUED, "delivered"])
-    assert len([r for r in line.requests if r.path == PUSHES]) == 2  # none sent twice
-    assert DeliveryAttempt.objects.filter(task__issue_key__in=keys).count() == 2  # no new attempt
+    pushed = [r.body["to"] for r in line.requests if r.path == "/v2/bot/message/push"]
+    assert sorted(pushed) == ["Cabc123", "Cdef456"]  # each group once
+    assert sorted(DeliveryAttempt.objects.values_list("outcome", flat=True)) == ["retry", "sent", "sent"]

@@ -70,28 +70,42 @@ def audience_plan(*, tenant: Tenant, expression: str) -> Plan:
 
 
 def publish(ctx: Context) -> Done:
-    """Send every chunk not yet accepted; a failed chunk is recorded and its error re-raised."""
+    """Send every chunk not yet accepted; a failed chunk is recorded and its error re-raised.
+
+    The attempts of accepted chunks are handed back unsaved (`Done.records`): the run saves
+    them with its outcome, in one commit. If it stops before that, the next run resends
+    those chunks with the same retry key, LINE answers 409, and the attempt is recorded as
+    a duplicate: nothing is posted twice. An exception here saves them at once."""
     plan = audience_plan(tenant=ctx.tenant, expression=ctx.audience)
     task, tenant = ctx.task, ctx.tenant
     done = {} if ctx.nothing_sent else _chunks_done(task)
     transport = line_transport(tenant.line_channel_token)
     unit = aggregation_unit(task.issue_key)
-    for chunk, (kind, to) in enumerate(plan):
-        if chunk in done:
-            continue
-        ctx.check_claim()
-        key = retry_key(tenant=tenant, issue_key=task.issue_key, approval_seq=task.approval_seq, chunk=chunk)
-        try:
-            if kind == "push":
-                result = transport.push(to=to, messages=ctx.content, retry_key=key, unit=unit)
-            else:
-                result = transport.multicast(to=to, messages=ctx.content, retry_key=key, unit=unit)
-        except TransportError as exc:
-            _record(ctx, chunk, kind, to, key, error=exc)
-            raise
-        done[chunk] = _record(ctx, chunk, kind, to, key, result=result)
+    accepted: list[DeliveryAttempt] = []
+    try:
+        for chunk, (kind, to) in enumerate(plan):
+            if chunk in done:
+                continue
+            ctx.check_claim()
+            key = retry_key(
+                tenant=tenant, issue_key=task.issue_key, approval_seq=task.approval_seq, chunk=chunk
+            )
+            try:
+                if kind == "push":
+                    result = transport.push(to=to, messages=ctx.content, retry_key=key, unit=unit)
+                else:
+                    result = transport.multicast(to=to, messages=ctx.content, retry_key=key, unit=unit)
+            except TransportError as exc:
+                _attempt(ctx, chunk, kind, to, key, error=exc).save()
+                raise
+            done[chunk] = _attempt(ctx, chunk, kind, to, key, result=result)
+            accepted.append(done[chunk])
+    except BaseException:
+        DeliveryAttempt.objects.bulk_create(accepted)
+        raise
     recipients = sum(1 if kind == "push" else len(to) for kind, to in plan)
-    return Done(summary={"recipients": recipients, "request_ids": [done[i].request_id for i in sorted(done)]})
+    summary = {"recipients": recipients, "request_ids": [done[i].request_id for i in sorted(done)]}
+    return Done(summary=summary, records=accepted)
 
 
 def _chunks_done(task: ContentTask) -> dict[int, DeliveryAttempt]:
@@ -105,7 +119,7 @@ def _chunks_done(task: ContentTask) -> dict[int, DeliveryAttempt]:
     return {a.chunk: a for a in sent}
 
 
-def _record(
+def _attempt(
     ctx: Context,
     chunk: int,
     kind: str,
@@ -116,7 +130,7 @@ def _record(
     error: TransportError | None = None,
 ) -> DeliveryAttempt:
     recipients = [to] if isinstance(to, str) else list(to)
-    return DeliveryAttempt.objects.create(
+    return DeliveryAttempt(
         tenant=ctx.tenant,
         task=ctx.task,
         approval_seq=ctx.task.approval_seq,
