@@ -240,3 +240,17 @@ def test_leaks_whose_checks_count_the_others_are_registered_one_by_one(fake_back
 
     assert result.rescued == 2 and bulk == []
     assert [len(booked(fake_backlog, k)) for k in keys] == [1, 1]
+
+
+def test_a_page_registered_together_is_still_paced_without_a_single_429(fake_backlog, no_line, monkeypatch):
+    keys = [leak(fake_backlog) for _ in range(7)]
+    fake_backlog.set_rate_limits(read=4, update=3, window=60)
+    with time_machine.travel(NOW, tick=False) as traveller:
+        monkeypatch.setattr("backlog_bridge.ratelimit._sleep", traveller.shift)
+        (result,) = scan_all(tenants=[no_line], dry_run=False)
+
+    assert (result.rescued, result.errors) == (7, [])
+    assert fake_backlog.rate_limited == 0 and all(r.status != 429 for r in fake_backlog.requests)
+    # 7 re-reads and 7 comments (plus the listing) at 4 reads and 3 writes a minute.
+    assert result.rate_limit_wait_s >= 120
+    assert [len(booked(fake_backlog, k)) for k in keys] == [1] * 7
