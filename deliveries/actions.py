@@ -4,6 +4,7 @@ unschedule, invalidate or refuse, each with the Backlog comment that says so."""
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from datetime import datetime
 
 from django.conf import settings
@@ -15,7 +16,7 @@ from backlog_bridge.statuses import BacklogConfigError, status_id_require, statu
 from core.models import Tenant
 from core.quiet_hours import QuietAction, quiet_hours_apply
 from core.timeutil import fmt_jst
-from deliveries.approval_checks import approval_check, approval_checks_store
+from deliveries.approval_checks import ApprovalChecks, approval_check, approval_checks_store
 from deliveries.issues import IssueState
 from deliveries.models import (
     FIELD_DELIVERED_AT,
@@ -47,32 +48,62 @@ def _act_unschedule(*, tenant, task, state, client, reason) -> str:
 
 
 def _act_register(*, tenant, task, state, client, reason) -> str:
+    plan = registration_plan(tenant=tenant, state=state, task=task)
+    if plan.refusal:
+        if plan.checks is not None:
+            approval_checks_store(task=task, checks=plan.checks, now=plan.now)  # the admin shows why
+        return _reject(client, task, plan.refusal)
+    schedule = _schedule(task, state, plan.publish_at, DeliverySchedule.Reason.APPROVAL, new_approval=True)
+    approval_checks_store(task=task, checks=plan.checks, now=plan.now)
+    return registration_announce(client=client, task=task, state=state, due_at=schedule.due_at, plan=plan)
+
+
+@dataclass(frozen=True)
+class RegistrationPlan:
+    """What registering an approval writes, worked out before anything is written."""
+
+    now: datetime
+    publish_at: datetime | None = None  # 投稿日時 after the quiet hours (the schedule's due time)
+    checks: ApprovalChecks | None = None
+    note: str = ""  # the lines the comment adds (quiet hours, what was checked)
+    refusal: str = ""  # set: the approval is refused with this comment instead
+
+
+def registration_plan(*, tenant: Tenant, state: IssueState, task: ContentTask | None) -> RegistrationPlan:
+    """The body's errors, the quiet hours and the approval-time checks of one registration
+    (the checks may call LINE); writes nothing. `task`: the quota forecast leaves its own
+    schedule out."""
     parsed = state.parsed
+    now = timezone.now()
     if not parsed.ok:
         problems = "\n".join(f"- {e}" for e in parsed.errors)
-        return _reject(client, task, f"課題の内容に問題があるため配信を予約できません。\n{problems}")
+        return RegistrationPlan(now, refusal=f"課題の内容に問題があるため配信を予約できません。\n{problems}")
     quiet = quiet_hours_apply(quiet=tenant.quiet_hours_config(), when=parsed.publish_at)
     if quiet.action == QuietAction.REJECT:
-        return _reject(client, task, quiet.verdict.message)
+        return RegistrationPlan(now, refusal=quiet.verdict.message)
     note = f"\n{quiet.verdict.message}" if quiet.action == QuietAction.DEFER else ""
-    now = timezone.now()
     due_at = schedule_due_at(publish_at=quiet.due_at, now=now)
     checks = approval_check(tenant=tenant, parsed=parsed, due_at=due_at, now=now, task=task)
     if not checks.ok:
-        approval_checks_store(task=task, checks=checks, now=now)  # the admin shows why
-        return _reject(client, task, checks.refusal())
-    schedule = _schedule(task, state, quiet.due_at, DeliverySchedule.Reason.APPROVAL, new_approval=True)
-    approval_checks_store(task=task, checks=checks, now=now)
+        return RegistrationPlan(now, quiet.due_at, checks, refusal=checks.refusal())
     if checks.lines:
         note += f"\n確認: {checks.summary()}"
+    return RegistrationPlan(now, quiet.due_at, checks, note)
+
+
+def registration_announce(
+    *, client: BacklogClient, task: ContentTask, state: IssueState, due_at: datetime, plan: RegistrationPlan
+) -> str:
+    """Once the schedule is committed: linepush's group post, then the one "予約しました"
+    comment. `task` must hold what the registration wrote (its approval, its body)."""
     # linepush's task_approved post to the task's 連絡グループ (idempotent per approval).
     task_approved.send(sender=ContentTask, task=task)
     _comment(
         client,
         task,
-        f"[automedia] 配信を予約しました: {fmt_jst(schedule.due_at)}（チャネル: {task.channel_label}、テンプレ: {parsed.template}）{note}",
+        f"[automedia] 配信を予約しました: {fmt_jst(due_at)}（チャネル: {task.channel_label}、テンプレ: {state.parsed.template}）{plan.note}",
     )
-    return f"scheduled at {schedule.due_at.isoformat()}"
+    return f"scheduled at {due_at.isoformat()}"
 
 
 def _act_reschedule(*, tenant, task, state, client, reason) -> str:

@@ -95,6 +95,13 @@ def approval_check(
     return checks
 
 
+def approval_check_counts_others(*, tenant: Tenant, parsed: ParsedTask) -> bool:
+    """Whether the check's verdict may depend on what other approvals scheduled: a LINE send
+    with a token gets a quota forecast, which counts the sends scheduled and not sent yet.
+    Such an approval is checked only once the ones before it are registered."""
+    return parsed.channel == "line" and bool(tenant.line_channel_token)
+
+
 def approval_checks_store(*, task: ContentTask, checks: ApprovalChecks, now: datetime) -> None:
     """Kept on the task: the admin's detail page shows it, later forecasts count its messages."""
     ContentTask.objects.filter(pk=task.pk).update(approval_checks=checks.to_json(checked_at=now))

@@ -105,8 +105,23 @@ def _fmt(when: datetime | None) -> str:
 
 def _claim(task: ContentTask, state: IssueState) -> bool:
     """Write the mirror and move the version on; False if another process got there first."""
+    mirror = task_mirror(state)
+    claimed = ContentTask.objects.filter(pk=task.pk, version=task.version).update(
+        version=F("version") + 1, **mirror
+    )
+    if claimed:
+        # The claimed row holds what was just written: set it here rather than read it back
+        # (one SELECT of a wide row per decision; the scan's rescue makes thousands).
+        for name, value in mirror.items():
+            setattr(task, name, value)
+        task.version += 1
+    return bool(claimed)
+
+
+def task_mirror(state: IssueState) -> dict:
+    """A task's columns that follow Backlog's issue (written by every decision's claim)."""
     parsed = state.parsed
-    mirror = {
+    return {
         "issue_id": state.issue_id,
         "summary": state.summary[:500],
         "description": state.description,
@@ -123,16 +138,6 @@ def _claim(task: ContentTask, state: IssueState) -> bool:
         "deleted_at": None,
         "last_synced_at": timezone.now(),
     }
-    claimed = ContentTask.objects.filter(pk=task.pk, version=task.version).update(
-        version=F("version") + 1, **mirror
-    )
-    if claimed:
-        # The claimed row holds what was just written: set it here rather than read it back
-        # (one SELECT of a wide row per decision; the scan's rescue makes thousands).
-        for name, value in mirror.items():
-            setattr(task, name, value)
-        task.version += 1
-    return bool(claimed)
 
 
 def _own_echo(event: BacklogEvent, client: BacklogClient) -> bool:

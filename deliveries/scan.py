@@ -3,8 +3,9 @@
 For each tenant the approved issues are streamed page by page (Backlog's offset
 paging, 100 per page) and checked against local state with one query per page:
 
-- approved, no schedule, no 自動配信実行日時 → a leak: registered through
-  `issue_reconcile`, which re-reads it (the same decision as a webhook);
+- approved, no schedule, no 自動配信実行日時 → a leak: re-read and registered with the
+  same decision as a webhook (`issue_reconcile`; a page's new registrations are written
+  together, deliveries/rescue.py);
 - local schedules whose issue was not listed → re-checked one by one (it deletes
   the schedule when Backlog says the issue is no longer approved);
 - schedules due long ago and still leased → reported as stuck.
@@ -26,13 +27,14 @@ from django.db import connections
 from django.db.models import Q
 from django.utils import timezone
 
-from backlog_bridge.client import MAX_PAGE, BacklogClient, BacklogError
-from backlog_bridge.statuses import BacklogConfigError, status_id_require
+from backlog_bridge.client import MAX_PAGE, BacklogClient
+from backlog_bridge.statuses import status_id_require
 from core.models import Tenant
 from deliveries.issues import issue_read
-from deliveries.lifecycle import ConcurrentChange, issue_reconcile
+from deliveries.lifecycle import issue_reconcile
 from deliveries.models import FIELD_DELIVERED_AT, STATUS_APPROVED, ContentTask, DeliverySchedule
 from deliveries.quota_forecast import line_usage_shared
+from deliveries.rescue import RECOVERABLE, Outcome, leaks_rescue
 from deliveries.signals import scan_finished
 
 logger = logging.getLogger(__name__)
@@ -42,10 +44,9 @@ STUCK_AFTER = timedelta(minutes=10)
 # Backlog's offset paging by one, so a later issue can be skipped: list again.
 MAX_PASSES = 3
 REPORT_KEYS = 50  # keys named per tenant in an alert; the JSON output has them all
-STAYS_APPROVED = ("scheduled at", "rescheduled at", "no change", "error")  # outcomes, see _rescue
+STAYS_APPROVED = ("scheduled at", "rescheduled at", "no change", "error")  # outcomes, see _record
 
 Progress = Callable[[str, int], None]  # (tenant slug, approved issues seen so far)
-RECOVERABLE = (BacklogError, BacklogConfigError, ConcurrentChange)
 
 
 @dataclass
@@ -122,7 +123,8 @@ def _scan_page(
     result.leaks += [issue["issueKey"] for issue in leaks]
     if dry_run:
         return 0
-    outcomes = {issue["issueKey"]: _rescue(tenant, client, issue, result) for issue in leaks}
+    rescued = leaks_rescue(tenant=tenant, client=client, keys=[issue["issueKey"] for issue in leaks])
+    outcomes = {key: _record(key, outcome, result) for key, outcome in rescued.items()}
     _mark_rescued(tenant, [key for key, outcome in outcomes.items() if outcome.startswith("scheduled at")])
     return sum(not outcome.startswith(STAYS_APPROVED) for outcome in outcomes.values())
 
@@ -154,13 +156,9 @@ def is_delivered(issue: dict) -> bool:
     return any(f.get("name") == FIELD_DELIVERED_AT and f.get("value") for f in fields)
 
 
-def _rescue(tenant: Tenant, client: BacklogClient, issue: dict, result: ScanResult) -> str:
-    key = issue["issueKey"]
-    try:
-        # Re-read rather than trust the listing: a delivery may have finished meanwhile.
-        outcome = issue_reconcile(tenant=tenant, issue_key=key, client=client)
-    except RECOVERABLE as exc:
-        result.errors.append(f"{key}: {exc}")
+def _record(key: str, outcome: Outcome, result: ScanResult) -> str:
+    if isinstance(outcome, Exception):
+        result.errors.append(f"{key}: {outcome}")
         return "error"
     if outcome.startswith("scheduled at"):
         result.rescued += 1

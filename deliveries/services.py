@@ -45,13 +45,19 @@ def approval_record(
     """Record what was approved: the body, time and template a later change is compared
     with (seed 001), and a new approval number. `override`: a `/automedia send`'s values."""
     ContentTask.objects.filter(pk=task.pk).update(
-        approved_at=now,
-        approval_fingerprint=state.fingerprint,
-        approved_publish_at=state.parsed.publish_at,
-        approved_template_ref=str(state.parsed.template or ""),
-        approval_seq=F("approval_seq") + 1,
-        command_override=override or {},
+        approval_seq=F("approval_seq") + 1, **approval_fields(state=state, now=now, override=override)
     )
+
+
+def approval_fields(*, state: IssueState, now: datetime, override: dict | None = None) -> dict:
+    """approval_record's columns but the approval number (a new task's first is 1)."""
+    return {
+        "approved_at": now,
+        "approval_fingerprint": state.fingerprint,
+        "approved_publish_at": state.parsed.publish_at,
+        "approved_template_ref": str(state.parsed.template or ""),
+        "command_override": override or {},
+    }
 
 
 def schedule_delete(*, task: ContentTask) -> bool:

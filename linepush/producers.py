@@ -114,8 +114,12 @@ def _produce(source: PushSource, make: Callable[[], T]) -> T | None:
 
 
 def task_approved_received(sender, *, task: ContentTask, **kwargs) -> None:
-    """deliveries.signals.task_approved: an approval was registered."""
-    task_approved_enqueue(task=task)
+    """deliveries.signals.task_approved: an approval was registered.
+
+    The sender's `task` holds the body it just registered: a body naming no 連絡グループ
+    has no post, and the task is not read again (the scan's rescues send thousands)."""
+    if _group_of(task):
+        task_approved_enqueue(task=task)
 
 
 def task_approved_enqueue(*, task: ContentTask) -> LinePushItem | None:

@@ -118,6 +118,19 @@ def test_a_task_without_a_contact_group_posts_nothing(approve, tenant):
     assert not LinePushItem.objects.exists()
 
 
+def test_the_approval_signal_reads_nothing_for_a_task_naming_no_group(tenant, django_assert_num_queries):
+    """The scan's rescues send it thousands of times: the task it is given is the one just
+    registered, so no group there means no post, without reading the task again."""
+    without = task(tenant, group_id="")
+    with django_assert_num_queries(0):
+        producers.task_approved_received(sender=None, task=without)
+
+    group(tenant, GROUP, triggers=["task_approved"])
+    with_one = task(tenant)
+    producers.task_approved_received(sender=None, task=with_one)
+    assert [i.source_id for i in items("task_approved")] == [with_one.issue_key]
+
+
 def test_a_repeated_webhook_does_not_post_twice_and_a_reapproval_posts_again(
     approve, fake_backlog, tenant, pump
 ):
