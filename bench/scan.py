@@ -36,7 +36,8 @@ from bench.webhook import HOST, base_env, free_port, manage, postgres, stop  # n
 
 API_KEY = "bench-api-key"
 WALL_TARGET_S = 30.0  # the normal scan (run 2)
-WORST_WALL_TARGET_S = 60.0  # every issue a leak, rescued (run 1)
+WORST_WALL_TARGET_S = 60.0  # every issue a leak, rescued (run 1), for WORST_TARGET_ISSUES issues
+WORST_TARGET_ISSUES = 20_000  # other sizes: the same time per issue (40,000 in 120 s)
 RSS_TARGET_MB = 200.0
 FLAT_TOLERANCE = 0.10  # peak RSS at 2x the issues may grow at most this much
 
@@ -186,7 +187,11 @@ ROW = "{:>7} {:>7} {:<22} {:>4} {:>8} {:>7} {:>8} {:>8} {:>9} {:>6} {:>7} {:>6}"
 
 def verdicts(runs: list[Run]) -> dict[str, bool]:
     out = {
-        "worst_wall_met": all(r.wall_s <= WORST_WALL_TARGET_S for r in runs if r.run.startswith("1")),
+        "worst_wall_met": all(
+            r.wall_s <= WORST_WALL_TARGET_S * r.issues / WORST_TARGET_ISSUES
+            for r in runs
+            if r.run.startswith("1")
+        ),
         "wall_met": all(r.wall_s <= WALL_TARGET_S for r in runs if r.run.startswith("2")),
         "rss_met": all(r.peak_rss_mb <= RSS_TARGET_MB for r in runs),
     }
@@ -224,7 +229,7 @@ def print_table(runs: list[Run], extras: dict[int, dict], database: str) -> None
             print(f"{n} issues: the fake answered {e['rate_limited_429']} calls with 429 (rate limit)")
     for name, met in verdicts(runs).items():
         print(f"{name}: {VERDICT[met]}")
-    print(f"targets: wall <= {WORST_WALL_TARGET_S:.0f} s all leaks, <= {WALL_TARGET_S:.0f} s all scheduled, peak RSS <= {RSS_TARGET_MB:.0f} MB, "
+    print(f"targets: wall <= {WORST_WALL_TARGET_S:.0f} s per {WORST_TARGET_ISSUES:,} issues all leaks, <= {WALL_TARGET_S:.0f} s all scheduled, peak RSS <= {RSS_TARGET_MB:.0f} MB, "
           f"RSS at the largest size within {FLAT_TOLERANCE:.0%} of the smallest")  # fmt: skip
 
 
