@@ -110,6 +110,7 @@ class Result:
     last_push_s: float | None  # burst: last push − the burst's due_at
     per_s: float
     targets_met: bool
+    timeline: list[int] | None = None  # burst: pushes in each half second after due_at
 
 
 @dataclass
@@ -193,6 +194,7 @@ def burst_result(database: str, pushes: list, due: dict[str, float]) -> Result:
         last,
         len(late) / last,
         met,
+        timeline=[sum(1 for t in late if i / 2 <= t < (i + 1) / 2) for i in range(int(last * 2) + 1)],
     )
 
 
@@ -506,9 +508,9 @@ def print_table(runs: list[DatabaseRun]) -> None:
             f"registered by {run.registration}, duplicate pushes {dup}"
         )
         print_phases(run.samples)
-        print_cost(
-            run.samples, "burst due", "burst done", next(r.n for r in run.results if "burst" in r.mode)
-        )
+        burst = next(r for r in run.results if "burst" in r.mode)
+        print(f"burst pushes per half second after due: {' '.join(map(str, burst.timeline or []))}")
+        print_cost(run.samples, "burst due", "burst done", burst.n)
     print(f"{os.cpu_count()} CPUs; load average = the 1-minute figure at the end of each phase")
 
 
