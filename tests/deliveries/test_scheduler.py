@@ -162,3 +162,19 @@ def test_a_running_claim_is_never_taken_by_another_task():
 
     assert schedules_take(claims=[(schedule_id, token)], now=now) == {}  # the same task, run twice
     assert schedules_take(claims=[(schedule_id, new_token(queued=True))], now=now) == {}
+
+
+def test_the_loop_writes_its_heartbeat_at_most_once_a_second():
+    command = Command()
+    command.name, command.batch, command.task_size = "test-scheduler", 50, 10
+    start = timezone.now()
+
+    with time_machine.travel(start, tick=False) as clock:
+        command.handle_one()
+        first = SchedulerHeartbeat.objects.get(name="test-scheduler").last_beat
+        clock.shift(0.5)
+        command.handle_one()  # a busy loop's next pass: no write
+        assert SchedulerHeartbeat.objects.get(name="test-scheduler").last_beat == first
+        clock.shift(0.5)
+        command.handle_one()
+        assert SchedulerHeartbeat.objects.get(name="test-scheduler").last_beat == first + timedelta(seconds=1)
