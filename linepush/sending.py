@@ -18,7 +18,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Case, F, Value, When
+from django.db.models import F, OuterRef, Subquery, Value
 from django.db.models.functions import Greatest
 from django.utils import timezone
 
@@ -89,7 +89,9 @@ def push_record(*, outcomes: list[Outcome], token: str) -> dict[str, int]:
     sent = [o for o in outcomes if _was_sent(o)]
     with transaction.atomic():
         attempts = [_attempt(o, _sent_outcome(o)) for o in sent]
+        LinePushAttempt.objects.bulk_create(attempts)  # before the items: they read their request id from it
         counts[Status.SENT] = _record_sent(sent, token, now)
+        attempts = []
         for outcome in outcomes:
             if not _was_sent(outcome):
                 status, attempt_outcome = _record_unsent(outcome, token, now)
@@ -115,16 +117,16 @@ def _sent_outcome(outcome: Outcome) -> str:
 
 
 def _record_sent(sent: list[Outcome], token: str, now: datetime) -> int:
-    """One UPDATE for the whole batch (the common case), only for items still claimed by us."""
+    """One UPDATE for the whole batch (the common case), only for items still claimed by us.
+    Each item's request id is its attempt's, just written: a subquery costs the same for 50
+    items as for one, where a CASE with a branch per item cost 0.1 ms of CPU per item to build."""
     if not sent:
         return 0
-    request_ids = [
-        When(pk=o.item.pk, then=Value(o.result.request_id if o.result else o.error.request_id)) for o in sent
-    ]
+    attempt = LinePushAttempt.objects.filter(item=OuterRef("pk")).order_by("-pk").values("request_id")[:1]
     LinePushItem.objects.filter(PUSH_LEASE.mine(token), pk__in=[o.item.pk for o in sent]).update(
         status=Status.SENT,
         sent_at=now,
-        request_id=Case(*request_ids, default=Value("")),
+        request_id=Subquery(attempt),
         last_error="",
         attempt_count=F("attempt_count") + 1,
         **PUSH_LEASE.freed(),
