@@ -205,7 +205,10 @@ Q_CLUSTER = {
     "sync": env.bool("Q_SYNC", default=False),
     # Deliveries have their own queue and workers (`Q_CLUSTER_NAME=deliveries manage.py
     # qcluster`), so a burst of webhook processing never delays a due delivery.
-    "ALT_CLUSTERS": {"deliveries": {"workers": env.int("DELIVERY_WORKERS", default=4)}},
+    # save_limit -1: a successful task of that queue leaves no django_q Success row. Each
+    # outcome is recorded on its own rows (LinePushAttempt, DeliveryAttempt); with the default (250)
+    # the monitor read and pruned up to 250 pickled rows after every task.
+    "ALT_CLUSTERS": {"deliveries": {"workers": env.int("DELIVERY_WORKERS", default=4), "save_limit": -1}},
 }
 if REDIS_URL:
     Q_CLUSTER["redis"] = REDIS_URL
