@@ -11,6 +11,7 @@ import time_machine
 from django.core import mail
 from django.utils import timezone
 
+from core.due import take_over
 from core.keeper import keeper
 from core.models import Tenant
 from deliveries.channels.line.transport import LineTransport
@@ -22,7 +23,7 @@ from linepush.models import (
     LinePushItem,
     LinePushSettings,
 )
-from linepush.push import push_claim
+from linepush.push import PUSH_LEASE, push_claim
 from linepush.sending import push_items, push_send
 from linepush.services import month_of
 from tests.helpers.factories import TenantFactory
@@ -397,3 +398,18 @@ def test_it_does_not_resend_blind_after_the_retry_key_expired(line, tenant, team
     item = reload(item)
     assert item.status == Status.FAILED and "23 時間" in item.last_error
     assert line.sent() == []
+
+
+def test_the_cap_counts_items_waiting_for_a_worker_not_those_a_worker_sends(line, tenant, team, settings):
+    settings.LINEPUSH_MAX_IN_FLIGHT = 1
+    first, second = enqueue(tenant, team, key="a"), enqueue(tenant, team, key="b")
+    [claim] = push_claim(now=timezone.now(), limit=10)
+    assert claim.item_ids == [first.pk]
+    assert push_claim(now=timezone.now(), limit=10) == []  # one waits in the broker: the cap
+
+    take_over(
+        LinePushItem.objects.all(), pks=[first.pk], now=timezone.now(), lease=PUSH_LEASE, token=claim.token
+    )
+
+    [after] = push_claim(now=timezone.now(), limit=10)  # a worker sends the first: room again
+    assert after.item_ids == [second.pk]
