@@ -91,9 +91,13 @@ def push_step(*, now: datetime, limit: int) -> bool:
 
 
 def push_claim(*, now: datetime, limit: int) -> list[Claim]:
-    """Claim due items (at most LINEPUSH_MAX_IN_FLIGHT waiting for a worker) and decide each."""
-    room = min(limit, settings.LINEPUSH_MAX_IN_FLIGHT - _waiting(now))
-    if room <= 0:
+    """Claim due items (at most LINEPUSH_MAX_IN_FLIGHT waiting for a worker) and decide each.
+
+    While some wait, it claims only when a whole pass (`limit`) fits: a worker taking over a
+    batch would otherwise let every pass claim one batch, twice the passes for as many items."""
+    waiting = _waiting(now)
+    room = min(limit, settings.LINEPUSH_MAX_IN_FLIGHT - waiting)
+    if room <= 0 or (waiting and room < limit):
         return []
     with transaction.atomic():
         candidates = _candidates(now, room)

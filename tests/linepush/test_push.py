@@ -413,3 +413,23 @@ def test_the_cap_counts_items_waiting_for_a_worker_not_those_a_worker_sends(line
 
     [after] = push_claim(now=timezone.now(), limit=10)  # a worker sends the first: room again
     assert after.item_ids == [second.pk]
+
+
+def test_while_items_wait_for_a_worker_it_claims_only_a_whole_pass(line, tenant, team, settings):
+    settings.LINEPUSH_MAX_IN_FLIGHT = 3
+    team = group(tenant, rate_limit_count=10)
+    items = [enqueue(tenant, team, key=f"k{n}") for n in range(4)]
+    [claim] = push_claim(now=timezone.now(), limit=2)
+    assert claim.item_ids == [items[0].pk, items[1].pk]
+
+    assert push_claim(now=timezone.now(), limit=2) == []  # room for 1 of a pass of 2: wait
+
+    take_over(
+        LinePushItem.objects.all(),
+        pks=claim.item_ids,
+        now=timezone.now(),
+        lease=PUSH_LEASE,
+        token=claim.token,
+    )
+    [after] = push_claim(now=timezone.now(), limit=2)
+    assert after.item_ids == [items[2].pk, items[3].pk]
