@@ -335,6 +335,7 @@ LINEPUSH_LEASE_SECONDS = env.int("LINEPUSH_LEASE_SECONDS", default=5)
 LINEPUSH_RETRY_BASE_SECONDS = env.int("LINEPUSH_RETRY_BASE_SECONDS", default=30)
 LINEPUSH_BATCH_SIZE = env.int("LINEPUSH_BATCH_SIZE", default=50)
 LINEPUSH_MAX_IN_FLIGHT = env.int("LINEPUSH_MAX_IN_FLIGHT", default=500)
+LINEPUSH_SEND_LANES = env.int("LINEPUSH_SEND_LANES", default=4)
 LINEPUSH_ESCALATION_AFTER_HOURS = env.int("LINEPUSH_ESCALATION_AFTER_HOURS", default=24)
 LINE_WEBHOOK_MAX_BYTES = 1024 * 1024
 # The lease of a stored webhook event (Backlog, LINE) a worker is processing, renewed likewise.
@@ -345,6 +346,7 @@ for _name in (
     "LINEPUSH_LEASE_SECONDS",
     "LINEPUSH_BATCH_SIZE",
     "LINEPUSH_MAX_IN_FLIGHT",
+    "LINEPUSH_SEND_LANES",
 ):
     if globals()[_name] < 1:
         raise ImproperlyConfigured(f"{_name} must be at least 1")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import uuid
 from datetime import timedelta
 from unittest import mock
@@ -11,6 +12,7 @@ import time_machine
 from django.core import mail
 from django.utils import timezone
 
+import core.keeper
 from core.due import take_over
 from core.keeper import keeper
 from core.models import Tenant
@@ -433,3 +435,24 @@ def test_while_items_wait_for_a_worker_it_claims_only_a_whole_pass(line, tenant,
     )
     [after] = push_claim(now=timezone.now(), limit=2)
     assert after.item_ids == [items[2].pk, items[3].pk]
+
+
+def test_lanes_send_at_once_and_keep_each_groups_posts_in_order(line, tenant, monkeypatch, settings):
+    monkeypatch.setattr(core.keeper, "THREADS", True)
+    settings.LINEPUSH_SEND_LANES = 4
+    teams = [group(tenant, rate_limit_count=10) for _ in range(3)]
+    items = [enqueue(tenant, teams[n % 3], key=f"k{n}", text=f"#{n}") for n in range(9)]
+    for item in items:
+        item.tenant = tenant
+    line.fail_next(0, count=3, path_prefix=PUSH, delay=0.4)  # the first three answers come late
+
+    started = time.monotonic()
+    outcomes = push_items(items)
+
+    assert time.monotonic() - started < 1.0  # one lane after another: 1.2 s at least
+
+    assert [o.item.pk for o in outcomes] == [i.pk for i in items]
+    assert all(o.result is not None for o in outcomes)
+    for n, team in enumerate(teams):
+        texts = [r.body["messages"][0]["text"] for r in line.sent(PUSH) if r.body["to"] == team.group_id]
+        assert texts == [f"#{k}" for k in range(n, 9, 3)]
