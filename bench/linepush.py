@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT))
 from sandbox.stack import Stack  # noqa: E402
 
 PUSH = "/v2/bot/message/push"
-TARGET_PER_S = 500.0
+TARGET_PER_S = 1500.0  # issue 17 (PostgreSQL); 500 before
 
 SEED = """
 import json
