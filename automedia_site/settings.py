@@ -205,7 +205,10 @@ Q_CLUSTER = {
     "sync": env.bool("Q_SYNC", default=False),
     # Deliveries have their own queue and workers (`Q_CLUSTER_NAME=deliveries manage.py
     # qcluster`), so a burst of webhook processing never delays a due delivery.
-    "ALT_CLUSTERS": {"deliveries": {"workers": env.int("DELIVERY_WORKERS", default=4)}},
+    # save_limit -1: a successful task of that queue leaves no django_q Success row. Each
+    # outcome is recorded on its own rows (LinePushAttempt, DeliveryAttempt); with the default (250)
+    # the monitor read and pruned up to 250 pickled rows after every task.
+    "ALT_CLUSTERS": {"deliveries": {"workers": env.int("DELIVERY_WORKERS", default=4), "save_limit": -1}},
 }
 if REDIS_URL:
     Q_CLUSTER["redis"] = REDIS_URL
@@ -332,6 +335,7 @@ LINEPUSH_LEASE_SECONDS = env.int("LINEPUSH_LEASE_SECONDS", default=5)
 LINEPUSH_RETRY_BASE_SECONDS = env.int("LINEPUSH_RETRY_BASE_SECONDS", default=30)
 LINEPUSH_BATCH_SIZE = env.int("LINEPUSH_BATCH_SIZE", default=50)
 LINEPUSH_MAX_IN_FLIGHT = env.int("LINEPUSH_MAX_IN_FLIGHT", default=500)
+LINEPUSH_SEND_LANES = env.int("LINEPUSH_SEND_LANES", default=4)
 LINEPUSH_ESCALATION_AFTER_HOURS = env.int("LINEPUSH_ESCALATION_AFTER_HOURS", default=24)
 LINE_WEBHOOK_MAX_BYTES = 1024 * 1024
 # The lease of a stored webhook event (Backlog, LINE) a worker is processing, renewed likewise.
@@ -342,6 +346,7 @@ for _name in (
     "LINEPUSH_LEASE_SECONDS",
     "LINEPUSH_BATCH_SIZE",
     "LINEPUSH_MAX_IN_FLIGHT",
+    "LINEPUSH_SEND_LANES",
 ):
     if globals()[_name] < 1:
         raise ImproperlyConfigured(f"{_name} must be at least 1")

@@ -308,7 +308,11 @@ class LinePushItem(models.Model):
             models.UniqueConstraint(fields=["tenant", "dedupe_key"], name="uniq_line_push_dedupe_key")
         ]
         indexes = [
-            models.Index(fields=["status", "scheduled_at"], name="line_push_status_sched_idx"),
+            # The claim reads the due rows in (scheduled_at, id) order and counts the ones in
+            # flight on every scheduler pass: both from an index, not a scan and sort of the
+            # table (docs/BENCHMARKS.md, LINE group posts, issue 17).
+            models.Index(fields=["status", "scheduled_at", "id"], name="line_push_due_idx"),
+            models.Index(fields=["status", "lease_until"], name="line_push_lease_idx"),
             models.Index(fields=["tenant", "ext_group_id", "reserved_at"], name="line_push_window_idx"),
         ]
 

@@ -34,7 +34,7 @@ from django.db import connection, transaction
 from django.db.models import Count, F, Value
 from django.db.models.functions import Coalesce
 
-from core.due import Lease, due_locked, new_token
+from core.due import QUEUED, Lease, due_locked, new_token
 from linepush.models import LineMonthlyUsage, LinePushItem, LinePushSettings, LineSource
 from linepush.services import month_of, quota_limit
 
@@ -91,9 +91,13 @@ def push_step(*, now: datetime, limit: int) -> bool:
 
 
 def push_claim(*, now: datetime, limit: int) -> list[Claim]:
-    """Claim due items (at most LINEPUSH_MAX_IN_FLIGHT under lease at once) and decide each."""
-    room = min(limit, settings.LINEPUSH_MAX_IN_FLIGHT - _in_flight(now))
-    if room <= 0:
+    """Claim due items (at most LINEPUSH_MAX_IN_FLIGHT waiting for a worker) and decide each.
+
+    While some wait, it claims only when a whole pass (`limit`) fits: a worker taking over a
+    batch would otherwise let every pass claim one batch, twice the passes for as many items."""
+    waiting = _waiting(now)
+    room = min(limit, settings.LINEPUSH_MAX_IN_FLIGHT - waiting)
+    if room <= 0 or (waiting and room < limit):
         return []
     with transaction.atomic():
         candidates = _candidates(now, room)
@@ -104,8 +108,15 @@ def push_claim(*, now: datetime, limit: int) -> list[Claim]:
     return claims
 
 
-def _in_flight(now: datetime) -> int:
-    return LinePushItem.objects.filter(PUSH_LEASE.held(now), status=Status.PENDING).count()
+def _waiting(now: datetime) -> int:
+    """Claimed items whose task still waits in the broker (a queued token, core/due.py).
+
+    That queue is what the cap bounds: it is what a due delivery behind it waits for, and
+    nobody renews its leases. Items a worker has taken over are not counted, so the next
+    batches are claimed while it sends; counting them left the workers idle until the
+    scheduler's next poll (issue 17)."""
+    held = LinePushItem.objects.filter(PUSH_LEASE.held(now), status=Status.PENDING)
+    return held.filter(claimed_by__startswith=QUEUED).count()
 
 
 def _candidates(now: datetime, room: int) -> list[LinePushItem]:

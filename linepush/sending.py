@@ -12,18 +12,19 @@ that 409.
 
 from __future__ import annotations
 
-from collections import Counter
+import zlib
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Case, F, Value, When
+from django.db.models import F, OuterRef, Subquery, Value
 from django.db.models.functions import Greatest
 from django.utils import timezone
 
 from core.due import take_over
-from core.keeper import held_claim, keeper
+from core.keeper import held_claim, in_threads, keeper
 from core.models import Tenant
 from deliveries.channels.base import SendResult, TransportError
 from deliveries.channels.line.transport import LineTransport, line_transport
@@ -63,7 +64,19 @@ def push_send(*, item_ids: list[int], token: str) -> dict[str, int]:
 
 
 def push_items(items: list[LinePushItem]) -> list[Outcome]:
-    """The HTTP part: no transaction, no lock."""
+    """The HTTP part: no transaction, no lock. LINEPUSH_SEND_LANES lanes send at once, each
+    on its own kept-alive connection, so a worker does not sit idle for every answer; a
+    group's items share a lane and go in their order. Outcomes come back in `items`' order."""
+    lanes: dict[int, list[LinePushItem]] = defaultdict(list)
+    count = max(1, settings.LINEPUSH_SEND_LANES)
+    for item in items:
+        lanes[zlib.crc32(item.ext_group_id.encode()) % count].append(item)
+    sent = in_threads(_push_lane, list(lanes.values()))
+    by_item = {outcome.item.pk: outcome for outcomes in sent for outcome in outcomes}
+    return [by_item[item.pk] for item in items]
+
+
+def _push_lane(items: list[LinePushItem]) -> list[Outcome]:
     return [_push_one(line_transport(item.tenant.line_channel_token), item) for item in items]
 
 
@@ -89,7 +102,9 @@ def push_record(*, outcomes: list[Outcome], token: str) -> dict[str, int]:
     sent = [o for o in outcomes if _was_sent(o)]
     with transaction.atomic():
         attempts = [_attempt(o, _sent_outcome(o)) for o in sent]
+        LinePushAttempt.objects.bulk_create(attempts)  # before the items: they read their request id from it
         counts[Status.SENT] = _record_sent(sent, token, now)
+        attempts = []
         for outcome in outcomes:
             if not _was_sent(outcome):
                 status, attempt_outcome = _record_unsent(outcome, token, now)
@@ -115,16 +130,16 @@ def _sent_outcome(outcome: Outcome) -> str:
 
 
 def _record_sent(sent: list[Outcome], token: str, now: datetime) -> int:
-    """One UPDATE for the whole batch (the common case), only for items still claimed by us."""
+    """One UPDATE for the whole batch (the common case), only for items still claimed by us.
+    Each item's request id is its attempt's, just written: a subquery costs the same for 50
+    items as for one, where a CASE with a branch per item cost 0.1 ms of CPU per item to build."""
     if not sent:
         return 0
-    request_ids = [
-        When(pk=o.item.pk, then=Value(o.result.request_id if o.result else o.error.request_id)) for o in sent
-    ]
+    attempt = LinePushAttempt.objects.filter(item=OuterRef("pk")).order_by("-pk").values("request_id")[:1]
     LinePushItem.objects.filter(PUSH_LEASE.mine(token), pk__in=[o.item.pk for o in sent]).update(
         status=Status.SENT,
         sent_at=now,
-        request_id=Case(*request_ids, default=Value("")),
+        request_id=Subquery(attempt),
         last_error="",
         attempt_count=F("attempt_count") + 1,
         **PUSH_LEASE.freed(),

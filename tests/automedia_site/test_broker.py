@@ -63,3 +63,28 @@ def test_it_uses_the_database_broker_without_redis_url(tmp_path):
 
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.split() == ["ORM", payload]
+
+
+SAVE_LIMIT = """
+import django
+django.setup()
+from django_q.conf import Conf
+print(Conf.SAVE_LIMIT, Conf.WORKERS)
+"""
+
+
+def test_the_deliveries_queue_keeps_no_success_rows_and_the_default_queue_keeps_its_250():
+    """Each push and delivery records its own outcome; the deliveries cluster's monitor
+    skips django_q's Success row, which cost a read of up to 250 pickled rows per task."""
+
+    def conf(**env) -> list[str]:
+        base = {k: v for k, v in os.environ.items() if k != "Q_CLUSTER_NAME"}
+        env = {**base, "DJANGO_SETTINGS_MODULE": "automedia_site.test_settings", **env}
+        done = subprocess.run(
+            [sys.executable, "-c", SAVE_LIMIT], env=env, capture_output=True, text=True, cwd=settings.BASE_DIR
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        return done.stdout.split()
+
+    assert conf(Q_CLUSTER_NAME="deliveries", DELIVERY_WORKERS="3") == ["-1", "3"]
+    assert conf()[0] == "250"

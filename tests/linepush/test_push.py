@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import uuid
 from datetime import timedelta
 from unittest import mock
@@ -11,6 +12,8 @@ import time_machine
 from django.core import mail
 from django.utils import timezone
 
+import core.keeper
+from core.due import take_over
 from core.keeper import keeper
 from core.models import Tenant
 from deliveries.channels.line.transport import LineTransport
@@ -22,7 +25,7 @@ from linepush.models import (
     LinePushItem,
     LinePushSettings,
 )
-from linepush.push import push_claim
+from linepush.push import PUSH_LEASE, push_claim
 from linepush.sending import push_items, push_send
 from linepush.services import month_of
 from tests.helpers.factories import TenantFactory
@@ -397,3 +400,59 @@ def test_it_does_not_resend_blind_after_the_retry_key_expired(line, tenant, team
     item = reload(item)
     assert item.status == Status.FAILED and "23 時間" in item.last_error
     assert line.sent() == []
+
+
+def test_the_cap_counts_items_waiting_for_a_worker_not_those_a_worker_sends(line, tenant, team, settings):
+    settings.LINEPUSH_MAX_IN_FLIGHT = 1
+    first, second = enqueue(tenant, team, key="a"), enqueue(tenant, team, key="b")
+    [claim] = push_claim(now=timezone.now(), limit=10)
+    assert claim.item_ids == [first.pk]
+    assert push_claim(now=timezone.now(), limit=10) == []  # one waits in the broker: the cap
+
+    take_over(
+        LinePushItem.objects.all(), pks=[first.pk], now=timezone.now(), lease=PUSH_LEASE, token=claim.token
+    )
+
+    [after] = push_claim(now=timezone.now(), limit=10)  # a worker sends the first: room again
+    assert after.item_ids == [second.pk]
+
+
+def test_while_items_wait_for_a_worker_it_claims_only_a_whole_pass(line, tenant, team, settings):
+    settings.LINEPUSH_MAX_IN_FLIGHT = 3
+    team = group(tenant, rate_limit_count=10)
+    items = [enqueue(tenant, team, key=f"k{n}") for n in range(4)]
+    [claim] = push_claim(now=timezone.now(), limit=2)
+    assert claim.item_ids == [items[0].pk, items[1].pk]
+
+    assert push_claim(now=timezone.now(), limit=2) == []  # room for 1 of a pass of 2: wait
+
+    take_over(
+        LinePushItem.objects.all(),
+        pks=claim.item_ids,
+        now=timezone.now(),
+        lease=PUSH_LEASE,
+        token=claim.token,
+    )
+    [after] = push_claim(now=timezone.now(), limit=2)
+    assert after.item_ids == [items[2].pk, items[3].pk]
+
+
+def test_lanes_send_at_once_and_keep_each_groups_posts_in_order(line, tenant, monkeypatch, settings):
+    monkeypatch.setattr(core.keeper, "THREADS", True)
+    settings.LINEPUSH_SEND_LANES = 4
+    teams = [group(tenant, rate_limit_count=10) for _ in range(3)]
+    items = [enqueue(tenant, teams[n % 3], key=f"k{n}", text=f"#{n}") for n in range(9)]
+    for item in items:
+        item.tenant = tenant
+    line.fail_next(0, count=3, path_prefix=PUSH, delay=0.4)  # the first three answers come late
+
+    started = time.monotonic()
+    outcomes = push_items(items)
+
+    assert time.monotonic() - started < 1.0  # one lane after another: 1.2 s at least
+
+    assert [o.item.pk for o in outcomes] == [i.pk for i in items]
+    assert all(o.result is not None for o in outcomes)
+    for n, team in enumerate(teams):
+        texts = [r.body["messages"][0]["text"] for r in line.sent(PUSH) if r.body["to"] == team.group_id]
+        assert texts == [f"#{k}" for k in range(n, 9, 3)]
