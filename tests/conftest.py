@@ -6,7 +6,6 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 import pytest
-import respx.mocks
 from django.core.cache import cache
 
 import core.keeper
@@ -31,10 +30,6 @@ from tests.helpers.channels import (
 )
 from tests.helpers.deliveries import approve_issue
 from tests.helpers.factories import LineContactFactory, TenantFactory
-
-# respx mocks by patching httpcore's pools; LINE's transport sends through core.http's
-# KeptAlivePool, which has the same interface: respx patches it as well.
-respx.mocks.HTTPCoreMocker.add_targets("core.http.KeptAlivePool")
 
 
 @pytest.fixture(autouse=True)

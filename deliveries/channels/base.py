@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import contextlib
-import json
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -70,57 +67,22 @@ class HttpTransport:
             transport=transport,
             verify=ssl_context(),
         )
-        self._transport = transport  # post_json's way past the client; None: the client's own
-        self._urls: dict[str, httpx.URL] = {}
 
     def close(self) -> None:
         self._http.close()
 
     def request(self, method: str, path: str, **kwargs) -> tuple[httpx.Response, int]:
         started = time.perf_counter()
-        with self._mapped_errors():
-            response = self._http.request(method, path, **kwargs)
-        metrics.outbound_call(self.service, str(response.status_code))
-        return response, int((time.perf_counter() - started) * 1000)
-
-    def post_json(self, path: str, body: Any, headers: dict[str, str]) -> tuple[httpx.Response, int]:
-        """`request("POST", path, json=body, headers=headers)` with the same bytes on the wire,
-        handed straight to the transport: httpx.Client's work per request (URL parsing and
-        joining, cookies, auth, redirects, hooks) cost 0.2 ms of CPU, twice the rest of a
-        small POST on a kept-alive connection (issue 17). Only without redirects, cookies or
-        hooks, which these APIs do not use."""
-        if self._transport is None:
-            return self.request("POST", path, json=body, headers=headers)
-        url = self._urls.get(path)
-        if url is None:
-            url = self._urls[path] = self._http.base_url.join(path.lstrip("/"))
-        content = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
-        merged = httpx.Headers(self._http.headers)
-        merged.update(headers)
-        merged["Content-Type"] = "application/json"
-        request = httpx.Request(
-            "POST", url, headers=merged, content=content, extensions={"timeout": self._http.timeout.as_dict()}
-        )
-        started = time.perf_counter()
-        with self._mapped_errors():
-            response = self._transport.handle_request(request)
-            try:
-                response.read()
-            finally:
-                response.close()
-        metrics.outbound_call(self.service, str(response.status_code))
-        return response, int((time.perf_counter() - started) * 1000)
-
-    @contextlib.contextmanager
-    def _mapped_errors(self) -> Iterator[None]:
         try:
-            yield
+            response = self._http.request(method, path, **kwargs)
         except httpx.TimeoutException as exc:
             metrics.outbound_call(self.service, "timeout")
             raise TransportError(f"タイムアウトしました（{type(exc).__name__}）", permanent=False) from exc
         except httpx.TransportError as exc:
             metrics.outbound_call(self.service, "connection_error")
             raise TransportError(f"接続できませんでした（{type(exc).__name__}）", permanent=False) from exc
+        metrics.outbound_call(self.service, str(response.status_code))
+        return response, int((time.perf_counter() - started) * 1000)
 
     def raise_for(self, response: httpx.Response, reason: str, request_id: str = "") -> None:
         """Sort a non-2xx answer into the retry policy (deliveries/retry.py)."""

@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 from django.conf import settings
 
-from core.http import ClientCache, kept_alive_transport
+from core.http import ClientCache
 from deliveries.channels.base import HttpTransport, SendResult, TransportError
 
 MULTICAST_MAX = 500
@@ -88,8 +88,7 @@ class LineTransport(HttpTransport):
             base_url=base_url or settings.LINE_API_BASE_URL,
             headers={"Authorization": f"Bearer {token}"},
             timeout=timeout or settings.LINE_TIMEOUT_SECONDS,
-            # A push is one small JSON POST; most of its CPU was httpcore's (core/http.py).
-            transport=transport or kept_alive_transport(),
+            transport=transport,
         )
 
     def push(self, *, to: str, messages: list[dict], retry_key: str, unit: str | None = None) -> SendResult:
@@ -109,7 +108,7 @@ class LineTransport(HttpTransport):
         return self._result(response, duration)
 
     def _send(self, path: str, body: dict, retry_key: str) -> SendResult:
-        response, duration = self.post_json(path, body, {"X-Line-Retry-Key": retry_key})
+        response, duration = self.request("POST", path, json=body, headers={"X-Line-Retry-Key": retry_key})
         if response.status_code == 409 and response.headers.get("x-line-accepted-request-id"):
             accepted = response.headers["x-line-accepted-request-id"]
             body = _json(response)  # `sentMessages`, if LINE repeats them, are kept
