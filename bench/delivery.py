@@ -373,10 +373,12 @@ PROFILED = ("deliverer", "scheduler")
 
 
 @contextlib.contextmanager
-def profiling(stack: Stack, into: Path | None, database: str) -> Iterator[None]:
+def profiling(stack: Stack, into: Path | None, database: str, gil: bool = False) -> Iterator[None]:
     """`--profile DIR`: py-spy samples the deliverer (with its workers) and the scheduler
     while the burst runs, into DIR/<database>-<process>.txt (collapsed stacks, one line per
-    stack: `frame;frame;… count`; `bench/profile_top.py` sums them)."""
+    stack: `frame;frame;… count`; `bench/profile_top.py` sums them). Every thread is sampled,
+    waiting or not (where the time goes); `gil` (`--profile-cpu`): only the thread holding
+    the GIL (where Python's CPU goes)."""
     if into is None:
         yield
         return
@@ -455,7 +457,7 @@ def run_database(args: argparse.Namespace, database: str, broker: str, tmp: Path
         wait_pushes(stack, steady_groups, BURST_GAP_S - 1)
         samples["steady done"] = sample(stack)
         time.sleep(max(0.0, burst_at - time.time() - (1.0 if args.profile else 0.0)))
-        with profiling(stack, args.profile, database):
+        with profiling(stack, args.profile, database, gil=args.profile_cpu):
             time.sleep(max(0.0, burst_at - time.time()))
             samples["burst due"] = sample(stack)
             wait_pushes(stack, burst_groups, args.burst / 10 + 60)
@@ -576,6 +578,9 @@ def parse_args() -> argparse.Namespace:
         type=Path,
         metavar="DIR",
         help="sample the deliverer and the scheduler with py-spy during the burst (collapsed stacks in DIR)",
+    )
+    parser.add_argument(
+        "--profile-cpu", action="store_true", help="with --profile: sample only the thread holding the GIL"
     )
     return parser.parse_args()
 
