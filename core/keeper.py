@@ -162,6 +162,7 @@ class _Pool:
     at once in this process (a batch's size times its concurrent batches)."""
 
     IDLE_SECONDS = 30.0
+    CHECK_SECONDS = 1.0  # a thread's connection is checked at most this often (and after an error)
 
     def __init__(self) -> None:
         self._reset()
@@ -188,18 +189,25 @@ class _Pool:
         return [future.result() for future in futures]
 
     def _work(self) -> None:
+        checked = None  # when this thread last let Django check its connection
         while True:
             try:
                 call, item, future = self._jobs.get(timeout=self.IDLE_SECONDS)
             except queue.Empty:
                 connection.close()  # idle: no connection held open for nothing
                 call, item, future = self._jobs.get()
+            if checked is None or time.monotonic() - checked >= self.CHECK_SECONDS:
+                # A broken or too old connection is not reused. Not before every call: the
+                # check makes the next query ask the server first (CONN_HEALTH_CHECKS).
+                close_old_connections()
+                checked = time.monotonic()
             try:
-                close_old_connections()  # a broken or too old connection is not reused
                 future.set_result(call(item))
             except BaseException as exc:  # handed to the caller, as a pool would
                 future.set_exception(exc)
             finally:
+                if connection.errors_occurred:
+                    checked = None  # checked before the next call
                 with self._lock:
                     self._idle += 1
 

@@ -147,3 +147,22 @@ def test_in_threads_hands_a_calls_exception_to_its_caller(monkeypatch):
     with pytest.raises(ValueError, match="two"):
         core.keeper.in_threads(call, [1, 2, 3])
     assert core.keeper.in_threads(call, [1, 3]) == [1, 3]  # the pool still works
+
+
+def test_in_threads_checks_a_threads_connection_once_a_second_not_before_every_call(monkeypatch):
+    """Django's check (close_old_connections) makes the next query ask the server whether
+    the connection is alive (CONN_HEALTH_CHECKS): a round trip per row if done per call."""
+    monkeypatch.setattr(core.keeper, "THREADS", True)
+    monkeypatch.setattr(core.keeper, "_pool", core.keeper._Pool())
+    checks = []
+    monkeypatch.setattr(core.keeper, "close_old_connections", lambda: checks.append(threading.get_ident()))
+    gate = threading.Barrier(2, timeout=10)
+
+    def call(n: int) -> int:
+        gate.wait()
+        return n
+
+    for _ in range(3):
+        assert core.keeper.in_threads(call, [1, 2]) == [1, 2]
+
+    assert len(checks) == 2  # once per thread, within the second
