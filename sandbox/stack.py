@@ -30,7 +30,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Literal
 from urllib.parse import urlsplit, urlunsplit
@@ -446,22 +446,17 @@ def _tail(text: str, lines: int = LOG_TAIL_LINES) -> str:
 def named_cpu_seconds(command: str) -> float:
     """CPU time used so far by every live process whose command name is `command` (e.g. the
     PostgreSQL server's backends, `postgres`), whoever started them (Linux /proc)."""
-    total = 0.0
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            text = (entry / "stat").read_text()
-        except OSError:
-            continue
-        if text[text.index("(") + 1 : text.rindex(")")] == command:
-            total += _cpu_of(text[text.rindex(")") + 2 :].split())
-    return total
+    return sum(_cpu_of(fields) for name, fields in _proc_stats() if name == command)
 
 
 def _group_stats(pgid: int) -> list[list[str]]:
     """/proc/<pid>/stat fields (after the command name) of every process in group `pgid`."""
-    stats = []
+    # fields[0] is the state; pgrp is the 5th field of stat
+    return [fields for _, fields in _proc_stats() if int(fields[2]) == pgid]
+
+
+def _proc_stats() -> Iterator[tuple[str, list[str]]]:
+    """(command name, /proc/<pid>/stat fields after it) of every live process."""
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -469,10 +464,7 @@ def _group_stats(pgid: int) -> list[list[str]]:
             text = (entry / "stat").read_text()
         except OSError:
             continue  # gone meanwhile
-        fields = text[text.rindex(")") + 2 :].split()
-        if int(fields[2]) == pgid:  # fields[0] is the state; pgrp is the 5th field of stat
-            stats.append(fields)
-    return stats
+        yield text[text.index("(") + 1 : text.rindex(")")], text[text.rindex(")") + 2 :].split()
 
 
 def _cpu_of(fields: list[str]) -> float:

@@ -101,9 +101,8 @@ def test_a_batch_re_reads_its_issues_in_one_backlog_call(approved, line, fake_ba
     )
 
 
-def test_a_send_followed_by_others_in_its_batch_does_not_ask_the_database_whether_others_are_due(
-    approved, line, tenant
-):
+def sql_of_one_batch_of_three(approved, tenant) -> list[str]:
+    """Three approvals due at once, delivered by one batch: the SQL statements it ran."""
     tenant.max_concurrent_deliveries = 10
     tenant.save()
     [approved(body()) for _ in range(3)]
@@ -115,9 +114,15 @@ def test_a_send_followed_by_others_in_its_batch_does_not_ask_the_database_whethe
         CaptureQueriesContext(connection) as sql,
     ):
         assert tasks.deliver_batch(claims) == [WRITEBACK_QUEUED, WRITEBACK_QUEUED, "delivered"]
+    return [q["sql"] for q in sql.captured_queries]
 
+
+def test_a_send_followed_by_others_in_its_batch_does_not_ask_the_database_whether_others_are_due(
+    approved, line, tenant
+):
     table = DeliverySchedule._meta.db_table
-    asked = [q["sql"] for q in sql.captured_queries if q["sql"].startswith(f'SELECT 1 AS "a" FROM "{table}"')]
+    sql = sql_of_one_batch_of_three(approved, tenant)
+    asked = [q for q in sql if q.startswith(f'SELECT 1 AS "a" FROM "{table}"')]
     assert len(asked) == 1  # only the batch's last send looks for other due rows
 
 
@@ -182,20 +187,9 @@ def test_a_hanging_delivery_does_not_delay_another_row_of_its_batch(monkeypatch)
 
 
 def test_a_batch_takes_its_delivery_locks_in_one_statement_and_leaves_none_behind(approved, line, tenant):
-    tenant.max_concurrent_deliveries = 10
-    tenant.save()
-    [approved(body()) for _ in range(3)]
-    claims = claim_all()
-
-    due = DeliverySchedule.objects.order_by("due_at").first().due_at
-    with (
-        time_machine.travel(due + timedelta(seconds=0.5), tick=True),
-        CaptureQueriesContext(connection) as sql,
-    ):
-        assert tasks.deliver_batch(claims) == [WRITEBACK_QUEUED, WRITEBACK_QUEUED, "delivered"]
-
     table = DeliveryLock._meta.db_table
-    assert len([q for q in sql.captured_queries if q["sql"].startswith(f"INSERT INTO {table}")]) == 1
+    sql = sql_of_one_batch_of_three(approved, tenant)
+    assert len([q for q in sql if q.startswith(f"INSERT INTO {table}")]) == 1
     assert not DeliveryLock.objects.exists()
 
 
