@@ -57,7 +57,7 @@ class Run:
     token: str
     now: datetime
     channel: str = "line"  # the channel whose publisher takes over
-    issue: dict | None = None  # the issue as read for the whole batch (issues_prefetch)
+    issue: dict | None = None  # the issue as read for the whole batch (batch_reads.issues_prefetch)
     sends_follow: bool = False  # the batch still has sends to make after this one
     holds_lock: bool = False  # the delivery lock of (tenant, issue) is this run's to release
     fresh: bool = False  # its batch found no post and no accepted send of this approval yet
@@ -105,12 +105,12 @@ def delivery_run(
 ) -> str:
     """`schedule`: the row (with its task and tenant) as its batch read it under `token`
     moments ago; without it, it is read here. `issue`: the issue's JSON read moments ago
-    for a whole batch (issues_prefetch); without it, the re-check reads the issue itself.
+    for a whole batch (deliveries/batch_reads.py); without it, the re-check reads the issue itself.
     `sends_follow`: the batch holds other claimed sends after this one, so other
     deliveries are due (see `_sent`). `locked`: the batch already took this issue's
     delivery lock under `token` (deliveries/locks.py `locks_take`). `fresh`: the batch,
     holding the claim and the lock, found neither a platform post nor an accepted LINE send
-    of this approval (`sent_before`), so the run does not ask again. Every write of the run
+    of this approval (`batch_reads.sent_before`), so the run does not ask again. Every write of the run
     checks the claim's token."""
     if schedule is None:
         schedule = (
@@ -145,39 +145,6 @@ def delivery_run(
     finally:
         if run.holds_lock:
             lock_release(tenant=run.tenant, issue_key=issue_key, owner=token)
-
-
-def issues_prefetch(*, rows: dict[int, tuple[int, int]], tenants: dict[int, Tenant]) -> dict[int, dict]:
-    """{schedule id: issue JSON} for the rows about to be delivered ({schedule id:
-    (tenant id, issue id)}; `tenants` by id): one Backlog call per tenant for a batch
-    instead of one per delivery. A row whose issue is missing from the answer (deleted,
-    or the call failed) reads it itself."""
-    by_tenant: dict[int, dict[int, int]] = {}
-    for pk, (tenant_id, issue_id) in rows.items():
-        by_tenant.setdefault(tenant_id, {})[issue_id] = pk
-    found: dict[int, dict] = {}
-    for tenant_id, wanted in by_tenant.items():
-        if len(wanted) < 2:
-            continue
-        tenant = tenants[tenant_id]
-        try:
-            issues = shared_client(tenant).issues_by_id(list(wanted))
-        except BacklogError as exc:
-            logger.warning("batch read of %s issues failed, each reads its own: %s", tenant.slug, exc)
-            continue
-        found |= {wanted[issue["id"]]: issue for issue in issues if issue.get("id") in wanted}
-    return found
-
-
-def sent_before(*, tasks: list[ContentTask]) -> set[int]:
-    """The ids among `tasks` whose current approval already has a platform post (ChannelPost)
-    or a send LINE accepted: two queries for a batch; the others are `fresh`."""
-    seq = {task.pk: task.approval_seq for task in tasks}
-    posted = ChannelPost.objects.filter(task_id__in=seq).values_list("task_id", "approval_seq")
-    accepted = DeliveryAttempt.objects.filter(
-        task_id__in=seq, correction__isnull=True, outcome__in=DeliveryAttempt.ACCEPTED
-    ).values_list("task_id", "approval_seq")
-    return {task_id for rows in (posted, accepted) for task_id, approval in rows if seq[task_id] == approval}
 
 
 # -- delivering ----------------------------------------------------------------------

@@ -9,7 +9,8 @@ from django.utils import timezone
 
 from core.keeper import Held, in_threads, keeper
 from core.models import Tenant
-from deliveries.delivery import delivery_run, issues_prefetch, sent_before
+from deliveries.batch_reads import issues_prefetch, sent_before
+from deliveries.delivery import delivery_run
 from deliveries.effects import effect_reports_run
 from deliveries.locks import locks_take
 from deliveries.models import DeliverySchedule
