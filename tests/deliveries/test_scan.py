@@ -23,8 +23,7 @@ from deliveries.management.commands.scan_backlog import ProgressBar
 from deliveries.models import ContentTask, DeliverySchedule
 from deliveries.scan import scan_all, scan_tenant
 from deliveries.tasks import scan_daily
-from tests.helpers.backlog import API_KEY, approve, body, texts
-from tests.helpers.factories import TenantFactory
+from tests.helpers.backlog import approve, body, second_tenant, texts
 
 NOW = datetime(2026, 12, 1, 9, 0, tzinfo=JST)
 APPROVED = "automedia承認"
@@ -226,13 +225,7 @@ def test_it_lists_again_when_its_own_rejections_shift_the_pages(fake_backlog, te
 
 
 def test_it_scans_only_the_tenant_named(fake_backlog, tenant, run):
-    fake_backlog.add_project("BETA")
-    TenantFactory(
-        slug="beta",
-        backlog_base_url=fake_backlog.base_url,
-        backlog_api_key=API_KEY,
-        backlog_project_key="BETA",
-    )
+    second_tenant(fake_backlog)
     leak(fake_backlog)
     beta_key = leak(fake_backlog, "BETA")
 
@@ -291,13 +284,7 @@ def test_it_prints_json_with_totals_and_one_object_per_tenant(fake_backlog, tena
 
 
 def test_it_exits_1_when_backlog_is_down_and_still_scans_the_other_tenants(fake_backlog, tenant, run):
-    fake_backlog.add_project("BETA")
-    TenantFactory(
-        slug="beta",
-        backlog_base_url=fake_backlog.base_url,
-        backlog_api_key=API_KEY,
-        backlog_project_key="BETA",
-    )
+    second_tenant(fake_backlog)
     beta_key = leak(fake_backlog, "BETA")
     fake_backlog.fail_next(503, count=3, path_prefix="/api/v2/issues")  # acme's listing, with its retries
 
@@ -458,13 +445,7 @@ def _pid_of(n: int) -> tuple[int, int]:
 def test_it_scans_each_tenant_once_with_workers_and_reports_progress_per_tenant(
     fake_backlog, tenant, monkeypatch
 ):
-    fake_backlog.add_project("BETA")
-    beta = TenantFactory(
-        slug="beta",
-        backlog_base_url=fake_backlog.base_url,
-        backlog_api_key=API_KEY,
-        backlog_project_key="BETA",
-    )
+    beta = second_tenant(fake_backlog)
     keys = {"acme": leak(fake_backlog), "beta": leak(fake_backlog, "BETA")}
     jobs = []
     # The test database lives in this process: the children's work runs here, in order.

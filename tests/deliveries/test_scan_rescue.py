@@ -16,8 +16,7 @@ from deliveries import rescue
 from deliveries.models import ContentTask, DeliverySchedule
 from deliveries.scan import scan_all, scan_tenant
 from linepush.models import LinePushItem
-from tests.helpers.backlog import API_KEY, body, texts
-from tests.helpers.factories import TenantFactory
+from tests.helpers.backlog import body, second_tenant, texts
 from tests.helpers.linepush import group
 
 NOW = datetime(2026, 12, 1, 9, 0, tzinfo=JST)
@@ -164,13 +163,7 @@ def test_a_refused_leak_and_a_known_task_go_one_by_one_in_page_order(fake_backlo
 
 
 def test_a_leak_whose_issue_moved_to_another_tenants_project_is_not_registered(fake_backlog, no_line):
-    fake_backlog.add_project("BETA")
-    beta = TenantFactory(
-        slug="beta",
-        backlog_base_url=fake_backlog.base_url,
-        backlog_api_key=API_KEY,
-        backlog_project_key="BETA",
-    )
+    beta = second_tenant(fake_backlog)
     stays = leak(fake_backlog)
     moves = leak(fake_backlog)
     moved = leak(fake_backlog, "BETA")
@@ -196,14 +189,7 @@ def test_a_leak_whose_issue_moved_to_another_tenants_project_is_not_registered(f
 
 
 def test_each_tenant_registers_only_its_own_leaks_even_with_the_same_issue_ids(fake_backlog, no_line):
-    fake_backlog.add_project("BETA")
-    beta = TenantFactory(
-        slug="beta",
-        backlog_base_url=fake_backlog.base_url,
-        backlog_api_key=API_KEY,
-        backlog_project_key="BETA",
-        line_channel_token="",
-    )
+    beta = second_tenant(fake_backlog, line_channel_token="")
     acme_key, beta_key = leak(fake_backlog), leak(fake_backlog, "BETA")
     # Another tenant's task holding ACME's issue id (two spaces number ids on their own).
     ContentTask.objects.create(tenant=beta, issue_key="BETA-999", issue_id=fake_backlog.issue(acme_key)["id"])

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from tests.helpers.factories import TenantFactory
+
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 API_KEY = "test-api-key"  # the key of the `fake_backlog` fixture (tests/conftest.py)
 
@@ -60,3 +62,15 @@ def status_of(fake_backlog, key: str) -> str:
 def texts(fake_backlog, key: str) -> list[str]:
     """Comments with text (Backlog also lists bare change-log entries as comments)."""
     return [c["content"] for c in fake_backlog.comments(key) if c["content"]]
+
+
+def second_tenant(fake_backlog, *, slug: str = "beta", project: str = "BETA", **fields):
+    """Another tenant on the fake Backlog, with its own project."""
+    fake_backlog.add_project(project)
+    return TenantFactory(
+        slug=slug,
+        backlog_base_url=fake_backlog.base_url,
+        backlog_api_key=API_KEY,
+        backlog_project_key=project,
+        **fields,
+    )
