@@ -18,7 +18,7 @@ def lock_take(*, tenant: Tenant, issue_key: str, owner: str, now: datetime) -> b
     live claim on a schedule; otherwise the next taker may take it over.
     """
     expires = now + timedelta(seconds=DeliveryLock.TTL_SECONDS)
-    if _lock_insert(tenant=tenant, issue_key=issue_key, owner=owner, now=now, expires=expires):
+    if locks_take(keys=[(tenant.pk, issue_key)], owner=owner, now=now):
         return True
     live_claim = DeliverySchedule.objects.filter(claimed_by=OuterRef("owner"), lease_until__gt=now)
     stale = Q(expires_at__lte=now) | ~Q(Exists(live_claim)) | Q(owner=owner)
@@ -30,26 +30,12 @@ def lock_take(*, tenant: Tenant, issue_key: str, owner: str, now: datetime) -> b
     )
 
 
-_INSERT_LOCK = (
-    "INSERT INTO {table} (tenant_id, issue_key, owner, taken_at, expires_at)"
-    " VALUES (%s, %s, %s, %s, %s) ON CONFLICT (tenant_id, issue_key) DO NOTHING"
-)
-
-
-def _lock_insert(*, tenant: Tenant, issue_key: str, owner: str, now: datetime, expires: datetime) -> bool:
-    """One `INSERT … ON CONFLICT DO NOTHING` (SQLite ≥ 3.35, PostgreSQL): no savepoint
-    and no IntegrityError round trip when the lock is held."""
-    stamp = DeliveryLock._meta.get_field("taken_at").get_db_prep_save
-    params = [tenant.pk, issue_key, owner, stamp(now, connection), stamp(expires, connection)]
-    with connection.cursor() as cursor:
-        cursor.execute(_INSERT_LOCK.format(table=DeliveryLock._meta.db_table), params)
-        return cursor.rowcount == 1
-
-
 def locks_take(*, keys: list[tuple[int, str]], owner: str, now: datetime) -> set[tuple[int, str]]:
-    """A batch's locks ((tenant id, issue key) pairs) in one `INSERT … ON CONFLICT DO
-    NOTHING RETURNING`: the pairs taken. A pair already locked (held, or left stale by a
-    dead worker) is not taken here; its run asks `lock_take`, which may take it over."""
+    """Locks ((tenant id, issue key) pairs: a batch's, or `lock_take`'s one) in one
+    `INSERT … ON CONFLICT DO NOTHING RETURNING` (SQLite ≥ 3.35, PostgreSQL): no savepoint
+    and no IntegrityError round trip when a lock is held. Returns the pairs taken. A pair
+    already locked (held, or left stale by a dead worker) is not taken here; its run asks
+    `lock_take`, which may take it over."""
     if not keys:
         return set()
     stamp = DeliveryLock._meta.get_field("taken_at").get_db_prep_save
