@@ -233,6 +233,11 @@ SPECTACULAR_SETTINGS = {
 }
 
 # Outbound services: every base URL is a setting so the same code talks to a fake.
+# The HTTP engine of every outbound call (core/http.py): "curl" (libcurl; the default) or
+# "httpx" (respx, in tests, sees only httpx).
+OUTBOUND_HTTP_CLIENT = env.str("OUTBOUND_HTTP_CLIENT", default="curl")
+if OUTBOUND_HTTP_CLIENT not in ("curl", "httpx"):
+    raise ImproperlyConfigured(f"OUTBOUND_HTTP_CLIENT must be curl or httpx, not {OUTBOUND_HTTP_CLIENT!r}")
 LINE_API_BASE_URL = env.str("LINE_API_BASE_URL", default="https://api.line.me")
 LINE_TIMEOUT_SECONDS = env.float("LINE_TIMEOUT_SECONDS", default=10.0)
 ANTHROPIC_API_KEY = env.str("ANTHROPIC_API_KEY", default="")

@@ -28,7 +28,7 @@ from django.core.cache import cache
 from backlog_bridge.ratelimit import Pacer, rate_group
 from core import metrics
 from core.backlog_url import base_url_problem
-from core.http import ClientCache, ssl_context
+from core.http import USER_AGENT, ClientCache, http_client
 
 logger = logging.getLogger(__name__)
 
@@ -161,12 +161,11 @@ class BacklogClient:
         self.base_url = base_url.rstrip("/")
         self.pacer = pacer  # None: calls are not paced (a 429 is retried as below)
         self._api_key = api_key
-        self._http = httpx.Client(
+        self._http = http_client(
             base_url=self.base_url,
+            headers={"User-Agent": USER_AGENT},
             timeout=timeout or settings.BACKLOG_TIMEOUT_SECONDS,
             transport=transport,
-            headers={"User-Agent": "automedia/0.1"},
-            verify=ssl_context(),
         )
 
     @classmethod

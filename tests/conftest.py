@@ -10,6 +10,7 @@ from django.core.cache import cache
 
 import core.keeper
 from backlog_bridge.views import _tenants
+from core.http import ClientCache
 from core.timeutil import JST
 from deliveries.models import ChannelAccount, MessageTemplate
 from deliveries.rendering import _resolved
@@ -48,6 +49,16 @@ def _clear_cache():
     yield
     for clear in (cache.clear, _tenants.clear, _resolved.clear):
         clear()
+
+
+@pytest.fixture
+def httpx_engine(settings):
+    """Outbound calls through httpx instead of libcurl: respx sees only httpx. Cached clients
+    of the other engine are closed before and after."""
+    ClientCache.clear_all()
+    settings.OUTBOUND_HTTP_CLIENT = "httpx"
+    yield
+    ClientCache.clear_all()
 
 
 @pytest.fixture

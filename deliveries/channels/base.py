@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 
 from core import metrics
-from core.http import ssl_context
+from core.http import http_client
 
 
 class TransportError(Exception):
@@ -60,12 +60,8 @@ class HttpTransport:
     service = "http"
 
     def __init__(self, *, base_url: str, headers: dict[str, str], timeout: float, transport=None):
-        self._http = httpx.Client(
-            base_url=base_url.rstrip("/"),
-            headers=headers,
-            timeout=timeout,
-            transport=transport,
-            verify=ssl_context(),
+        self._http = http_client(
+            base_url=base_url.rstrip("/"), headers=headers, timeout=timeout, transport=transport
         )
 
     def close(self) -> None:

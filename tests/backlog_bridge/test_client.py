@@ -16,6 +16,8 @@ from backlog_bridge.client import (
     InvalidIdentifier,
 )
 
+pytestmark = pytest.mark.usefixtures("httpx_engine")  # respx sees only httpx
+
 BASE = "https://acme.backlog.jp"
 
 

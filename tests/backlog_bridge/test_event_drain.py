@@ -171,6 +171,7 @@ def test_the_view_writes_no_task_row_per_event_with_the_orm_broker(
     assert [row.func() for row in OrmQ.objects.all()] == ["backlog_bridge.tasks.process_events"]
 
 
+@pytest.mark.usefixtures("httpx_engine")  # respx sees only httpx
 @pytest.mark.parametrize(
     ("type_", "content", "issue_key"),
     [

@@ -15,7 +15,7 @@ from backlog_bridge.events import MAX_EVENT_ATTEMPTS, event_process, events_drai
 from backlog_bridge.models import BacklogEvent
 from backlog_bridge.services import pending_events_retry
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("httpx_engine")]  # respx sees only httpx
 
 UPDATED = {"key_id": 1, "id": 1, "changes": [{"field": "status", "new_value": "5"}]}
 

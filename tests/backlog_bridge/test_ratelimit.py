@@ -9,6 +9,8 @@ import respx
 from backlog_bridge.client import BacklogClient
 from backlog_bridge.ratelimit import MAX_PACING_WAIT, RESET_MARGIN, Pacer
 
+pytestmark = pytest.mark.usefixtures("httpx_engine")  # respx sees only httpx
+
 BASE = "https://acme.backlog.jp"
 NOW = 1_800_000_000.0
 

@@ -20,7 +20,7 @@ from backlog_bridge.models import BacklogEvent
 from tests.helpers.backlog import FIXTURES, body, post, webhook_url
 from tests.helpers.fuzz import json_leaves, json_values, webhook_fuzz
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("httpx_engine")]  # respx sees only httpx
 
 SHAPES = [json.loads(p.read_text(encoding="utf-8")) for p in sorted((FIXTURES / "backlog").glob("*.json"))]
 PATHS = [

@@ -257,6 +257,7 @@ BAD_IDENTIFIERS = {
 }
 
 
+@pytest.mark.usefixtures("httpx_engine")  # respx sees only httpx
 @pytest.mark.parametrize("case", list(BAD_IDENTIFIERS))
 def test_it_answers_400_for_an_identifier_out_of_format_and_calls_no_one(
     client, tenant, fake_backlog, django_capture_on_commit_callbacks, case

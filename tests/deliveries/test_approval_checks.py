@@ -19,6 +19,8 @@ from linepush.models import LinePlan, LinePushSettings
 from tests.helpers.backlog import approve, body, status_of, texts
 from tests.helpers.channels import channel_body, channel_template
 
+pytestmark = pytest.mark.usefixtures("httpx_engine")  # respx sees only httpx
+
 LINE = "https://api.line.test"
 NOW = datetime(2026, 12, 1, 9, 0, tzinfo=JST)
 GROUP = "C" + "4" * 32

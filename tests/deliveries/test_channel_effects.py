@@ -145,7 +145,7 @@ def test_the_fake_tiktok_serves_video_statistics_for_an_effect_comment(
 
 
 @pytest.fixture
-def http(db, settings):
+def http(db, settings, httpx_engine):  # respx sees only httpx
     settings.INSTAGRAM_GRAPH_BASE_URL = IG
     settings.INSTAGRAM_GRAPH_API_VERSION = "v25.0"
     settings.TIKTOK_API_BASE_URL = TT

@@ -25,6 +25,8 @@ from deliveries.scheduler import schedules_claim
 from tests.helpers.backlog import texts
 from tests.helpers.deliveries import DUE, MULTICAST, fire
 
+pytestmark = pytest.mark.usefixtures("httpx_engine")  # respx sees only httpx
+
 LONGEST_WAIT = BACKLOG_CAP * (1 + BACKLOG_JITTER)  # seconds
 
 

@@ -32,7 +32,7 @@ IMAGE = Attachment("画像", "https://cdn.example.jp/banner.png")
 SAMPLE_VALUES = {"date": "2026-05-15", "hours": "7:00-18:00", "title": "ファンミーティング"}
 
 
-pytestmark = pytest.mark.contract
+pytestmark = [pytest.mark.contract, pytest.mark.usefixtures("httpx_engine")]  # respx sees only httpx
 
 
 @pytest.fixture(scope="module")

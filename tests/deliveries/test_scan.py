@@ -467,6 +467,7 @@ def test_it_scans_each_tenant_once_with_workers_and_reports_progress_per_tenant(
 # -- approval-time checks in a rescue ---------------------------------------------------------
 
 
+@pytest.mark.usefixtures("httpx_engine")  # respx sees only httpx
 def test_its_rescues_ask_line_for_the_months_count_once_and_still_count_each_other(
     fake_backlog, tenant, template, contacts, settings
 ):

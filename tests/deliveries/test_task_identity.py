@@ -10,6 +10,8 @@ from deliveries.models import ContentTask, DeliverySchedule
 from tests.helpers.backlog import load_fixture, post, texts, webhook_url
 from tests.helpers.deliveries import MULTICAST, fire
 
+pytestmark = pytest.mark.usefixtures("httpx_engine")  # respx sees only httpx
+
 RESERVED = "配信を予約しました"
 
 

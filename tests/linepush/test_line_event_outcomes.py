@@ -17,7 +17,7 @@ from linepush.events import MAX_EVENT_ATTEMPTS, line_event_process, line_events_
 from linepush.models import LineWebhookEvent
 from tests.helpers.linepush import shop
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("httpx_engine")]  # respx sees only httpx
 
 
 def stored(payload: object, *, type_: str = "message", **fields) -> LineWebhookEvent:

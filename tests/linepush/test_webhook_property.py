@@ -20,7 +20,7 @@ from tests.helpers.backlog import FIXTURES
 from tests.helpers.fuzz import json_leaves, json_values, webhook_fuzz
 from tests.helpers.linepush import deliver, shop
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("httpx_engine")]  # respx sees only httpx
 
 SHAPES = [
     json.loads(p.read_text(encoding="utf-8"))["events"][0] for p in sorted((FIXTURES / "line").glob("*.json"))
