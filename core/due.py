@@ -96,13 +96,15 @@ def claim(
     read: int | None = None,
     choose: Choose | None = None,
     queued: bool = False,
+    group: int = 1,
     **changes,
 ) -> list[tuple[int, str]]:
     """Claim up to `limit` of `rows` (due rows, in the order to take them) that are free.
 
     Returns (pk, token) pairs: `owner` for every row when given, else a new token per row
     ("" when the lease has no owner column; a queued one with `queued`, for rows handed to
-    the broker). `read`: how many candidates to read (default `limit`); `choose`: which of
+    the broker; with `group`, each run of that many rows shares one, as the rows of one
+    task do). `read`: how many candidates to read (default `limit`); `choose`: which of
     them to take (e.g. a per-tenant capacity), at most `limit` are. `changes`: more columns
     set by the same UPDATE.
 
@@ -117,13 +119,20 @@ def claim(
     skip_locked = connection.vendor == "postgresql"
     with transaction.atomic():
         candidates = due_locked(rows, now=now, lease=lease) if skip_locked else rows.filter(lease.free(now))
-        claimed = [(row.pk, token_of()) for row in _candidates(candidates, limit, read, choose)]
+        chosen = _candidates(candidates, limit, read, choose)
+        claimed = []
+        for start in range(0, len(chosen), max(1, group)):
+            token = token_of()
+            claimed += [(row.pk, token) for row in chosen[start : start + max(1, group)]]
         if not claimed:
             return []
         taken = lease.taken(now=now)
-        tokens = {token for _, token in claimed}
-        if lease.owner and len(tokens) > 1:  # each row its token
-            taken[lease.owner] = Case(*(When(pk=pk, then=Value(token)) for pk, token in claimed))
+        by_token: dict[str, list[int]] = {}
+        for pk, token in claimed:
+            by_token.setdefault(token, []).append(pk)
+        tokens = set(by_token)
+        if lease.owner and len(tokens) > 1:  # a branch per token, not per row: the ORM's CPU
+            taken[lease.owner] = Case(*(When(pk__in=pks, then=Value(t)) for t, pks in by_token.items()))
         elif lease.owner:
             taken[lease.owner] = next(iter(tokens))
         target = rows.model.objects.filter(lease.free(now), pk__in=[pk for pk, _ in claimed])

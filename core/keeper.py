@@ -154,6 +154,23 @@ class Keeper:
 keeper = Keeper()
 
 
+class ConnectionCheck:
+    """`close_old_connections` for a loop that uses one thread's connection: at most every
+    `every` seconds, and before the next use after a database error. A broken or too old
+    connection is not reused, but not every call pays for the check: with CONN_HEALTH_CHECKS
+    it makes the next query ask the server first (a round trip per call)."""
+
+    def __init__(self, every: float = 1.0) -> None:
+        self.every = every
+        self._checked: float | None = None
+
+    def __call__(self) -> None:
+        now = time.monotonic()
+        if self._checked is None or connection.errors_occurred or now - self._checked >= self.every:
+            close_old_connections()
+            self._checked = now
+
+
 class _Pool:
     """The threads of `in_threads`. They outlive a batch and keep their database connection
     between calls (closed by `close_old_connections` after CONN_MAX_AGE, or when a thread
@@ -189,25 +206,19 @@ class _Pool:
         return [future.result() for future in futures]
 
     def _work(self) -> None:
-        checked = None  # when this thread last let Django check its connection
+        check = ConnectionCheck(self.CHECK_SECONDS)  # this thread's connection
         while True:
             try:
                 call, item, future = self._jobs.get(timeout=self.IDLE_SECONDS)
             except queue.Empty:
                 connection.close()  # idle: no connection held open for nothing
                 call, item, future = self._jobs.get()
-            if checked is None or time.monotonic() - checked >= self.CHECK_SECONDS:
-                # A broken or too old connection is not reused. Not before every call: the
-                # check makes the next query ask the server first (CONN_HEALTH_CHECKS).
-                close_old_connections()
-                checked = time.monotonic()
+            check()
             try:
                 future.set_result(call(item))
             except BaseException as exc:  # handed to the caller, as a pool would
                 future.set_exception(exc)
             finally:
-                if connection.errors_occurred:
-                    checked = None  # checked before the next call
                 with self._lock:
                     self._idle += 1
 

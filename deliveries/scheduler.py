@@ -31,10 +31,24 @@ SCHEDULE_LEASE = Lease(length=lease_length)  # lease_until / claimed_by
 
 
 def schedules_claim(*, now: datetime, limit: int = 50) -> list[tuple[int, str]]:
-    """Claim up to `limit` due rows; returns (schedule id, claim token) pairs."""
+    """Claim up to `limit` due rows; returns (schedule id, claim token) pairs, one token per
+    DELIVERY_TASK_SIZE rows in order: the rows `schedules_step` hands to one task."""
     due = DeliverySchedule.objects.filter(due_at__lte=now).only("id", "tenant_id").order_by("due_at")
     choose = lambda candidates: _within_capacity(candidates, now)  # noqa: E731
-    return claim(due, now=now, lease=SCHEDULE_LEASE, limit=limit, read=limit * 2, choose=choose, queued=True)
+    return claim(
+        due,
+        now=now,
+        lease=SCHEDULE_LEASE,
+        limit=limit,
+        read=limit * 2,
+        choose=choose,
+        queued=True,
+        group=_task_size(),
+    )
+
+
+def _task_size() -> int:
+    return max(1, settings.DELIVERY_TASK_SIZE)
 
 
 def schedules_take(*, claims: list[tuple[int, str]], now: datetime) -> dict[int, Held]:
@@ -54,7 +68,7 @@ def schedules_step(*, now: datetime, limit: int) -> bool:
     """run_scheduler's step for due schedules: claim them and hand them, a few per task,
     to django-q2 `deliver_batch` tasks."""
     claimed = schedules_claim(now=now, limit=limit)
-    size = max(1, settings.DELIVERY_TASK_SIZE)
+    size = _task_size()
     for start in range(0, len(claimed), size):
         async_task("deliveries.tasks.deliver_batch", claimed[start : start + size], cluster=DELIVERY_QUEUE)
     return bool(claimed)

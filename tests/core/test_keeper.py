@@ -4,6 +4,7 @@ runs out within one short lease."""
 from __future__ import annotations
 
 import threading
+import types
 from datetime import timedelta
 
 import pytest
@@ -166,3 +167,26 @@ def test_in_threads_checks_a_threads_connection_once_a_second_not_before_every_c
         assert core.keeper.in_threads(call, [1, 2]) == [1, 2]
 
     assert len(checks) == 2  # once per thread, within the second
+
+
+def test_a_connection_check_runs_at_most_once_a_second_and_again_after_a_database_error(monkeypatch):
+    checks, clock = [], [100.0]
+    monkeypatch.setattr(core.keeper, "close_old_connections", lambda: checks.append(clock[0]))
+    monkeypatch.setattr(core.keeper.time, "monotonic", lambda: clock[0])
+    db = types.SimpleNamespace(errors_occurred=False)  # the thread's connection, as the check sees it
+    monkeypatch.setattr(core.keeper, "connection", db)
+    check = core.keeper.ConnectionCheck(every=1.0)
+
+    for step in (0.0, 0.3, 0.6):
+        clock[0] = 100.0 + step
+        check()
+    assert checks == [100.0]
+    db.errors_occurred = True
+    clock[0] = 100.7
+    check()  # the connection saw an error: checked before its next use
+    db.errors_occurred = False  # Django clears it when the check finds the connection usable
+    clock[0] = 101.2
+    check()
+    clock[0] = 101.8
+    check()
+    assert checks == [100.0, 100.7, 101.8]

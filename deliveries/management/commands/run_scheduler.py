@@ -21,9 +21,9 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.core.management.base import BaseCommand
-from django.db import close_old_connections
 from django.utils import timezone
 
+from core.keeper import ConnectionCheck
 from deliveries.scheduler import heartbeat, next_wakeup
 from deliveries.scheduler_steps import scheduler_steps_run
 
@@ -47,8 +47,9 @@ class Command(BaseCommand):
         signal.signal(signal.SIGTERM, self._stop)
         signal.signal(signal.SIGINT, self._stop)
         logger.info("scheduler %s started (poll %.2fs)", self.name, poll)
+        check = ConnectionCheck()  # not on every pass: a burst runs many passes a second
         while not self.stopping:
-            close_old_connections()
+            check()
             try:
                 if self.handle_one():
                     continue  # there may be more due rows right now
