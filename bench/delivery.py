@@ -44,6 +44,7 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.machine import calibration  # noqa: E402
 from sandbox.line import RecordedLineRequest  # noqa: E402
 from sandbox.stack import Stack, named_cpu_seconds  # noqa: E402
 
@@ -596,7 +597,7 @@ def main() -> int:
         "both": [("sqlite", args.broker), ("postgresql", args.broker)],
         "all": [("sqlite", "orm"), ("postgresql", "orm"), ("postgresql", "redis")],
     }[args.database]
-    began = time.monotonic()
+    began, speed = time.monotonic(), [calibration()]
     runs = []
     try:
         with tempfile.TemporaryDirectory(prefix="automedia-bench-delivery-") as tmp:
@@ -611,6 +612,10 @@ def main() -> int:
         print(json.dumps({"runs": [asdict(r) for r in runs], "cpus": os.cpu_count()}, indent=2))
     else:
         print_table(runs)
+    speed.append(calibration())
+    print(
+        f"machine speed (bench/machine.py): 10M additions in {speed[0]} s at the start, {speed[1]} s at the end"
+    )
     print(f"total {time.monotonic() - began:.0f} s", file=sys.stderr)
     complete = all(r.received == r.n and not r.duplicates for run in runs for r in run.results)
     if not complete:

@@ -32,18 +32,11 @@ django.setup()
 
 from django.conf import settings  # noqa: E402
 
+from bench.machine import calibration  # noqa: E402
 from core.http import http_client  # noqa: E402
 
 ENGINES = ("curl", "httpx")
 BODY = {"to": "C" + "0" * 32, "messages": [{"type": "text", "text": "タスクを承りました #1"}]}
-
-
-def calibration() -> float:
-    """Seconds for 10 million additions in pure Python: this machine's speed today."""
-    started, total = time.perf_counter(), 0
-    for i in range(10_000_000):
-        total += i
-    return time.perf_counter() - started
 
 
 def free_port() -> int:

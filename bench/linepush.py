@@ -34,6 +34,7 @@ from urllib.parse import urlsplit, urlunsplit
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.machine import calibration  # noqa: E402
 from sandbox.stack import Stack  # noqa: E402
 
 PUSH = "/v2/bot/message/push"
@@ -118,6 +119,7 @@ class Result:
     accepted: int
     duplicates_409: int
     max_accepts_per_key: int
+    machine_loop_s: str  # bench/machine.py at the start and the end
     statuses: dict
     cpu_s: dict
     cpu_ms_per_push: float
@@ -281,6 +283,7 @@ def main() -> None:
     database = "PostgreSQL" if args.database_url else "SQLite (WAL)"
     env = {"DELIVERY_WORKERS": str(args.workers), "LOG_LEVEL": "WARNING", "DJANGO_Q_LOG_LEVEL": "WARNING"}
     env |= dict(pair.split("=", 1) for pair in args.env)
+    speed = calibration()
     with tempfile.TemporaryDirectory(prefix="bench-linepush-") as tmp:
         with Stack(tmp_dir=Path(tmp), database_url=args.database_url or None, env=env) as stack:
             stack.add_tenant("bench", "BENCH")
@@ -293,6 +296,7 @@ def main() -> None:
         workers=args.workers,
         scheduler_batch=args.batch,
         target_met=drained["pushes_per_s"] >= TARGET_PER_S,
+        machine_loop_s=f"{speed} → {calibration()}",
         **drained,
         **limited,
     )
