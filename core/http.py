@@ -3,6 +3,7 @@ context and the per-process cache of kept-alive clients."""
 
 from __future__ import annotations
 
+import re
 import ssl
 import threading
 from collections import OrderedDict
@@ -73,6 +74,7 @@ MAX_ANSWER_BYTES = 32 * 1024 * 1024  # an answer beyond this is refused, not rea
 IDLE_HANDLES = 8  # libcurl handles (each with its kept-alive connections) kept per client
 USER_AGENT = "automedia/0.1"
 _DECODED = frozenset({"content-encoding", "content-length", "transfer-encoding"})
+_UNSAFE = re.compile(r"[\r\n\x00]")
 
 
 def http_client(*, base_url: str, headers: dict[str, str], timeout: float, transport=None):
@@ -115,6 +117,9 @@ class CurlClient:
         sent = {**self._headers, **(headers or {})}
         if content_type and not any(name.lower() == "content-type" for name in sent):
             sent["Content-Type"] = content_type
+        if any(_UNSAFE.search(f"{name}{value}") for name, value in sent.items()):
+            # libcurl would send a stored token's line break as is: a header of its own.
+            raise httpx.LocalProtocolError("a header name or value holds a line break or NUL")
         answer = _Answer()
         curl = self._take()
         try:

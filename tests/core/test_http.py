@@ -92,6 +92,13 @@ def test_calls_of_one_client_share_a_kept_alive_connection(client, echo):
     assert len({r.connection for r in echo.received}) == 1
 
 
+def test_a_header_with_a_line_break_is_refused_before_anything_is_sent(client, echo):
+    """A stored token with a line break must not become a header of its own."""
+    with pytest.raises(httpx.LocalProtocolError):
+        client.request("POST", "/echo", json={}, headers={"Authorization": "Bearer x\r\nX-Injected: 1"})
+    assert echo.received == []
+
+
 def test_a_refused_connection_is_a_connect_error(settings):
     for engine in ENGINES:
         settings.OUTBOUND_HTTP_CLIENT = engine
