@@ -69,7 +69,6 @@ class ClientCache:
 
 # -- the outbound client ----------------------------------------------------------------
 
-ENGINES = ("curl", "httpx")
 MAX_ANSWER_BYTES = 32 * 1024 * 1024  # an answer beyond this is refused, not read into memory
 IDLE_HANDLES = 8  # libcurl handles (each with its kept-alive connections) kept per client
 USER_AGENT = "automedia/0.1"
