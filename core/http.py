@@ -3,6 +3,7 @@ context and the per-process cache of kept-alive clients."""
 
 from __future__ import annotations
 
+import io
 import re
 import ssl
 import threading
@@ -96,8 +97,9 @@ class CurlClient:
     request (docs/BENCHMARKS.md, "Outbound HTTP"), and a burst of deliveries is three calls
     each. Answers are `httpx.Response`s and failures httpx's exceptions, so callers do not
     know which engine served them. Differences: `timeout` bounds the whole call (httpx: each
-    phase); answers over MAX_ANSWER_BYTES fail (httpx: no bound); HTTP/1.1 only, no
-    redirects followed, http and https only. Handles are pooled, not tied to a thread: any
+    phase); answers over MAX_ANSWER_BYTES fail (httpx: no bound); a GET whose kept-alive
+    connection died without an answer is sent once more on a new one (a change never is:
+    `_send_once`); HTTP/1.1 only, no redirects followed, http and https only. Handles are pooled, not tied to a thread: any
     thread takes an idle one (and its kept-alive connection), at most IDLE_HANDLES kept."""
 
     def __init__(self, *, base_url: str, headers: dict[str, str], timeout: float):
@@ -199,13 +201,33 @@ def _prepare(curl, method: str, url: str, body: bytes | None, headers: dict, tim
     curl.setopt(pycurl.WRITEFUNCTION, answer.write)
     curl.setopt(pycurl.HEADERFUNCTION, answer.header)
     if method == "GET" and body is None:
-        curl.setopt(pycurl.HTTPGET, 1)
+        curl.setopt(pycurl.HTTPGET, 1)  # a GET may be sent again (libcurl does, see below)
     elif method == "HEAD":
         curl.setopt(pycurl.NOBODY, 1)
     else:
-        curl.setopt(pycurl.POSTFIELDS, body or b"")
-        if method != "POST":
-            curl.setopt(pycurl.CUSTOMREQUEST, method)
+        _send_once(curl, method, body or b"")
+
+
+def _send_once(curl, method: str, body: bytes) -> None:
+    """A request that changes something is never sent twice by libcurl itself.
+
+    When a kept-alive connection dies with no answer, libcurl sends the request again on a
+    new one, rewinding its body (lib/transfer.c `Curl_retry_request`): right when the server
+    closed an idle connection, wrong when it acted and then lost the answer (a publish made
+    twice). So the body is read through a callback that cannot rewind: once any of it has
+    gone out, the call fails (E_SEND_FAIL_REWIND, "may have reached the server") as it does
+    with httpx. A request with no body at all has nothing to rewind, so it goes on a
+    connection of its own."""
+    curl.setopt(pycurl.POST, 1)
+    if method != "POST":
+        curl.setopt(pycurl.CUSTOMREQUEST, method)
+    curl.setopt(pycurl.POSTFIELDSIZE_LARGE, len(body))
+    if not body:
+        curl.setopt(pycurl.FRESH_CONNECT, 1)
+        curl.setopt(pycurl.FORBID_REUSE, 1)
+        return
+    curl.setopt(pycurl.READFUNCTION, io.BytesIO(body).read)
+    curl.setopt(pycurl.SEEKFUNCTION, lambda offset, origin: pycurl.SEEKFUNC_CANTSEEK)
 
 
 def _body(*, json, data, content) -> tuple[bytes | None, str]:
@@ -253,4 +275,6 @@ def _error(curl, exc: pycurl.error) -> httpx.TransportError:
         return httpx.WriteError(message)
     if code in (pycurl.E_GOT_NOTHING, pycurl.E_RECV_ERROR, pycurl.E_PARTIAL_FILE):
         return httpx.ReadError(message)
+    if code == pycurl.E_SEND_FAIL_REWIND:  # the connection died after the body went out
+        return httpx.RemoteProtocolError("the server closed the connection without an answer")
     return httpx.RemoteProtocolError(message)

@@ -161,6 +161,11 @@ class FakeServer(HttpFake):
         with self._lock:
             self._faults.append(fault)
 
+    def clear_faults(self) -> None:
+        """Drop the faults not yet used up."""
+        with self._lock:
+            self._faults.clear()
+
     def calls(self, path_prefix: str | None = None, method: str | None = None) -> list[RecordedRequest]:
         with self._lock:
             return [

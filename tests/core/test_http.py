@@ -119,6 +119,20 @@ def test_a_dropped_connection_is_a_transport_error_that_may_have_reached_the_ser
     assert echo.received[-1].path == "/drop"
 
 
+@pytest.mark.parametrize(
+    ("method", "body"), [("POST", {"json": {"publish": 1}}), ("PATCH", {"data": {"a": "1"}}), ("POST", {})]
+)
+def test_a_change_whose_answer_is_lost_on_a_kept_alive_connection_is_sent_once(client, echo, method, body):
+    """libcurl would send it again on a new connection (a publish made twice): it must fail
+    instead, as httpx does, and leave the decision to the caller's read-back."""
+    client.request("GET", "/echo")  # the connection is now kept alive
+    with pytest.raises(httpx.TransportError) as caught:
+        client.request(method, "/drop", **body)
+    assert not isinstance(caught.value, httpx.ConnectError | httpx.ConnectTimeout)
+    assert [r.method for r in echo.received if r.path == "/drop"] == [method]
+    assert client.request("GET", "/echo").status_code == 200
+
+
 def test_libcurl_refuses_an_answer_over_the_bound(echo, monkeypatch):
     monkeypatch.setattr("core.http.MAX_ANSWER_BYTES", 1000)
     client = CurlClient(base_url=echo.base_url, headers={}, timeout=1.0)
