@@ -119,20 +119,16 @@ def claim(
     skip_locked = connection.vendor == "postgresql"
     with transaction.atomic():
         candidates = due_locked(rows, now=now, lease=lease) if skip_locked else rows.filter(lease.free(now))
-        chosen = _candidates(candidates, limit, read, choose)
-        claimed = []
-        for start in range(0, len(chosen), max(1, group)):
-            token = token_of()
-            claimed += [(row.pk, token) for row in chosen[start : start + max(1, group)]]
+        chosen = [row.pk for row in _candidates(candidates, limit, read, choose)]
+        size = max(1, group)
+        runs = [(token_of(), chosen[start : start + size]) for start in range(0, len(chosen), size)]
+        claimed = [(pk, token) for token, pks in runs for pk in pks]
         if not claimed:
             return []
         taken = lease.taken(now=now)
-        by_token: dict[str, list[int]] = {}
-        for pk, token in claimed:
-            by_token.setdefault(token, []).append(pk)
-        tokens = set(by_token)
+        tokens = {token for token, _ in runs}
         if lease.owner and len(tokens) > 1:  # a branch per token, not per row: the ORM's CPU
-            taken[lease.owner] = Case(*(When(pk__in=pks, then=Value(t)) for t, pks in by_token.items()))
+            taken[lease.owner] = Case(*(When(pk__in=pks, then=Value(token)) for token, pks in runs))
         elif lease.owner:
             taken[lease.owner] = next(iter(tokens))
         target = rows.model.objects.filter(lease.free(now), pk__in=[pk for pk, _ in claimed])

@@ -99,8 +99,9 @@ class CurlClient:
     know which engine served them. Differences: `timeout` bounds the whole call (httpx: each
     phase); answers over MAX_ANSWER_BYTES fail (httpx: no bound); a GET whose kept-alive
     connection died without an answer is sent once more on a new one (a change never is:
-    `_send_once`); HTTP/1.1 only, no redirects followed, http and https only. Handles are pooled, not tied to a thread: any
-    thread takes an idle one (and its kept-alive connection), at most IDLE_HANDLES kept."""
+    `_send_once`); HTTP/1.1 only, no redirects followed, http and https only. Handles are
+    pooled, not tied to a thread: any thread takes an idle one (and its kept-alive
+    connection), at most IDLE_HANDLES kept."""
 
     def __init__(self, *, base_url: str, headers: dict[str, str], timeout: float):
         self._base = base_url.rstrip("/")
@@ -195,7 +196,7 @@ def _prepare(curl, method: str, url: str, body: bytes | None, headers: dict, tim
     curl.setopt(pycurl.NOSIGNAL, 1)  # timeouts without SIGALRM: safe in threads
     curl.setopt(pycurl.TIMEOUT_MS, timeout_ms)
     curl.setopt(pycurl.CONNECTTIMEOUT_MS, timeout_ms)
-    curl.setopt(pycurl.CAINFO, certifi.where())
+    curl.setopt(pycurl.CAINFO, _ca_bundle())
     curl.setopt(pycurl.ACCEPT_ENCODING, "")  # every encoding libcurl decodes itself
     curl.setopt(pycurl.HTTPHEADER, [f"{name}: {value}" for name, value in headers.items()] + ["Expect:"])
     curl.setopt(pycurl.WRITEFUNCTION, answer.write)
@@ -206,6 +207,12 @@ def _prepare(curl, method: str, url: str, body: bytes | None, headers: dict, tim
         curl.setopt(pycurl.NOBODY, 1)
     else:
         _send_once(curl, method, body or b"")
+
+
+@cache
+def _ca_bundle() -> str:
+    """The CA file both engines verify with (certifi's), looked up once per process."""
+    return certifi.where()
 
 
 def _send_once(curl, method: str, body: bytes) -> None:
