@@ -12,15 +12,17 @@ lock is held across an HTTP call; every step tolerates running twice.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import TypeVar
 
-from django.db import transaction
 from django.utils import timezone
 
 from backlog_bridge.body.task import ParsedTask
 from backlog_bridge.client import BacklogClient, BacklogError, shared_client
 from core import metrics
+from core.group_commit import GroupCommit
 from core.models import Tenant
 from core.quiet_hours import QuietAction, quiet_hours_apply
 from core.timeutil import iso_jst
@@ -45,6 +47,8 @@ WRITEBACK_QUEUED = "sent; write-back queued"
 # channel's publisher and for the run itself; the name is what callers import.
 DeliveryFailed = PublishFailed
 
+T = TypeVar("T")
+
 
 # -- entry point ---------------------------------------------------------------------
 
@@ -61,6 +65,7 @@ class Run:
     sends_follow: bool = False  # the batch still has sends to make after this one
     holds_lock: bool = False  # the delivery lock of (tenant, issue) is this run's to release
     fresh: bool = False  # its batch found no post and no accepted send of this approval yet
+    writes: GroupCommit = field(default_factory=GroupCommit)  # its batch's (core/group_commit.py)
 
     @property
     def task(self) -> ContentTask:
@@ -75,6 +80,10 @@ class Run:
         """When this delivery was due: a Backlog retry moves the row's due_at, not its lateness."""
         since = self.schedule.backlog_failing_since
         return min(self.schedule.due_at, since) if since else self.schedule.due_at
+
+    def write(self, make: Callable[[], T]) -> T:
+        """`make()` in a transaction, committed together with its batch's other waiting writes."""
+        return self.writes.write(make)
 
     def release(self, **changes) -> None:
         lease_release(schedule_id=self.schedule.pk, token=self.token, **changes)
@@ -102,6 +111,7 @@ def delivery_run(
     sends_follow: bool = False,
     locked: bool = False,
     fresh: bool = False,
+    writes: GroupCommit | None = None,
 ) -> str:
     """`schedule`: the row (with its task and tenant) as its batch read it under `token`
     moments ago; without it, it is read here. `issue`: the issue's JSON read moments ago
@@ -110,8 +120,9 @@ def delivery_run(
     deliveries are due (see `_sent`). `locked`: the batch already took this issue's
     delivery lock under `token` (deliveries/locks.py `locks_take`). `fresh`: the batch,
     holding the claim and the lock, found neither a platform post nor an accepted LINE send
-    of this approval (`batch_reads.sent_before`), so the run does not ask again. Every write of the run
-    checks the claim's token."""
+    of this approval (`batch_reads.sent_before`), so the run does not ask again. `writes`: the
+    batch's group commit, which commits the record of a send with the other rows' (see
+    `_sent`). Every write of the run checks the claim's token."""
     if schedule is None:
         schedule = (
             DeliverySchedule.objects.select_related("task", "tenant")
@@ -128,6 +139,7 @@ def delivery_run(
         sends_follow=sends_follow,
         holds_lock=locked,
         fresh=fresh,
+        writes=writes or GroupCommit(),
     )
     first_try = schedule.attempts == 0 and schedule.backlog_failing_since is None
     if schedule.stage == DeliverySchedule.Stage.DELIVER and first_try:
@@ -270,17 +282,23 @@ def _published(run: Run, step: Done, backlog: BacklogClient) -> str:
 
 def _sent(run: Run, now: datetime, outcome: dict, backlog: BacklogClient, *, records: list) -> str:
     """The message / post is out: 自動配信実行日時 and the write-back stage in one
-    transaction, then the write-back. While other deliveries are due (a burst), the row
+    transaction (shared with the batch's other rows that recorded a send meanwhile), then
+    the write-back. While other deliveries are due (a burst), the row
     is given back due now instead, so every send of the burst goes out before the
     write-backs (which are then claimed behind them)."""
     later = _others_due(run)
-    with transaction.atomic():
+
+    def record() -> None:  # made again alone if its group's commit failed: no pk kept from that try
+        for attempt in records:
+            attempt.pk = None
         DeliveryAttempt.objects.bulk_create(records)  # the accepted sends, with their outcome
         ContentTask.objects.filter(pk=run.task.pk).update(delivered_at=now)
         _to_writeback(run, outcome, release=later)
         if later:  # the run ends here: its lock goes with its claim, in the same write
             lock_release(tenant=run.tenant, issue_key=run.task.issue_key, owner=run.token)
-            run.holds_lock = False
+
+    run.write(record)
+    run.holds_lock = run.holds_lock and not later
     run.task.delivered_at = now
     metrics.delivery_ended("sent", run.channel)
     return WRITEBACK_QUEUED if later else _writeback(run, backlog)

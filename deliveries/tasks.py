@@ -7,6 +7,7 @@ import threading
 
 from django.utils import timezone
 
+from core.group_commit import GroupCommit
 from core.keeper import Held, in_threads, keeper
 from core.models import Tenant
 from deliveries.batch_reads import issues_prefetch, sent_before
@@ -41,7 +42,8 @@ def deliver_batch(claims: list[tuple[int, str]]) -> list[str]:
 
 class _Batch:
     """What the rows of one task share: the rows read once, the issues read in one
-    Backlog call per tenant, and how many sends are still running."""
+    Backlog call per tenant, how many sends are still running, and one group commit for
+    the record of each send (core/group_commit.py)."""
 
     def __init__(self, taken: dict[int, Held]) -> None:
         self.taken = taken
@@ -69,6 +71,7 @@ class _Batch:
         self.fresh = {pk for pk in self.sends & self.locked if self.schedules[pk].task_id not in sent}
         self.running = len(self.sends)
         self.lock = threading.Lock()
+        self.writes = GroupCommit()
 
     def others_sending(self) -> bool:
         """Another send of the batch is still running (asked by a run that has just sent)."""
@@ -89,6 +92,7 @@ class _Batch:
                 fresh=schedule_id in self.fresh,
                 issue=self.issues.get(schedule_id),
                 sends_follow=_Asked(self.others_sending) if schedule_id in self.sends else False,
+                writes=self.writes,
             )
         except Exception:
             logger.exception("delivery of schedule %s failed", schedule_id)

@@ -13,6 +13,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 import core.keeper
+from core.group_commit import GroupCommit
 from core.keeper import keeper
 from deliveries import tasks
 from deliveries.channels.base import TransportError
@@ -52,6 +53,32 @@ def test_it_sends_a_burst_first_and_writes_each_back_once_after(approved, line, 
     assert not DeliverySchedule.objects.filter(task__issue_key__in=keys).exists()
     patches = [r for r in fake_backlog.requests if r.method == "PATCH"]
     assert sorted(r.path.rsplit("/", 1)[-1] for r in patches) == sorted(keys)
+
+
+def test_a_batch_records_its_sends_through_one_group_commit(approved, line, tenant, monkeypatch):
+    tenant.max_concurrent_deliveries = 10
+    tenant.save()
+    [approved(body()) for _ in range(3)]
+    claims = claim_all()
+    groups = []
+
+    class Counted(GroupCommit):
+        def __init__(self, *args, **kwargs) -> None:
+            super().__init__(*args, **kwargs)
+            self.handed = 0
+            groups.append(self)
+
+        def write(self, make):
+            self.handed += 1
+            return super().write(make)
+
+    monkeypatch.setattr(tasks, "GroupCommit", Counted)
+    due = DeliverySchedule.objects.order_by("due_at").first().due_at
+    with time_machine.travel(due + timedelta(seconds=0.5), tick=True):
+        assert tasks.deliver_batch(claims) == [WRITEBACK_QUEUED, WRITEBACK_QUEUED, "delivered"]
+
+    assert [group.handed for group in groups] == [3]  # each send's record, in the batch's group
+    assert DeliveryAttempt.objects.count() == 3
 
 
 def test_one_delivery_that_crashes_does_not_stop_the_others(approved, line, tenant):
