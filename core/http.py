@@ -19,6 +19,10 @@ import httpx
 import pycurl
 from django.conf import settings
 
+# The CA file both engines verify with (certifi's), looked up once at import, in the
+# process that forks the workers: not by each worker's first calls, several threads at once.
+CA_BUNDLE = certifi.where()
+
 
 @cache
 def ssl_context() -> ssl.SSLContext:
@@ -196,7 +200,7 @@ def _prepare(curl, method: str, url: str, body: bytes | None, headers: dict, tim
     curl.setopt(pycurl.NOSIGNAL, 1)  # timeouts without SIGALRM: safe in threads
     curl.setopt(pycurl.TIMEOUT_MS, timeout_ms)
     curl.setopt(pycurl.CONNECTTIMEOUT_MS, timeout_ms)
-    curl.setopt(pycurl.CAINFO, _ca_bundle())
+    curl.setopt(pycurl.CAINFO, CA_BUNDLE)
     curl.setopt(pycurl.ACCEPT_ENCODING, "")  # every encoding libcurl decodes itself
     curl.setopt(pycurl.HTTPHEADER, [f"{name}: {value}" for name, value in headers.items()] + ["Expect:"])
     curl.setopt(pycurl.WRITEFUNCTION, answer.write)
@@ -207,12 +211,6 @@ def _prepare(curl, method: str, url: str, body: bytes | None, headers: dict, tim
         curl.setopt(pycurl.NOBODY, 1)
     else:
         _send_once(curl, method, body or b"")
-
-
-@cache
-def _ca_bundle() -> str:
-    """The CA file both engines verify with (certifi's), looked up once per process."""
-    return certifi.where()
 
 
 def _send_once(curl, method: str, body: bytes) -> None:
