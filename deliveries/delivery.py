@@ -392,4 +392,4 @@ def _token_expired(run: Run, reason: str) -> None:
 
 
 def _writeback(run: Run, backlog: BacklogClient) -> str:
-    return writeback_run(schedule=run.schedule, token=run.token, backlog=backlog)
+    return writeback_run(schedule=run.schedule, token=run.token, backlog=backlog, writes=run.writes)

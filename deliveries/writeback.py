@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import logging
 
-from django.db import transaction
 from django.utils import timezone
 
 from backlog_bridge.client import BacklogClient, BacklogError
 from backlog_bridge.statuses import BacklogConfigError, status_id_require
+from core.group_commit import GroupCommit
 from deliveries.effects import effect_reports_plan
 from deliveries.issues import issue_read
 from deliveries.models import (
@@ -27,13 +27,19 @@ from deliveries.signals import delivery_failed
 logger = logging.getLogger(__name__)
 
 
-def writeback_run(*, schedule: DeliverySchedule, token: str, backlog: BacklogClient) -> str:
-    """One PATCH: status, 自動配信実行日時 and the comment; retried until Backlog accepts it."""
+def writeback_run(
+    *, schedule: DeliverySchedule, token: str, backlog: BacklogClient, writes: GroupCommit | None = None
+) -> str:
+    """One PATCH: status, 自動配信実行日時 and the comment; retried until Backlog accepts it.
+    `writes`: the batch's group commit (core/group_commit.py), which commits this row's
+    writes with the other rows' that are waiting."""
+    writes = writes or GroupCommit()
     outcome, task, project = schedule.outcome, schedule.task, schedule.tenant.backlog_project_key
     try:
         if outcome.get("tried") and _already_written(backlog, task, outcome):
-            return _finish(schedule, outcome, backlog)
-        DeliverySchedule.objects.filter(pk=schedule.pk).update(outcome={**outcome, "tried": True})
+            return _finish(schedule, outcome, writes, backlog)
+        tried = DeliverySchedule.objects.filter(pk=schedule.pk)
+        writes.write(lambda: tried.update(outcome={**outcome, "tried": True}))  # before the PATCH
         if outcome["ok"]:
             field_id = backlog.custom_field_id(project, FIELD_DELIVERED_AT)
             backlog.update_issue(
@@ -50,7 +56,7 @@ def writeback_run(*, schedule: DeliverySchedule, token: str, backlog: BacklogCli
             )
     except BacklogError as exc:
         return _retry(schedule, token, exc)
-    return _finish(schedule, outcome, backlog)
+    return _finish(schedule, outcome, writes, backlog)
 
 
 def _retry(schedule: DeliverySchedule, token: str, exc: BacklogError) -> str:
@@ -88,19 +94,24 @@ def _status_id(backlog: BacklogClient, project: str, name: str) -> int:
         raise BacklogError(str(exc), status=400) from exc
 
 
-def _finish(schedule: DeliverySchedule, outcome: dict, backlog: BacklogClient | None = None) -> str:
+def _finish(
+    schedule: DeliverySchedule, outcome: dict, writes: GroupCommit, backlog: BacklogClient | None = None
+) -> str:
     task = schedule.task
     status = STATUS_DELIVERED if outcome["ok"] else STATUS_ERROR
     mirror = {"status_name": status}
     if backlog is not None:  # so the webhook of this write-back finds nothing to do
         mirror["status_id"] = backlog.status_id(schedule.tenant.backlog_project_key, status)
-    with transaction.atomic():
+
+    def record() -> None:
         ContentTask.objects.filter(pk=task.pk).update(**mirror)
         if outcome["ok"] and task.delivered_at:  # planned once, with the row's removal
             effect_reports_plan(
                 task=task, delivered_at=task.delivered_at, line_recipients=outcome.get("recipients")
             )
         DeliverySchedule.objects.filter(pk=schedule.pk).delete()
+
+    writes.write(record)
     if not outcome["ok"]:  # the failure notice (linepush), deduplicated per approval there
         delivery_failed.send(ContentTask, task=task, reason=outcome["reason"], auth=bool(outcome.get("auth")))
     return "delivered" if outcome["ok"] else "failed"

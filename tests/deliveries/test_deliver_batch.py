@@ -55,7 +55,7 @@ def test_it_sends_a_burst_first_and_writes_each_back_once_after(approved, line, 
     assert sorted(r.path.rsplit("/", 1)[-1] for r in patches) == sorted(keys)
 
 
-def test_a_batch_records_its_sends_through_one_group_commit(approved, line, tenant, monkeypatch):
+def test_a_batch_makes_its_rows_writes_through_one_group_commit(approved, line, tenant, monkeypatch):
     tenant.max_concurrent_deliveries = 10
     tenant.save()
     [approved(body()) for _ in range(3)]
@@ -76,9 +76,13 @@ def test_a_batch_records_its_sends_through_one_group_commit(approved, line, tena
     due = DeliverySchedule.objects.order_by("due_at").first().due_at
     with time_machine.travel(due + timedelta(seconds=0.5), tick=True):
         assert tasks.deliver_batch(claims) == [WRITEBACK_QUEUED, WRITEBACK_QUEUED, "delivered"]
+        # Each send's record; the last row also wrote back: its "tried" mark and its finish.
+        assert [group.handed for group in groups] == [3 + 2]
+        assert tasks.deliver_batch(schedules_claim(now=timezone.now())) == ["delivered"] * 2
 
-    assert [group.handed for group in groups] == [3]  # each send's record, in the batch's group
+    assert [group.handed for group in groups] == [5, 2 * 2]  # the write-backs, in the next batch's group
     assert DeliveryAttempt.objects.count() == 3
+    assert not DeliverySchedule.objects.exists()
 
 
 def test_one_delivery_that_crashes_does_not_stop_the_others(approved, line, tenant):
