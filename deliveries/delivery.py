@@ -12,10 +12,8 @@ lock is held across an HTTP call; every step tolerates running twice.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import TypeVar
 
 from django.utils import timezone
 
@@ -46,8 +44,6 @@ WRITEBACK_QUEUED = "sent; write-back queued"
 # A permanent failure: the task ends in automediaエラー with `reason`. One class for every
 # channel's publisher and for the run itself; the name is what callers import.
 DeliveryFailed = PublishFailed
-
-T = TypeVar("T")
 
 
 # -- entry point ---------------------------------------------------------------------
@@ -80,10 +76,6 @@ class Run:
         """When this delivery was due: a Backlog retry moves the row's due_at, not its lateness."""
         since = self.schedule.backlog_failing_since
         return min(self.schedule.due_at, since) if since else self.schedule.due_at
-
-    def write(self, make: Callable[[], T]) -> T:
-        """`make()` in a transaction, committed together with its batch's other waiting writes."""
-        return self.writes.write(make)
 
     def release(self, **changes) -> None:
         lease_release(schedule_id=self.schedule.pk, token=self.token, **changes)
@@ -121,8 +113,8 @@ def delivery_run(
     delivery lock under `token` (deliveries/locks.py `locks_take`). `fresh`: the batch,
     holding the claim and the lock, found neither a platform post nor an accepted LINE send
     of this approval (`batch_reads.sent_before`), so the run does not ask again. `writes`: the
-    batch's group commit, which commits the record of a send with the other rows' (see
-    `_sent`). Every write of the run checks the claim's token."""
+    batch's group commit, which commits the run's records (a send's, the write-back's) with
+    the other rows' (see `_sent`). Every write of the run checks the claim's token."""
     if schedule is None:
         schedule = (
             DeliverySchedule.objects.select_related("task", "tenant")
@@ -297,7 +289,7 @@ def _sent(run: Run, now: datetime, outcome: dict, backlog: BacklogClient, *, rec
         if later:  # the run ends here: its lock goes with its claim, in the same write
             lock_release(tenant=run.tenant, issue_key=run.task.issue_key, owner=run.token)
 
-    run.write(record)
+    run.writes.write(record)
     run.holds_lock = run.holds_lock and not later
     run.task.delivered_at = now
     metrics.delivery_ended("sent", run.channel)

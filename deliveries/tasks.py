@@ -43,7 +43,7 @@ def deliver_batch(claims: list[tuple[int, str]]) -> list[str]:
 class _Batch:
     """What the rows of one task share: the rows read once, the issues read in one
     Backlog call per tenant, how many sends are still running, and one group commit for
-    the record of each send (core/group_commit.py)."""
+    the rows' records (core/group_commit.py)."""
 
     def __init__(self, taken: dict[int, Held]) -> None:
         self.taken = taken
