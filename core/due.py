@@ -108,13 +108,18 @@ def claim(
     them to take (e.g. a per-tenant capacity), at most `limit` are. `changes`: more columns
     set by the same UPDATE.
 
-    One short transaction reads the candidates and takes them with one UPDATE that
-    repeats the "free" condition. On PostgreSQL the candidates are locked (`SKIP LOCKED`);
+    A pass that finds nothing free ends with that one read: the scheduler runs every queue's
+    step on each pass, so a burst on one queue would otherwise open a transaction (on
+    SQLite, take the write lock) per pass for each idle queue. Otherwise one short
+    transaction reads the candidates and takes them with one UPDATE that repeats the
+    "free" condition. On PostgreSQL the candidates are locked (`SKIP LOCKED`);
     elsewhere, when the UPDATE took fewer rows than chosen (another claimer won some
     between read and write; not on SQLite, whose IMMEDIATE transactions run one at a
     time), the rows that carry this claim's tokens are read back.
     """
     rows = _rows(rows)
+    if not rows.filter(lease.free(now)).exists():  # an idle pass: no transaction, no `choose`
+        return []
     token_of = lambda: owner or (new_token(queued=queued) if lease.owner else "")  # noqa: E731
     skip_locked = connection.vendor == "postgresql"
     with transaction.atomic():

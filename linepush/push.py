@@ -94,7 +94,10 @@ def push_claim(*, now: datetime, limit: int) -> list[Claim]:
     """Claim due items (at most LINEPUSH_MAX_IN_FLIGHT waiting for a worker) and decide each.
 
     While some wait, it claims only when a whole pass (`limit`) fits: a worker taking over a
-    batch would otherwise let every pass claim one batch, twice the passes for as many items."""
+    batch would otherwise let every pass claim one batch, twice the passes for as many items.
+    A pass with nothing due ends after one read, without a transaction (core/due.py `claim`)."""
+    if not _due(now).filter(PUSH_LEASE.free(now)).exists():
+        return []
     waiting = _waiting(now)
     room = min(limit, settings.LINEPUSH_MAX_IN_FLIGHT - waiting)
     if room <= 0 or (waiting and room < limit):
@@ -119,9 +122,12 @@ def _waiting(now: datetime) -> int:
     return held.filter(claimed_by__startswith=QUEUED).count()
 
 
+def _due(now: datetime):
+    return LinePushItem.objects.filter(status=Status.PENDING, scheduled_at__lte=now)
+
+
 def _candidates(now: datetime, room: int) -> list[LinePushItem]:
-    due = LinePushItem.objects.filter(status=Status.PENDING, scheduled_at__lte=now)
-    rows = due_locked(due, now=now, lease=PUSH_LEASE).order_by("scheduled_at", "id")
+    rows = due_locked(_due(now), now=now, lease=PUSH_LEASE).order_by("scheduled_at", "id")
     return list(rows.defer("payload")[:room])
 
 

@@ -141,6 +141,23 @@ def test_it_claims_a_batch_in_one_update_on_every_database(tenant):
     assert all(tokens[pk] == token for pk, token in claimed)
 
 
+def test_a_pass_with_nothing_free_is_one_read_without_a_transaction_or_a_choice(tenant):
+    now = timezone.now()
+    item(tenant, 1, due_in=60)  # not due yet
+    held = item(tenant, 2)
+    LinePushItem.objects.filter(pk=held.pk).update(lease_until=now + timedelta(seconds=30), claimed_by="x")
+    chosen = []
+
+    with CaptureQueriesContext(connection) as queries:
+        claimed = claim(
+            due(now), now=now, lease=LEASE, limit=10, choose=lambda rows: chosen.append(rows) or rows
+        )
+
+    assert claimed == [] and chosen == []
+    assert len(queries.captured_queries) == 1  # no SAVEPOINT / BEGIN: on SQLite, no write lock
+    assert queries.captured_queries[0]["sql"].startswith("SELECT")
+
+
 def test_a_row_another_claimer_took_between_read_and_write_is_not_reported_as_claimed(tenant):
     now = timezone.now()
     rows = [item(tenant, n) for n in range(3)]

@@ -5,6 +5,7 @@ of statements whatever its size."""
 from __future__ import annotations
 
 from contextlib import contextmanager
+from datetime import timedelta
 
 import pytest
 from django.db import connection, transaction
@@ -74,3 +75,15 @@ def test_a_batch_is_recorded_with_each_items_own_request_id_in_as_many_statement
     for item in LinePushItem.objects.select_related(None):
         assert (item.status, item.request_id) == (Status.SENT, accepted[item.ext_group_id])
         assert LinePushAttempt.objects.get(item=item).request_id == item.request_id
+
+
+def test_a_pass_with_no_due_item_is_one_read_without_a_transaction():
+    """run_scheduler runs this step on every pass, also through a burst of deliveries: an
+    idle push queue must not open a transaction (on SQLite, take the write lock) each time."""
+    tenant = shop()
+    enqueue(tenant, group(tenant), scheduled_at=timezone.now() + timedelta(hours=1))
+
+    with CaptureQueriesContext(connection) as queries:
+        assert push_claim(now=timezone.now(), limit=100) == []
+
+    assert [q["sql"].split()[0] for q in queries.captured_queries] == ["SELECT"]
