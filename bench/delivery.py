@@ -132,6 +132,7 @@ class DatabaseRun:
     registered: int
     samples: dict[str, Sample]  # in the order taken: "begin", "started", "registered", … "end"
     results: list[Result]
+    claims_expired: int  # schedules claimed again after their lease ran out, burst due → settled
 
 
 PROCESSES = ("web", "worker", "deliverer", "scheduler")
@@ -430,9 +431,25 @@ def redis_flush(url: str) -> None:
     redis.Redis.from_url(url).flushdb()
 
 
+def claims_expired(metrics_dir: Path) -> int:
+    """automedia_claims_expired_total of the schedules so far, summed over every process
+    (core/metrics.py; the processes write it to PROMETHEUS_MULTIPROC_DIR)."""
+    from prometheus_client import CollectorRegistry, multiprocess
+
+    registry = CollectorRegistry()
+    multiprocess.MultiProcessCollector(registry, path=str(metrics_dir))
+    value = registry.get_sample_value(
+        "automedia_claims_expired_total", {"queue": "deliveries.deliveryschedule"}
+    )
+    return int(value or 0)
+
+
 def run_database(args: argparse.Namespace, database: str, broker: str, tmp: Path) -> DatabaseRun:
     url = POSTGRES_URL if database == "postgresql" else None
     env = dict(ENV)
+    metrics_dir = tmp / f"{database}-{broker}-metrics"
+    metrics_dir.mkdir()
+    env["PROMETHEUS_MULTIPROC_DIR"] = str(metrics_dir)
     if broker == "redis":
         redis_flush(args.redis_url)
         env["REDIS_URL"] = args.redis_url
@@ -461,10 +478,12 @@ def run_database(args: argparse.Namespace, database: str, broker: str, tmp: Path
         with profiling(stack, args.profile, database, gil=args.profile_cpu):
             time.sleep(max(0.0, burst_at - time.time()))
             samples["burst due"] = sample(stack)
+            expired_before = claims_expired(metrics_dir)
             wait_pushes(stack, burst_groups, args.burst / 10 + 60)
             samples["burst done"] = sample(stack)
         settle(stack, len(keys))
         samples["settled"] = sample(stack)
+        expired = claims_expired(metrics_dir) - expired_before
 
         compare_groups = [new_group() for _ in range(steady_n)]
         start = schedule_django_q(stack, compare_groups, args.steady_rate)
@@ -477,7 +496,7 @@ def run_database(args: argparse.Namespace, database: str, broker: str, tmp: Path
         burst_result(database, pushes, burst_groups),
         steady_result("django-q2 ONCE steady", database, pushes, compare),
     ]
-    return DatabaseRun(database, args.delivery_workers, args.register, len(keys), samples, results)
+    return DatabaseRun(database, args.delivery_workers, args.register, len(keys), samples, results, expired)
 
 
 # -- report ---------------------------------------------------------------------------------
@@ -514,6 +533,10 @@ def print_table(runs: list[DatabaseRun]) -> None:
         burst = next(r for r in run.results if "burst" in r.mode)
         print(f"burst pushes per half second after due: {' '.join(map(str, burst.timeline or []))}")
         print_cost(run.samples, "burst due", "burst done", burst.n)
+        print(
+            f"schedules claimed again after their lease ran out (burst due -> settled; the sends and "
+            f"their write-backs are {2 * burst.n} claims): {run.claims_expired}"
+        )
     print(f"{os.cpu_count()} CPUs; load average = the 1-minute figure at the end of each phase")
 
 

@@ -32,6 +32,8 @@ from datetime import datetime, timedelta
 from django.db import connection, transaction
 from django.db.models import Case, Model, Q, QuerySet, Value, When
 
+from core import metrics
+
 Choose = Callable[[list[Model]], list[Model]]
 
 
@@ -124,7 +126,8 @@ def claim(
     skip_locked = connection.vendor == "postgresql"
     with transaction.atomic():
         candidates = due_locked(rows, now=now, lease=lease) if skip_locked else rows.filter(lease.free(now))
-        chosen = [row.pk for row in _candidates(candidates, limit, read, choose)]
+        chosen_rows = _candidates(candidates, limit, read, choose)
+        chosen = [row.pk for row in chosen_rows]
         size = max(1, group)
         runs = [(token_of(), chosen[start : start + size]) for start in range(0, len(chosen), size)]
         claimed = [(pk, token) for token, pks in runs for pk in pks]
@@ -138,12 +141,23 @@ def claim(
             taken[lease.owner] = next(iter(tokens))
         target = rows.model.objects.filter(lease.free(now), pk__in=[pk for pk, _ in claimed])
         if target.update(**taken, **changes) == len(claimed):
+            expired_claims_count(chosen_rows, lease)
             return claimed
         ours = {f"{lease.owner}__in": tokens} if lease.owner else {lease.until: taken[lease.until]}
         won = set(
             target.model.objects.filter(pk__in=[pk for pk, _ in claimed], **ours).values_list("pk", flat=True)
         )
+        expired_claims_count([row for row in chosen_rows if row.pk in won], lease)
         return [(pk, token) for pk, token in claimed if pk in won]
+
+
+def expired_claims_count(rows: list[Model], lease: Lease) -> None:
+    """Count (core/metrics.py) the claimed rows that an earlier claim held until its lease ran
+    out: a released row has no lease end. Read from what the candidates' query loaded (a
+    deferred column is not read for it)."""
+    if rows:
+        again = sum(1 for row in rows if row.__dict__.get(lease.until) is not None)
+        metrics.claimed_again(rows[0]._meta.label_lower, again)
 
 
 def _candidates(rows: QuerySet, limit: int, read: int | None, choose: Choose | None) -> list[Model]:

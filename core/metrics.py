@@ -20,6 +20,18 @@ OUTBOUND = Counter(
     "automedia_outbound_calls_total", "Calls to outside services, by status code", ["service", "status"]
 )
 
+CLAIMED_AGAIN = Counter(
+    "automedia_claims_expired_total",
+    "Rows claimed again after an earlier claim's lease ran out: its worker died, or its task"
+    " waited in the broker longer than the lease",
+    ["queue"],
+)
+
+
+def claimed_again(queue: str, count: int) -> None:
+    if count:
+        CLAIMED_AGAIN.labels(queue=queue).inc(count)
+
 
 def outbound_call(service: str, status: str) -> None:
     OUTBOUND.labels(service=service, status=status).inc()

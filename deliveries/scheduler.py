@@ -33,7 +33,11 @@ SCHEDULE_LEASE = Lease(length=lease_length)  # lease_until / claimed_by
 def schedules_claim(*, now: datetime, limit: int = 50) -> list[tuple[int, str]]:
     """Claim up to `limit` due rows; returns (schedule id, claim token) pairs, one token per
     DELIVERY_TASK_SIZE rows in order: the rows `schedules_step` hands to one task."""
-    due = DeliverySchedule.objects.filter(due_at__lte=now).only("id", "tenant_id").order_by("due_at")
+    due = (
+        DeliverySchedule.objects.filter(due_at__lte=now)
+        .only("id", "tenant_id", "lease_until")
+        .order_by("due_at")
+    )
     choose = lambda candidates: _within_capacity(candidates, now)  # noqa: E731
     return claim(
         due,

@@ -34,7 +34,7 @@ from django.db import connection, transaction
 from django.db.models import Count, F, Value
 from django.db.models.functions import Coalesce
 
-from core.due import QUEUED, Lease, due_locked, new_token
+from core.due import QUEUED, Lease, due_locked, expired_claims_count, new_token
 from linepush.models import LineMonthlyUsage, LinePushItem, LinePushSettings, LineSource
 from linepush.services import month_of, quota_limit
 
@@ -106,6 +106,7 @@ def push_claim(*, now: datetime, limit: int) -> list[Claim]:
         candidates = _candidates(now, room)
         if not candidates:
             return []
+        expired_claims_count(candidates, PUSH_LEASE)
         decisions = _decide(candidates, now)
         claims = _apply(decisions, now)
     return claims

@@ -9,6 +9,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
+from prometheus_client import REGISTRY
 
 from backlog_bridge.models import BacklogEvent
 from core.due import Lease, claim, claim_one, release, renew
@@ -74,6 +75,26 @@ def test_it_takes_an_expired_lease_again(tenant):
     [(pk, second)] = claim(due(later), now=later, lease=LEASE, limit=1)
 
     assert pk == row.pk and second != first
+
+
+def claimed_again() -> float:
+    return (
+        REGISTRY.get_sample_value("automedia_claims_expired_total", {"queue": "linepush.linepushitem"}) or 0
+    )
+
+
+def test_a_row_claimed_after_its_lease_ran_out_is_counted_and_a_released_one_is_not(tenant):
+    now = timezone.now()
+    item(tenant, 1)  # its claimer dies
+    released = item(tenant, 2)
+    claim(due(now), now=now, lease=LEASE, limit=2)
+    release(LinePushItem, pk=released.pk, lease=LEASE)  # given back: no lease end
+    before = claimed_again()
+
+    later = now + timedelta(minutes=1)
+    assert len(claim(due(later), now=later, lease=LEASE, limit=2)) == 2
+
+    assert claimed_again() - before == 1  # the first only
 
 
 def test_it_shares_one_owner_token_and_respects_limit_and_choice(tenant):

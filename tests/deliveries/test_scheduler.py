@@ -8,6 +8,7 @@ from unittest import mock
 import pytest
 import time_machine
 from django.utils import timezone
+from prometheus_client import REGISTRY
 
 from core.due import QUEUED, new_token
 from deliveries.management.commands.run_scheduler import Command
@@ -58,9 +59,16 @@ def test_it_claims_again_once_a_dead_workers_lease_expires(settings):
     now = timezone.now()
     [(_, first)] = schedules_claim(now=now)
 
+    expired_before = claimed_again()
     [(_, second)] = schedules_claim(now=now + timedelta(seconds=settings.DELIVERY_LEASE_SECONDS + 1))
 
     assert second != first
+    assert claimed_again() - expired_before == 1  # automedia_claims_expired_total (core/metrics.py)
+
+
+def claimed_again() -> float:
+    labels = {"queue": "deliveries.deliveryschedule"}
+    return REGISTRY.get_sample_value("automedia_claims_expired_total", labels) or 0
 
 
 def test_it_limits_deliveries_in_flight_per_tenant():
