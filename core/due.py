@@ -20,17 +20,24 @@ queue's own columns, so no table had to change for it.
   that waited in the broker past its lease may take its row back from a claim that is
   still queued: the first of the row's tasks to start runs it, none waits behind a
   later copy, and the others find nothing to do.
+- A queued token carries the time it was made (it sorts by it), so a task that starts
+  knows how long it waited in the broker. One that waited half a lease or more renews the
+  queued claims made after its own, which wait behind it: a long queue (a burst) then
+  costs no second claim and no copy of a task per row, while a claim whose task the
+  broker lost is renewed only until every task ahead of it has started.
 """
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from django.db import connection, transaction
-from django.db.models import Case, Model, Q, QuerySet, Value, When
+from django.db.models import Case, F, Model, Q, QuerySet, Value, When
+from django.db.models.functions import Collate
 
 from core import metrics
 
@@ -69,10 +76,25 @@ class Lease:
 
 
 QUEUED = "q"  # the prefix of a claim's token while its task waits in the broker
+_MADE_DIGITS = 13  # a queued token's time: microseconds since the epoch in hex (until 2112)
 
 
 def new_token(*, queued: bool = False) -> str:
-    return (QUEUED if queued else "") + uuid.uuid4().hex
+    """A claim's token: 32 hex digits; a queued one is `QUEUED`, the time it was made, then
+    random digits, so queued tokens sort by when they were made (same length, same digits)."""
+    if not queued:
+        return uuid.uuid4().hex
+    return f"{QUEUED}{time.time_ns() // 1000:0{_MADE_DIGITS}x}{uuid.uuid4().hex[_MADE_DIGITS:]}"
+
+
+def queued_at(token: str) -> datetime | None:
+    """When a queued token was made; None for any other token."""
+    if not token.startswith(QUEUED):
+        return None
+    try:
+        return datetime.fromtimestamp(int(token[1 : 1 + _MADE_DIGITS], 16) / 1e6, tz=UTC)
+    except (ValueError, OverflowError, OSError):
+        return None
 
 
 def _rows(rows: QuerySet | type[Model]) -> QuerySet:
@@ -186,9 +208,11 @@ def take_over(
     """A worker starts on rows handed to it with `token` (or one of several tokens): those
     still claimed with it, or by a claim still waiting in the broker (any queued token),
     become this worker's, under one new token and a fresh lease, in one UPDATE. Returns
-    (the new token, the pks taken)."""
+    (the new token, the pks taken). A task that waited long renews the queue behind it
+    (`_renew_behind`)."""
     mine = new_token()
     tokens = [token] if isinstance(token, str) else list(token)
+    _renew_behind(_rows(rows), tokens=tokens, now=now, lease=lease)
     waiting = Q(**{f"{lease.owner}__in": tokens}) | Q(**{f"{lease.owner}__startswith": QUEUED})
     candidates = _rows(rows).filter(waiting, pk__in=pks)
     taken = candidates.update(**lease.taken(now=now, owner=mine))
@@ -196,6 +220,33 @@ def take_over(
         return mine, list(pks)
     held = set(_rows(rows).filter(lease.mine(mine), pk__in=pks).values_list("pk", flat=True))
     return mine, [pk for pk in pks if pk in held]
+
+
+def _renew_behind(rows: QuerySet, *, tokens: list[str], now: datetime, lease: Lease) -> None:
+    """A task that waited in the broker half a lease or more: the tasks enqueued after it
+    (the brokers hand tasks out in order) wait at least as long, and nobody renews a queued
+    claim, so their leases would run out in the broker and the scheduler would claim their
+    rows again and enqueue a copy behind them (a burst on a slow machine: 960 of 2,000 rows
+    claimed two or three times; docs/BENCHMARKS.md). So the live queued claims made after
+    this task's, with less than half a lease left, get a fresh lease: one UPDATE per task
+    start while the queue is that long, and none otherwise. A claim whose task was lost
+    is renewed only by tasks made before it, a fixed set: once they have all started, its
+    lease runs out as before."""
+    made = sorted(t for t in tokens if queued_at(t) is not None)
+    if not made or not lease.owner:
+        return
+    half = (lease.ends(now) - now) / 2
+    if now - queued_at(made[0]) < half:
+        return  # a short queue: every claim behind this one has more than half its lease
+    owner = F(lease.owner)
+    if connection.vendor == "postgresql":  # byte order, whatever the database's collation
+        owner = Collate(owner, "C")
+    behind = rows.alias(_token=owner).filter(
+        Q(**{f"{lease.owner}__startswith": QUEUED}),
+        _token__gt=made[-1],
+        **{f"{lease.until}__gt": now, f"{lease.until}__lt": now + half},
+    )
+    behind.update(**{lease.until: lease.ends(now)})
 
 
 def renew(rows: QuerySet | type[Model], *, pk: int, now: datetime, lease: Lease, owner: str) -> bool:

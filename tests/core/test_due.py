@@ -6,13 +6,14 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+import time_machine
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from prometheus_client import REGISTRY
 
 from backlog_bridge.models import BacklogEvent
-from core.due import Lease, claim, claim_one, release, renew
+from core.due import QUEUED, Lease, claim, claim_one, new_token, queued_at, release, renew, take_over
 from linepush.models import LinePushItem
 from tests.helpers.factories import TenantFactory
 
@@ -191,3 +192,65 @@ def test_a_row_another_claimer_took_between_read_and_write_is_not_reported_as_cl
 
     assert [pk for pk, _ in claimed] == [rows[1].pk, rows[2].pk]
     assert LinePushItem.objects.get(pk=rows[0].pk).claimed_by == "other"
+
+
+def test_queued_tokens_sort_by_when_they_were_made():
+    with time_machine.travel("2026-12-02 10:00:00+00:00", tick=False):
+        first = new_token(queued=True)
+    with time_machine.travel("2026-12-02 10:00:00.000001+00:00", tick=False):
+        second = new_token(queued=True)
+    assert first.startswith(QUEUED) and len(first) == len(second) == 33
+    assert first < second and first.encode() < second.encode()
+    assert queued_at(second) - queued_at(first) == timedelta(microseconds=1)
+    assert queued_at(new_token()) is None and queued_at("q-not-a-time") is None
+
+
+def queued(tenant, n: int, *, made: str, lease_left: float, now) -> LinePushItem:
+    """An item whose claim waits in the broker: its token made at `made`, its lease ending
+    `lease_left` seconds after `now`."""
+    with time_machine.travel(made, tick=False):
+        token = new_token(queued=True)
+    row = item(tenant, n)
+    LinePushItem.objects.filter(pk=row.pk).update(
+        claimed_by=token, lease_until=now + timedelta(seconds=lease_left)
+    )
+    return LinePushItem.objects.get(pk=row.pk)
+
+
+SHORT = Lease(length=timedelta(seconds=5))
+
+
+def test_a_task_that_waited_half_a_lease_renews_the_queued_claims_behind_it(tenant):
+    now = timezone.now()
+    at = lambda s: (now + timedelta(seconds=s)).isoformat()  # noqa: E731
+    task = queued(tenant, 1, made=at(-3), lease_left=2, now=now)  # waited 3 s of a 5 s lease
+    ahead = queued(tenant, 2, made=at(-3.5), lease_left=1.5, now=now)  # made before: maybe lost
+    behind = queued(tenant, 3, made=at(-2.9), lease_left=2.1, now=now)
+    fresh = queued(tenant, 4, made=at(-0.5), lease_left=4.5, now=now)  # more than half a lease left
+    expired = queued(tenant, 5, made=at(-2), lease_left=-0.1, now=now)  # free: the scheduler's
+    running = item(tenant, 6)
+    LinePushItem.objects.filter(pk=running.pk).update(
+        claimed_by="r" * 32, lease_until=now + timedelta(seconds=1)
+    )
+
+    mine, taken = take_over(LinePushItem, pks=[task.pk], now=now, lease=SHORT, token=task.claimed_by)
+
+    assert taken == [task.pk]
+    leases = dict(LinePushItem.objects.values_list("pk", "lease_until"))
+    assert leases[behind.pk] == now + timedelta(seconds=5)
+    for row in (ahead, fresh, expired):
+        assert leases[row.pk] == row.lease_until
+    assert leases[running.pk] == now + timedelta(seconds=1)
+
+
+def test_a_task_that_waited_less_than_half_a_lease_writes_nothing_but_its_own_rows(tenant):
+    now = timezone.now()
+    at = lambda s: (now + timedelta(seconds=s)).isoformat()  # noqa: E731
+    task = queued(tenant, 1, made=at(-1), lease_left=4, now=now)
+    behind = queued(tenant, 2, made=at(-0.9), lease_left=1, now=now)  # (a lease shortened by hand)
+
+    with CaptureQueriesContext(connection) as queries:
+        take_over(LinePushItem, pks=[task.pk], now=now, lease=SHORT, token=task.claimed_by)
+
+    assert len([q for q in queries.captured_queries if q["sql"].startswith("UPDATE")]) == 1
+    assert LinePushItem.objects.get(pk=behind.pk).lease_until == behind.lease_until
