@@ -8,11 +8,13 @@ against its tenant's capacity, within one lease.
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db.models import Count, Min, Q
+from django_q.brokers import Broker, get_broker
 from django_q.tasks import async_task
 
 from core.due import Lease, claim, release, renew, take_over
@@ -68,13 +70,22 @@ def schedules_take(*, claims: list[tuple[int, str]], now: datetime) -> dict[int,
     }
 
 
+@functools.cache
+def delivery_broker() -> Broker:
+    """The deliveries queue's broker, made once per process for run_scheduler's steps.
+    Without it `async_task` makes one per task, and the Redis broker opens a new connection
+    each time: hundreds a second through a burst."""
+    return get_broker(DELIVERY_QUEUE)
+
+
 def schedules_step(*, now: datetime, limit: int) -> bool:
     """run_scheduler's step for due schedules: claim them and hand them, a few per task,
     to django-q2 `deliver_batch` tasks."""
     claimed = schedules_claim(now=now, limit=limit)
     size = _task_size()
     for start in range(0, len(claimed), size):
-        async_task("deliveries.tasks.deliver_batch", claimed[start : start + size], cluster=DELIVERY_QUEUE)
+        batch = claimed[start : start + size]
+        async_task("deliveries.tasks.deliver_batch", batch, cluster=DELIVERY_QUEUE, broker=delivery_broker())
     return bool(claimed)
 
 

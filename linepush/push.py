@@ -35,6 +35,7 @@ from django.db.models import Count, F, Value
 from django.db.models.functions import Coalesce
 
 from core.due import QUEUED, Lease, due_locked, expired_claims_count, new_token
+from deliveries.scheduler import delivery_broker
 from linepush.models import LineMonthlyUsage, LinePushItem, LinePushSettings, LineSource
 from linepush.services import month_of, quota_limit
 
@@ -86,7 +87,13 @@ def push_step(*, now: datetime, limit: int) -> bool:
     for claim in claims:
         # The deliveries queue (settings Q_CLUSTER ALT_CLUSTERS): due posts, like due
         # deliveries, never wait behind a burst of webhook processing.
-        async_task("linepush.tasks.push_send", claim.item_ids, claim.token, cluster=PUSH_QUEUE)
+        async_task(
+            "linepush.tasks.push_send",
+            claim.item_ids,
+            claim.token,
+            cluster=PUSH_QUEUE,
+            broker=delivery_broker(),
+        )
     return bool(claims)
 
 

@@ -14,6 +14,7 @@ from core.due import QUEUED, new_token
 from deliveries.management.commands.run_scheduler import Command
 from deliveries.models import DeliverySchedule, SchedulerHeartbeat
 from deliveries.scheduler import (
+    delivery_broker,
     lease_release,
     lease_renew,
     next_wakeup,
@@ -122,7 +123,10 @@ def test_the_loop_step_enqueues_each_claimed_row_and_beats(monkeypatch):
     assert sorted(schedule_id for schedule_id, _ in call.args[1]) == sorted(
         DeliverySchedule.objects.values_list("pk", flat=True)
     )
-    assert call.kwargs == {"cluster": "deliveries"}
+    # One broker for every task of the process: django-q2 would make one per task (with
+    # Redis, a new connection each).
+    assert call.kwargs == {"cluster": "deliveries", "broker": delivery_broker()}
+    assert call.kwargs["broker"].list_key == "deliveries"
     assert SchedulerHeartbeat.objects.get(name="test-scheduler").last_beat is not None
 
 

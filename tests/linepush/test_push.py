@@ -17,6 +17,7 @@ from core.due import take_over
 from core.keeper import keeper
 from core.models import Tenant
 from deliveries.channels.line.transport import LineTransport
+from deliveries.scheduler import delivery_broker
 from linepush.models import (
     RETRY_KEY_NAMESPACE,
     LineMonthlyUsage,
@@ -25,7 +26,7 @@ from linepush.models import (
     LinePushItem,
     LinePushSettings,
 )
-from linepush.push import PUSH_LEASE, push_claim
+from linepush.push import PUSH_LEASE, push_claim, push_step
 from linepush.sending import push_items, push_send
 from linepush.services import month_of
 from tests.helpers.factories import TenantFactory
@@ -456,3 +457,14 @@ def test_lanes_send_at_once_and_keep_each_groups_posts_in_order(line, tenant, mo
     for n, team in enumerate(teams):
         texts = [r.body["messages"][0]["text"] for r in line.sent(PUSH) if r.body["to"] == team.group_id]
         assert texts == [f"#{k}" for k in range(n, 9, 3)]
+
+
+def test_the_step_hands_its_claims_to_the_deliveries_queue_through_the_processs_one_broker(tenant):
+    enqueue(tenant, group(tenant))
+
+    with mock.patch("django_q.tasks.async_task") as enqueue_task:
+        assert push_step(now=timezone.now(), limit=50) is True
+
+    [call] = enqueue_task.call_args_list
+    assert call.args[0] == "linepush.tasks.push_send"
+    assert call.kwargs == {"cluster": "deliveries", "broker": delivery_broker()}
