@@ -446,7 +446,7 @@ def claims_expired(metrics_dir: Path) -> int:
 
 def run_database(args: argparse.Namespace, database: str, broker: str, tmp: Path) -> DatabaseRun:
     url = POSTGRES_URL if database == "postgresql" else None
-    env = dict(ENV)
+    env = dict(ENV) | dict(pair.split("=", 1) for pair in args.env)
     metrics_dir = tmp / f"{database}-{broker}-metrics"
     metrics_dir.mkdir()
     env["PROMETHEUS_MULTIPROC_DIR"] = str(metrics_dir)
@@ -596,6 +596,12 @@ def parse_args() -> argparse.Namespace:
         help="django-q2 broker of --database sqlite/postgres/both: the ORM (embedded default) or Redis",
     )
     parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/7", help="flushed at the start")
+    parser.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        help="KEY=VALUE for every process (e.g. DELIVERY_TASK_SIZE=20); repeat",
+    )
     parser.add_argument("--json", action="store_true", help="print the results as one JSON object")
     parser.add_argument(
         "--profile",

@@ -224,14 +224,15 @@ def take_over(
 
 def _renew_behind(rows: QuerySet, *, tokens: list[str], now: datetime, lease: Lease) -> None:
     """A task that waited in the broker half a lease or more: the tasks enqueued after it
-    (the brokers hand tasks out in order) wait at least as long, and nobody renews a queued
-    claim, so their leases would run out in the broker and the scheduler would claim their
-    rows again and enqueue a copy behind them (a burst on a slow machine: 960 of 2,000 rows
-    claimed two or three times; docs/BENCHMARKS.md). So the live queued claims made after
-    this task's, with less than half a lease left, get a fresh lease: one UPDATE per task
-    start while the queue is that long, and none otherwise. A claim whose task was lost
-    is renewed only by tasks made before it, a fixed set: once they have all started, its
-    lease runs out as before."""
+    wait about as long (the brokers hand tasks out roughly in the order they came), and
+    nobody renews a queued claim, so their leases would run out in the broker and the
+    scheduler would claim their rows again and enqueue a copy behind them (a burst on a
+    slow machine: up to 1,127 of 2,000 claims made again; docs/BENCHMARKS.md). So the live
+    queued claims made after this task's, with less than half a lease left, get a fresh
+    lease: one UPDATE per task start while the queue is that long, and none otherwise.
+    Safety does not rest on the order: a claim whose task was lost is renewed only by
+    tasks made before it, a fixed set, so once they have all started its lease runs out
+    as before."""
     made = sorted(t for t in tokens if queued_at(t) is not None)
     if not made or not lease.owner:
         return
