@@ -35,12 +35,12 @@ from django.db.models import Count, F, Value
 from django.db.models.functions import Coalesce
 
 from core.due import QUEUED, Lease, due_locked, expired_claims_count, new_token
-from deliveries.scheduler import delivery_broker
+from deliveries.scheduler import DELIVERY_QUEUE, delivery_broker
 from linepush.models import LineMonthlyUsage, LinePushItem, LinePushSettings, LineSource
 from linepush.services import month_of, quota_limit
 
 Status = LinePushItem.Status
-PUSH_QUEUE = "deliveries"
+PUSH_QUEUE = DELIVERY_QUEUE  # group posts go to the deliveries queue (and its broker)
 
 
 def _lease() -> timedelta:
