@@ -101,6 +101,13 @@ def _rows(rows: QuerySet | type[Model]) -> QuerySet:
     return rows.objects.all() if isinstance(rows, type) else rows
 
 
+def any_free(rows: QuerySet | type[Model], *, now: datetime, lease: Lease) -> bool:
+    """Whether a claim would find anything among `rows`: one read, no transaction. Every
+    queue's step runs on each scheduler pass, so an idle one must cost no more than this
+    (on SQLite a claim's transaction takes the write lock)."""
+    return _rows(rows).filter(lease.free(now)).exists()
+
+
 def due_locked(rows: QuerySet | type[Model], *, now: datetime, lease: Lease) -> QuerySet:
     """The free rows among `rows`; on PostgreSQL also locked, skipping rows another
     claimer has locked. Read it inside `transaction.atomic()`."""
@@ -142,7 +149,7 @@ def claim(
     time), the rows that carry this claim's tokens are read back.
     """
     rows = _rows(rows)
-    if not rows.filter(lease.free(now)).exists():  # an idle pass: no transaction, no `choose`
+    if not any_free(rows, now=now, lease=lease):  # an idle pass: no transaction, no `choose`
         return []
     token_of = lambda: owner or (new_token(queued=queued) if lease.owner else "")  # noqa: E731
     skip_locked = connection.vendor == "postgresql"
@@ -210,15 +217,14 @@ def take_over(
     become this worker's, under one new token and a fresh lease, in one UPDATE. Returns
     (the new token, the pks taken). A task that waited long renews the queue behind it
     (`_renew_behind`)."""
-    mine = new_token()
+    rows, mine = _rows(rows), new_token()
     tokens = [token] if isinstance(token, str) else list(token)
-    _renew_behind(_rows(rows), tokens=tokens, now=now, lease=lease)
+    _renew_behind(rows, tokens=tokens, now=now, lease=lease)
     waiting = Q(**{f"{lease.owner}__in": tokens}) | Q(**{f"{lease.owner}__startswith": QUEUED})
-    candidates = _rows(rows).filter(waiting, pk__in=pks)
-    taken = candidates.update(**lease.taken(now=now, owner=mine))
+    taken = rows.filter(waiting, pk__in=pks).update(**lease.taken(now=now, owner=mine))
     if taken == len(set(pks)):
         return mine, list(pks)
-    held = set(_rows(rows).filter(lease.mine(mine), pk__in=pks).values_list("pk", flat=True))
+    held = set(rows.filter(lease.mine(mine), pk__in=pks).values_list("pk", flat=True))
     return mine, [pk for pk in pks if pk in held]
 
 
@@ -233,11 +239,10 @@ def _renew_behind(rows: QuerySet, *, tokens: list[str], now: datetime, lease: Le
     Safety does not rest on the order: a claim whose task was lost is renewed only by
     tasks made before it, a fixed set, so once they have all started its lease runs out
     as before."""
-    made = sorted(t for t in tokens if queued_at(t) is not None)
-    if not made or not lease.owner:
-        return
+    made = sorted(t for t in tokens if t.startswith(QUEUED))
+    oldest = queued_at(made[0]) if made and lease.owner else None
     half = (lease.ends(now) - now) / 2
-    if now - queued_at(made[0]) < half:
+    if oldest is None or now - oldest < half:
         return  # a short queue: every claim behind this one has more than half its lease
     owner = F(lease.owner)
     if connection.vendor == "postgresql":  # byte order, whatever the database's collation

@@ -34,7 +34,7 @@ from django.db import connection, transaction
 from django.db.models import Count, F, Value
 from django.db.models.functions import Coalesce
 
-from core.due import QUEUED, Lease, due_locked, expired_claims_count, new_token
+from core.due import QUEUED, Lease, any_free, due_locked, expired_claims_count, new_token
 from deliveries.scheduler import DELIVERY_QUEUE, delivery_broker
 from linepush.models import LineMonthlyUsage, LinePushItem, LinePushSettings, LineSource
 from linepush.services import month_of, quota_limit
@@ -102,8 +102,8 @@ def push_claim(*, now: datetime, limit: int) -> list[Claim]:
 
     While some wait, it claims only when a whole pass (`limit`) fits: a worker taking over a
     batch would otherwise let every pass claim one batch, twice the passes for as many items.
-    A pass with nothing due ends after one read, without a transaction (core/due.py `claim`)."""
-    if not _due(now).filter(PUSH_LEASE.free(now)).exists():
+    A pass with nothing due ends after one read, without a transaction (core/due.py `any_free`)."""
+    if not any_free(_due(now), now=now, lease=PUSH_LEASE):
         return []
     waiting = _waiting(now)
     room = min(limit, settings.LINEPUSH_MAX_IN_FLIGHT - waiting)
