@@ -325,6 +325,9 @@ SANDBOX_HUBSPOT_URL = env.str("SANDBOX_HUBSPOT_URL", default="http://127.0.0.1:8
 # sleep, and health thresholds.
 DELIVERY_LEASE_SECONDS = env.int("DELIVERY_LEASE_SECONDS", default=5)
 SCHEDULER_POLL_SECONDS = env.float("SCHEDULER_POLL_SECONDS", default=0.5)
+# The sleep instead while a queue holds due rows back only until the workers start what
+# waits for them (the group posts' LINEPUSH_MAX_IN_FLIGHT): they free room every few ms.
+SCHEDULER_HELD_POLL_SECONDS = env.float("SCHEDULER_HELD_POLL_SECONDS", default=0.05)
 # Claimed rows per `deliver_batch` task: django-q2's per-task cost is paid once per batch,
 # and a burst still spreads over the workers (50 claimed per pass = 5 tasks).
 DELIVERY_TASK_SIZE = env.int("DELIVERY_TASK_SIZE", default=10)
@@ -355,3 +358,6 @@ for _name in (
 ):
     if globals()[_name] < 1:
         raise ImproperlyConfigured(f"{_name} must be at least 1")
+for _name in ("SCHEDULER_POLL_SECONDS", "SCHEDULER_HELD_POLL_SECONDS"):
+    if globals()[_name] <= 0:  # 0 would make run_scheduler spin
+        raise ImproperlyConfigured(f"{_name} must be more than 0")

@@ -36,6 +36,7 @@ from django.db.models.functions import Coalesce
 
 from core.due import QUEUED, Lease, any_free, due_locked, expired_claims_count, new_token
 from deliveries.scheduler import DELIVERY_QUEUE, delivery_broker
+from deliveries.scheduler_steps import Pass
 from linepush.models import LineMonthlyUsage, LinePushItem, LinePushSettings, LineSource
 from linepush.services import month_of, quota_limit
 
@@ -79,11 +80,19 @@ class _Decisions:
     ended: list[tuple[LinePushItem, str, str]] = field(default_factory=list)  # item, status, reason
 
 
-def push_step(*, now: datetime, limit: int) -> bool:
-    """One scheduler pass for the push queue: claim due items and hand them to workers."""
+def push_step(*, now: datetime, limit: int) -> Pass:
+    """One scheduler pass for the push queue: claim due items and hand them to workers.
+    HELD when due items wait only for room under LINEPUSH_MAX_IN_FLIGHT: the workers free it
+    as they start their tasks, so the loop looks again within SCHEDULER_HELD_POLL_SECONDS
+    rather than its poll (at 0.5 s, the cap's 500 items a poll bounded a drain to ~1,000/s)."""
     from django_q.tasks import async_task
 
-    claims = push_claim(now=now, limit=limit)
+    room = _room(now=now, limit=limit)
+    if room is None:
+        return Pass.IDLE
+    if not room:
+        return Pass.HELD
+    claims = _claim(now, room)
     for claim in claims:
         # The deliveries queue (settings Q_CLUSTER ALT_CLUSTERS): due posts, like due
         # deliveries, never wait behind a burst of webhook processing.
@@ -94,29 +103,36 @@ def push_step(*, now: datetime, limit: int) -> bool:
             cluster=PUSH_QUEUE,
             broker=delivery_broker(),
         )
-    return bool(claims)
+    return Pass.WORKED if claims else Pass.IDLE
 
 
 def push_claim(*, now: datetime, limit: int) -> list[Claim]:
-    """Claim due items (at most LINEPUSH_MAX_IN_FLIGHT waiting for a worker) and decide each.
+    """Claim due items (at most LINEPUSH_MAX_IN_FLIGHT waiting for a worker) and decide each."""
+    room = _room(now=now, limit=limit)
+    return _claim(now, room) if room else []
+
+
+def _room(*, now: datetime, limit: int) -> int | None:
+    """How many due items this pass may claim; None when none is due and free.
 
     While some wait, it claims only when a whole pass (`limit`) fits: a worker taking over a
     batch would otherwise let every pass claim one batch, twice the passes for as many items.
     A pass with nothing due ends after one read, without a transaction (core/due.py `any_free`)."""
     if not any_free(_due(now), now=now, lease=PUSH_LEASE):
-        return []
+        return None
     waiting = _waiting(now)
     room = min(limit, settings.LINEPUSH_MAX_IN_FLIGHT - waiting)
-    if room <= 0 or (waiting and room < limit):
-        return []
+    return 0 if room <= 0 or (waiting and room < limit) else room
+
+
+def _claim(now: datetime, room: int) -> list[Claim]:
     with transaction.atomic():
         candidates = _candidates(now, room)
         if not candidates:
             return []
         expired_claims_count(candidates, PUSH_LEASE)
         decisions = _decide(candidates, now)
-        claims = _apply(decisions, now)
-    return claims
+        return _apply(decisions, now)
 
 
 def _waiting(now: datetime) -> int:

@@ -22,6 +22,7 @@ from deliveries.scheduler import (
     schedules_step,
     schedules_take,
 )
+from deliveries.scheduler_steps import Pass
 from tests.helpers.deliveries import make_schedule
 from tests.helpers.factories import TenantFactory
 
@@ -115,8 +116,8 @@ def test_the_loop_step_enqueues_each_claimed_row_and_beats(monkeypatch):
     command.name, command.batch, command.task_size = "test-scheduler", 50, 10
 
     with mock.patch("deliveries.scheduler.async_task") as enqueue:
-        assert command.handle_one() is True
-        assert command.handle_one() is False
+        assert command.handle_one() is Pass.WORKED
+        assert command.handle_one() is Pass.IDLE
 
     [call] = enqueue.call_args_list  # both claims in one task
     assert call.args[0] == "deliveries.tasks.deliver_batch"
@@ -231,10 +232,32 @@ def test_the_loop_lets_django_check_its_connection_once_a_second_not_on_every_pa
     def one_pass():
         passes.append(1)
         command.stopping = len(passes) == 20
-        return True  # due work: the loop goes on at once
+        return Pass.WORKED  # due work: the loop goes on at once
 
     monkeypatch.setattr(command, "handle_one", one_pass)
     monkeypatch.setattr("signal.signal", lambda *args: None)
     command.handle(poll=0.1, batch=50)
 
     assert len(passes) == 20 and len(checks) == 1
+
+
+@pytest.mark.parametrize(
+    ("found", "slept"), [(Pass.IDLE, 0.5), (Pass.HELD, 0.05)], ids=["nothing due", "due work held back"]
+)
+def test_the_loop_looks_again_soon_while_a_queue_holds_due_work_back_and_after_its_poll_otherwise(
+    monkeypatch, settings, found, slept
+):
+    """A cap on what waits for the workers frees room as they start their tasks, many times
+    a second in a drain: sleeping a whole poll there bounded the drain (docs/BENCHMARKS.md)."""
+    import core.keeper
+
+    settings.SCHEDULER_HELD_POLL_SECONDS = 0.05
+    command, sleeps = Command(), []
+    monkeypatch.setattr(command, "handle_one", lambda: found)
+    monkeypatch.setattr(command, "_sleep", lambda seconds: sleeps.append(seconds) or command._stop())
+    monkeypatch.setattr("signal.signal", lambda *args: None)
+    monkeypatch.setattr(core.keeper, "close_old_connections", lambda: None)
+
+    command.handle(poll=0.5, batch=50)
+
+    assert sleeps == [slept]  # nothing due here: next_wakeup gives the poll

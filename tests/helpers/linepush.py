@@ -11,6 +11,7 @@ import itertools
 import json
 
 from deliveries.management.commands.run_scheduler import Command
+from deliveries.scheduler_steps import Pass
 from linepush.models import LinePushItem, LineSource, Trigger
 from linepush.services import push_enqueue
 from tests.helpers.backlog import load_fixture
@@ -63,7 +64,7 @@ def enqueue(
     return item
 
 
-def step() -> bool:
+def step() -> Pass:
     """One pass of `run_scheduler` (django-q2 runs the worker task inline in tests)."""
     command = Command()
     command.name, command.batch, command.task_size = "test-scheduler", 50, 10

@@ -6,6 +6,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.urls import reverse
 
+from deliveries.scheduler_steps import Pass
 from linepush.models import LinePushItem, LineTriggerPolicy
 from linepush.services import PushInvalid, push_enqueue
 from tests.helpers.factories import TenantFactory
@@ -139,7 +140,7 @@ def _act(client, action: str, item: LinePushItem):
 
 def test_a_manager_approves_a_waiting_item_and_it_is_sent(client, manager, line, tenant):
     item = enqueue(tenant, group(tenant), trigger="escalation")
-    assert step() is False
+    assert step() is Pass.IDLE
 
     response = _act(client, "approve", item)
 

@@ -11,6 +11,7 @@ import time_machine
 from core.models import TenantMembership
 from core.timeutil import JST
 from deliveries.models import ChannelAccount, ContentTask
+from deliveries.scheduler_steps import Pass
 from deliveries.signals import delivery_failed
 from deliveries.tokens import channel_tokens_upkeep
 from linepush.models import LinePushItem, LineTriggerPolicy
@@ -45,7 +46,7 @@ def posted_to_group(line) -> list[str]:
 
 def send_queue(when: datetime) -> None:
     with time_machine.travel(when, tick=False):
-        while step():
+        while step() is Pass.WORKED:
             pass
 
 

@@ -12,6 +12,7 @@ from backlog_bridge.body.issue import parse_issue
 from backlog_bridge.models import BacklogEvent
 from core.models import TenantMembership
 from core.timeutil import JST
+from deliveries.scheduler_steps import Pass
 from linepush import producers
 from linepush.models import LinePushItem, LinePushProblem, LinePushSettings
 from linepush.producers import digests_produce, escalations_produce, reminders_produce
@@ -224,7 +225,7 @@ def test_the_morning_digest_is_queued_for_08_00_with_the_groups_tasks(tenant, li
     assert text.startswith("【本日の配信予定】12月10日(木)\n・09:00 朝の告知（")
     assert "・15:00 特番告知（" in text and "翌日分" not in text
     with time_machine.travel(datetime(2026, 12, 10, 8, 0, 0, 300000, tzinfo=JST)):
-        assert step() is True
+        assert step() is Pass.WORKED
     assert line.sent(PUSH)[0].body["to"] == GROUP
 
 

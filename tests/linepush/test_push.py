@@ -18,6 +18,7 @@ from core.keeper import keeper
 from core.models import Tenant
 from deliveries.channels.line.transport import LineTransport
 from deliveries.scheduler import delivery_broker
+from deliveries.scheduler_steps import Pass
 from linepush.models import (
     RETRY_KEY_NAMESPACE,
     LineMonthlyUsage,
@@ -49,7 +50,7 @@ def team(tenant):
 def test_it_pushes_a_due_item_on_the_next_scheduler_pass(line, tenant, team):
     item = enqueue(tenant, team)
 
-    assert step() is True
+    assert step() is Pass.WORKED
 
     [sent] = line.sent(PUSH)
     assert sent.body == {"to": team.group_id, "messages": [{"type": "text", "text": "明日 10:00 撮影です"}]}
@@ -58,7 +59,7 @@ def test_it_pushes_a_due_item_on_the_next_scheduler_pass(line, tenant, team):
     assert item.sent_at is not None and item.claimed_by == "" and item.lease_until is None
     [attempt] = LinePushAttempt.objects.filter(item=item)
     assert (attempt.outcome, attempt.status_code) == ("sent", 200)
-    assert step() is False
+    assert step() is Pass.IDLE
 
 
 def test_it_sends_x_line_retry_key_derived_from_the_tenant_and_the_dedupe_key(line, tenant, team):
@@ -121,9 +122,9 @@ def test_an_item_made_without_save_gets_its_retry_key_before_the_first_attempt(l
 def test_it_waits_for_scheduled_at(line, tenant, team):
     item = enqueue(tenant, team, scheduled_at=timezone.now() + timedelta(minutes=10))
 
-    assert step() is False
+    assert step() is Pass.IDLE
     with time_machine.travel(item.scheduled_at + timedelta(milliseconds=10)):
-        assert step() is True
+        assert step() is Pass.WORKED
     assert reload(item).status == Status.SENT
 
 
@@ -136,13 +137,13 @@ def test_it_backs_off_exponentially_on_5xx_and_fails_after_three_attempts(line, 
     item = reload(item)
     assert (item.status, item.attempt_count) == (Status.PENDING, 1)
     assert item.scheduled_at - start == pytest.approx(timedelta(seconds=30), abs=timedelta(seconds=2))
-    assert step() is False  # not before the backoff
+    assert step() is Pass.IDLE  # not before the backoff
     with time_machine.travel(item.scheduled_at + timedelta(seconds=1)):
         step()
     item = reload(item)
     assert item.attempt_count == 2
     with time_machine.travel(item.scheduled_at - timedelta(seconds=1)):
-        assert step() is False
+        assert step() is Pass.IDLE
     with time_machine.travel(item.scheduled_at + timedelta(seconds=1)):
         step()
 
@@ -198,7 +199,7 @@ def test_it_fails_a_4xx_at_once(line, tenant, team):
     assert (item.status, item.attempt_count) == (Status.FAILED, 1)
     assert item.last_error.startswith("リクエストが拒否されました（400）")
     with time_machine.travel(timezone.now() + timedelta(hours=1)):
-        assert step() is False
+        assert step() is Pass.IDLE
 
 
 def test_it_counts_a_409_as_sent(line, tenant, team):
@@ -238,7 +239,7 @@ def test_it_never_sends_an_item_waiting_for_approval(line, tenant, team):
 
     assert reload(item).status == Status.WAITING_APPROVAL
     with time_machine.travel(timezone.now() + timedelta(days=1)):
-        assert step() is False
+        assert step() is Pass.IDLE
     assert line.sent() == []
 
 
@@ -254,7 +255,7 @@ def test_it_fails_the_fourth_post_to_a_group_within_five_minutes_and_does_not_re
     )
     assert len(line.sent(PUSH)) == 3
     with time_machine.travel(timezone.now() + timedelta(minutes=10)):
-        assert step() is False  # failed stays failed: no resend loop
+        assert step() is Pass.IDLE  # failed stays failed: no resend loop
         later = enqueue(tenant, team, key="k-later")
         step()
     assert reload(later).status == Status.SENT
@@ -344,9 +345,9 @@ def test_a_worker_that_dies_after_the_push_is_covered_by_the_retry_key(line, ten
     push_items(list(LinePushItem.objects.filter(pk__in=claim.item_ids).select_related("tenant")))
     # … and the worker dies before recording: the lease runs out, the next pass resends.
 
-    assert step() is False  # the lease still holds
+    assert step() is Pass.IDLE  # the lease still holds
     with time_machine.travel(timezone.now() + timedelta(seconds=settings.LINEPUSH_LEASE_SECONDS + 1)):
-        assert step() is True
+        assert step() is Pass.WORKED
 
     assert reload(item).status == Status.SENT
     assert len(line.sent(PUSH)) == 1
@@ -359,7 +360,7 @@ def test_an_item_claimed_again_after_its_worker_died_keeps_its_one_reservation(l
     assert LineMonthlyUsage.objects.get(tenant=tenant).messages == 3
 
     with time_machine.travel(timezone.now() + timedelta(seconds=6)):  # one short lease later
-        assert step() is True
+        assert step() is Pass.WORKED
 
     assert reload(item).status == Status.SENT
     assert LineMonthlyUsage.objects.get(tenant=tenant).messages == 3
@@ -438,6 +439,25 @@ def test_while_items_wait_for_a_worker_it_claims_only_a_whole_pass(line, tenant,
     assert after.item_ids == [items[2].pk, items[3].pk]
 
 
+def test_the_step_says_held_while_the_cap_holds_due_items_back_and_idle_when_none_is_due(
+    line, tenant, team, settings
+):
+    """HELD makes run_scheduler look again within SCHEDULER_HELD_POLL_SECONDS, not its poll."""
+    settings.LINEPUSH_MAX_IN_FLIGHT = 1
+    first, second = enqueue(tenant, team, key="a"), enqueue(tenant, team, key="b")
+    with mock.patch("django_q.tasks.async_task") as enqueue_task:
+        assert push_step(now=timezone.now(), limit=10) is Pass.WORKED
+        assert push_step(now=timezone.now(), limit=10) is Pass.HELD  # `second` waits for room
+        [call] = enqueue_task.call_args_list
+        push_send(item_ids=call.args[1], token=call.args[2])
+        assert push_step(now=timezone.now(), limit=10) is Pass.WORKED
+        [_, call] = enqueue_task.call_args_list
+        push_send(item_ids=call.args[1], token=call.args[2])
+        assert push_step(now=timezone.now(), limit=10) is Pass.IDLE
+
+    assert reload(first).status == reload(second).status == Status.SENT
+
+
 def test_lanes_send_at_once_and_keep_each_groups_posts_in_order(line, tenant, monkeypatch, settings):
     monkeypatch.setattr(core.keeper, "THREADS", True)
     settings.LINEPUSH_SEND_LANES = 4
@@ -463,7 +483,7 @@ def test_the_step_hands_its_claims_to_the_deliveries_queue_through_the_processs_
     enqueue(tenant, group(tenant))
 
     with mock.patch("django_q.tasks.async_task") as enqueue_task:
-        assert push_step(now=timezone.now(), limit=50) is True
+        assert push_step(now=timezone.now(), limit=50) is Pass.WORKED
 
     [call] = enqueue_task.call_args_list
     assert call.args[0] == "linepush.tasks.push_send"

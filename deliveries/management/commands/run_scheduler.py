@@ -2,7 +2,8 @@
 
 django-q2's own Schedule runner looks only every ~30 s; deliveries must fire within
 a second, so this loop sleeps until the earliest due row (never longer than a short
-poll, so new rows are seen quickly) and runs the registered steps: each claims its
+poll, so new rows are seen quickly; SCHEDULER_HELD_POLL_SECONDS while a queue's cap holds
+due rows back, since workers free that room as they start) and runs the registered steps: each claims its
 queue's due rows under a lease (core/due.py) and hands them to django-q2 workers —
 due schedules (deliveries), due group posts and stranded LINE events (linepush),
 stranded Backlog events (backlog_bridge). Steps are registered in the apps'
@@ -25,7 +26,7 @@ from django.utils import timezone
 
 from core.keeper import ConnectionCheck
 from deliveries.scheduler import heartbeat, next_wakeup
-from deliveries.scheduler_steps import scheduler_steps_run
+from deliveries.scheduler_steps import Pass, scheduler_steps_run
 
 logger = logging.getLogger("automedia.scheduler")
 HEARTBEAT_EVERY = timedelta(seconds=1)  # the health check allows HEALTH_HEARTBEAT_MAX_AGE (30 s)
@@ -51,9 +52,13 @@ class Command(BaseCommand):
         while not self.stopping:
             check()
             try:
-                if self.handle_one():
+                found = self.handle_one()
+                if found is Pass.WORKED:
                     continue  # there may be more due rows right now
-                self._sleep(next_wakeup(now=timezone.now(), poll=poll))
+                wait = next_wakeup(now=timezone.now(), poll=poll)
+                if found is Pass.HELD:  # room frees as workers start their tasks, not on a clock
+                    wait = min(wait, settings.SCHEDULER_HELD_POLL_SECONDS)
+                self._sleep(wait)
             except Exception:
                 logger.exception("scheduler pass failed")
                 self._sleep(poll)
@@ -61,8 +66,8 @@ class Command(BaseCommand):
 
     last_beat = None  # when this loop last wrote its heartbeat
 
-    def handle_one(self) -> bool:
-        """One pass: every registered step; True when one of them had due work. The
+    def handle_one(self) -> Pass:
+        """One pass: every registered step (deliveries/scheduler_steps.py Pass). The
         heartbeat is written at most once per HEARTBEAT_EVERY: a burst runs many passes
         a second, and each write is a commit."""
         now = timezone.now()
