@@ -38,7 +38,7 @@ from core.due import QUEUED, Lease, any_free, due_locked, expired_claims_count, 
 from deliveries.scheduler import DELIVERY_QUEUE, delivery_broker
 from deliveries.scheduler_steps import Pass
 from linepush.models import LineMonthlyUsage, LinePushItem, LinePushSettings, LineSource
-from linepush.services import month_of, quota_limit
+from linepush.services import month_of, quota_limit, quota_near
 
 Status = LinePushItem.Status
 PUSH_QUEUE = DELIVERY_QUEUE  # group posts go to the deliveries queue (and its broker)
@@ -60,6 +60,7 @@ class Claim:
 
     token: str
     item_ids: list[int]
+    near_quota: bool = False  # the month's count reached 80 % unwarned: the worker warns
 
 
 @dataclass
@@ -78,6 +79,7 @@ class _Decisions:
     # tenant id → [(item, messages it costs)]
     reserved: dict[int, list[tuple[LinePushItem, int]]] = field(default_factory=lambda: defaultdict(list))
     ended: list[tuple[LinePushItem, str, str]] = field(default_factory=list)  # item, status, reason
+    near_quota: set[int] = field(default_factory=set)  # tenant ids (linepush/services.py quota_near)
 
 
 def push_step(*, now: datetime, limit: int) -> Pass:
@@ -100,6 +102,7 @@ def push_step(*, now: datetime, limit: int) -> Pass:
             "linepush.tasks.push_send",
             claim.item_ids,
             claim.token,
+            claim.near_quota,
             cluster=PUSH_QUEUE,
             broker=delivery_broker(),
         )
@@ -167,6 +170,12 @@ def _decide(items: list[LinePushItem], now: datetime) -> _Decisions:
             decisions.reserved[item.tenant_id].append((item, source.cost))
         else:
             decisions.ended.append((item, *verdict))
+    for tenant_id, state in tenants.items():
+        # The month's count as this pass leaves it: the worker need not read it to warn.
+        if quota_near(
+            usage=state.usage, messages=state.usage.messages + state.reserved_messages, limit=state.limit
+        ):
+            decisions.near_quota.add(tenant_id)
     return decisions
 
 
@@ -268,11 +277,13 @@ def _apply(decisions: _Decisions, now: datetime) -> list[Claim]:
         LinePushItem.objects.filter(pk=item.pk).update(status=status, last_error=reason)
     claims = []
     for tenant_id, items in decisions.reserved.items():
-        claims += _reserve(tenant_id, items, now)
+        claims += _reserve(tenant_id, items, now, near_quota=tenant_id in decisions.near_quota)
     return claims
 
 
-def _reserve(tenant_id: int, items: list[tuple[LinePushItem, int]], now: datetime) -> list[Claim]:
+def _reserve(
+    tenant_id: int, items: list[tuple[LinePushItem, int]], now: datetime, *, near_quota: bool
+) -> list[Claim]:
     _keep_retry_keys([item for item, _ in items])
     by_cost: dict[int, list[int]] = defaultdict(list)
     for item, cost in items:
@@ -293,7 +304,7 @@ def _reserve(tenant_id: int, items: list[tuple[LinePushItem, int]], now: datetim
     )
     ids = [item.pk for item, _ in items]
     size = settings.LINEPUSH_BATCH_SIZE
-    return [Claim(token=token, item_ids=ids[i : i + size]) for i in range(0, len(ids), size)]
+    return [Claim(token, ids[i : i + size], near_quota) for i in range(0, len(ids), size)]
 
 
 def _keep_retry_keys(items: list[LinePushItem]) -> None:

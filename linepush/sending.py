@@ -46,9 +46,11 @@ class Outcome:
     error: TransportError | None = None
 
 
-def push_send(*, item_ids: list[int], token: str) -> dict[str, int]:
+def push_send(*, item_ids: list[int], token: str, near_quota: bool = True) -> dict[str, int]:
     """Worker: push each still-claimed item once, then record every outcome. The items
-    become this worker's (core/due.py `take_over`) and its keeper renews them until then."""
+    become this worker's (core/due.py `take_over`) and its keeper renews them until then.
+    `near_quota`: the claim left its tenant's month at 80 % or more, unwarned; only then
+    does the worker read the month's count to warn (two reads a task otherwise)."""
     now = timezone.now()
     pending = LinePushItem.objects.filter(status=Status.PENDING)
     token, ids = take_over(pending, pks=item_ids, now=now, lease=PUSH_LEASE, token=token)
@@ -60,7 +62,7 @@ def push_send(*, item_ids: list[int], token: str) -> dict[str, int]:
         for item in items:
             item.tenant = tenants[item.tenant_id]
         outcomes = push_items(items)
-        return push_record(outcomes=outcomes, token=token)
+        return push_record(outcomes=outcomes, token=token, near_quota=near_quota)
 
 
 def push_items(items: list[LinePushItem]) -> list[Outcome]:
@@ -96,7 +98,7 @@ def _push_one(transport: LineTransport, item: LinePushItem) -> Outcome:
 # -- recording ----------------------------------------------------------------------------
 
 
-def push_record(*, outcomes: list[Outcome], token: str) -> dict[str, int]:
+def push_record(*, outcomes: list[Outcome], token: str, near_quota: bool = True) -> dict[str, int]:
     now = timezone.now()
     counts: Counter = Counter()
     sent = [o for o in outcomes if _was_sent(o)]
@@ -112,7 +114,8 @@ def push_record(*, outcomes: list[Outcome], token: str) -> dict[str, int]:
                 attempts.append(_attempt(outcome, attempt_outcome))
         LinePushAttempt.objects.bulk_create(attempts)
     _auth_failures(outcomes, now)
-    _warn_quotas({o.item.tenant for o in outcomes if o.result is not None}, now)
+    if near_quota:
+        _warn_quotas({o.item.tenant for o in outcomes if o.result is not None}, now)
     return dict(counts)
 
 

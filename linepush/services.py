@@ -257,9 +257,14 @@ class QuotaReport:
     released: int = 0
 
 
+def quota_near(*, usage: LineMonthlyUsage, messages: int, limit: int | None) -> bool:
+    """`messages` of the month's allowance reach 80 % and nobody was warned yet this month."""
+    return bool(limit) and usage.warned_at is None and messages >= QUOTA_WARNING_RATIO * limit
+
+
 def quota_warn_once(*, tenant: Tenant, usage: LineMonthlyUsage, limit: int | None) -> bool:
     """At 80 % of the month's allowance: log and mail ADMINS, once per tenant and month."""
-    if not limit or usage.messages < QUOTA_WARNING_RATIO * limit:
+    if not quota_near(usage=usage, messages=usage.messages, limit=limit):
         return False
     first = LineMonthlyUsage.objects.filter(pk=usage.pk, warned_at__isnull=True).update(
         warned_at=timezone.now()

@@ -10,8 +10,9 @@ from linepush.sending import push_send as _push_send
 from linepush.services import quota_check_all
 
 
-def push_send(item_ids: list[int], token: str) -> dict[str, int]:
-    return _push_send(item_ids=item_ids, token=token)
+def push_send(item_ids: list[int], token: str, near_quota: bool = True) -> dict[str, int]:
+    # A task queued before `near_quota` was passed checks the quota, as it did then.
+    return _push_send(item_ids=item_ids, token=token, near_quota=near_quota)
 
 
 def process_line_event(event_id: int) -> str:

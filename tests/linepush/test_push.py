@@ -10,6 +10,8 @@ from unittest import mock
 import pytest
 import time_machine
 from django.core import mail
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 import core.keeper
@@ -326,6 +328,36 @@ def test_it_warns_admins_once_when_the_month_reaches_80_percent(line, tenant, te
     assert "80%" in warning.subject
     assert "（161 / 200 通）" in warning.body or "（164 / 200 通）" in warning.body
     assert LineMonthlyUsage.objects.get(tenant=tenant).warned_at is not None
+
+
+def test_the_claim_tells_its_task_when_the_month_reaches_80_percent_and_only_then_it_reads_the_count(
+    line, tenant
+):
+    """The claim knows the month's count as it leaves it; a task below 80 % (nearly every
+    task) does not read the plan and the count again to find that out."""
+    _usage(tenant, 150)  # of 200 (コミュニケーション); the group costs 3
+    team = group(tenant, rate_limit_count=10)
+
+    def send(key: str) -> tuple[bool, list[str]]:
+        enqueue(tenant, team, key=key)
+        with mock.patch("django_q.tasks.async_task") as enqueue_task:
+            assert push_step(now=timezone.now(), limit=50) is Pass.WORKED
+        [call] = enqueue_task.call_args_list
+        with CaptureQueriesContext(connection) as queries:
+            push_send(item_ids=call.args[1], token=call.args[2], near_quota=call.args[3])
+        return call.args[3], [q["sql"] for q in queries.captured_queries if "linemonthlyusage" in q["sql"]]
+
+    assert send("a") == (False, [])  # 153 < 160
+    assert mail.outbox == []
+    near, reads = send("b")  # 156
+    assert (near, reads) == (False, [])
+    near, reads = send("c")  # 159 < 160
+    assert (near, reads) == (False, [])
+    near, reads = send("d")  # 162: crosses 80 %
+    assert near is True and reads
+    [warning] = mail.outbox
+    assert "（162 / 200 通）" in warning.body
+    assert send("e") == (False, [])  # warned once this month: no flag, no read
 
 
 def test_it_holds_a_post_line_refuses_for_the_monthly_limit(line, tenant, team):
