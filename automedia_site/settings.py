@@ -328,8 +328,12 @@ SCHEDULER_POLL_SECONDS = env.float("SCHEDULER_POLL_SECONDS", default=0.5)
 # The sleep instead while a queue holds due rows back only until the workers start what
 # waits for them (the group posts' LINEPUSH_MAX_IN_FLIGHT): they free room every few ms.
 SCHEDULER_HELD_POLL_SECONDS = env.float("SCHEDULER_HELD_POLL_SECONDS", default=0.05)
+# Rows run_scheduler claims per pass and queue (its --batch). A pass costs a dozen queries
+# whatever its size (the group posts' rate windows and quota, the tenants' capacity), so a
+# burst or a drain takes few passes; 200 rather than 50 (docs/BENCHMARKS.md, issue 17).
+SCHEDULER_BATCH = env.int("SCHEDULER_BATCH", default=200)
 # Claimed rows per `deliver_batch` task: django-q2's per-task cost is paid once per batch,
-# and a burst still spreads over the workers (50 claimed per pass = 5 tasks).
+# and a burst still spreads over the workers (200 claimed per pass = 20 tasks).
 DELIVERY_TASK_SIZE = env.int("DELIVERY_TASK_SIZE", default=10)
 HEALTH_HEARTBEAT_MAX_AGE = env.int("HEALTH_HEARTBEAT_MAX_AGE", default=30)
 HEALTH_OVERDUE_MAX_SECONDS = env.int("HEALTH_OVERDUE_MAX_SECONDS", default=60)
@@ -341,14 +345,15 @@ METRICS_TOKEN = env.str("METRICS_TOKEN", default="")
 # the most posts under lease at once, and when an automediaエラー task is escalated.
 LINEPUSH_LEASE_SECONDS = env.int("LINEPUSH_LEASE_SECONDS", default=5)
 LINEPUSH_RETRY_BASE_SECONDS = env.int("LINEPUSH_RETRY_BASE_SECONDS", default=30)
-LINEPUSH_BATCH_SIZE = env.int("LINEPUSH_BATCH_SIZE", default=50)
+LINEPUSH_BATCH_SIZE = env.int("LINEPUSH_BATCH_SIZE", default=100)
 LINEPUSH_MAX_IN_FLIGHT = env.int("LINEPUSH_MAX_IN_FLIGHT", default=500)
-LINEPUSH_SEND_LANES = env.int("LINEPUSH_SEND_LANES", default=4)
+LINEPUSH_SEND_LANES = env.int("LINEPUSH_SEND_LANES", default=8)  # 100 / 8: ~12 pushes a lane
 LINEPUSH_ESCALATION_AFTER_HOURS = env.int("LINEPUSH_ESCALATION_AFTER_HOURS", default=24)
 LINE_WEBHOOK_MAX_BYTES = 1024 * 1024
 # The lease of a stored webhook event (Backlog, LINE) a worker is processing, renewed likewise.
 EVENT_LEASE_SECONDS = env.int("EVENT_LEASE_SECONDS", default=5)
 for _name in (
+    "SCHEDULER_BATCH",
     "DELIVERY_LEASE_SECONDS",
     "EVENT_LEASE_SECONDS",
     "LINEPUSH_LEASE_SECONDS",

@@ -112,7 +112,7 @@ class Result:
     items: int
     groups: int
     workers: int
-    scheduler_batch: int
+    scheduler_batch: int | str
     drain_s: float
     pushes_per_s: float
     first_push_after_s: float
@@ -138,7 +138,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument(
         "--workers", type=int, default=2, help="workers of the deliveries qcluster (DELIVERY_WORKERS)"
     )
-    parser.add_argument("--batch", type=int, default=100, help="run_scheduler --batch")
+    parser.add_argument(
+        "--batch", type=int, default=None, help="run_scheduler --batch (default: its own, SCHEDULER_BATCH)"
+    )
     parser.add_argument(
         "--database-url", default="", help="PostgreSQL URL (dropped and created); default SQLite"
     )
@@ -213,7 +215,7 @@ def throughput(stack: Stack, args: argparse.Namespace) -> dict:
     seeded = stack.shell(SEED.format(groups=args.groups, items=args.items, group_limit=args.group_limit))
     assert int(seeded.splitlines()[-1]) == args.items, seeded
     stack.spawn("deliverer", "qcluster", env={"Q_CLUSTER_NAME": "deliveries"})
-    stack.spawn("scheduler", "run_scheduler", "--batch", str(args.batch))
+    stack.spawn("scheduler", "run_scheduler", *(["--batch", str(args.batch)] if args.batch else []))
     time.sleep(3)  # let the cluster's workers start before the clock does
     load = os.getloadavg()[0]
     postgres = PostgresCpu(args.database_url) if args.database_url else None
@@ -294,7 +296,7 @@ def main() -> None:
         items=args.items,
         groups=args.groups,
         workers=args.workers,
-        scheduler_batch=args.batch,
+        scheduler_batch=args.batch or "default",
         target_met=drained["pushes_per_s"] >= TARGET_PER_S,
         machine_loop_s=f"{speed} → {calibration()}",
         **drained,

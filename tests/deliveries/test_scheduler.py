@@ -261,3 +261,11 @@ def test_the_loop_looks_again_soon_while_a_queue_holds_due_work_back_and_after_i
     command.handle(poll=0.5, batch=50)
 
     assert sleeps == [slept]  # nothing due here: next_wakeup gives the poll
+
+
+def test_the_rows_a_pass_claims_per_queue_default_to_scheduler_batch(settings):
+    settings.SCHEDULER_BATCH = 123
+
+    options = Command().create_parser("manage.py", "run_scheduler").parse_args([])
+
+    assert options.batch == 123

@@ -39,7 +39,9 @@ class Command(BaseCommand):
         parser.add_argument(
             "--poll", type=float, default=settings.SCHEDULER_POLL_SECONDS, help="longest sleep (s)"
         )
-        parser.add_argument("--batch", type=int, default=50, help="rows claimed per pass and queue")
+        parser.add_argument(
+            "--batch", type=int, default=settings.SCHEDULER_BATCH, help="rows claimed per pass and queue"
+        )
 
     def handle(self, *args, poll: float, batch: int, **opts):
         self.stopping = False
