@@ -79,7 +79,7 @@ class _Decisions:
     # tenant id → [(item, messages it costs)]
     reserved: dict[int, list[tuple[LinePushItem, int]]] = field(default_factory=lambda: defaultdict(list))
     ended: list[tuple[LinePushItem, str, str]] = field(default_factory=list)  # item, status, reason
-    near_quota: set[int] = field(default_factory=set)  # tenant ids (linepush/services.py quota_near)
+    tenants: dict[int, _Tenant] = field(default_factory=dict)  # as the decisions leave them
 
 
 def push_step(*, now: datetime, limit: int) -> Pass:
@@ -162,7 +162,7 @@ def _decide(items: list[LinePushItem], now: datetime) -> _Decisions:
     tenants = _tenant_states(items, now)
     sources = _sources(items)
     windows = _group_windows(items, sources, now)
-    decisions = _Decisions()
+    decisions = _Decisions(tenants=tenants)
     for item in items:
         source = sources.get((item.tenant_id, item.ext_group_id))
         verdict = _verdict(item, source, tenants[item.tenant_id], windows, now)
@@ -170,12 +170,6 @@ def _decide(items: list[LinePushItem], now: datetime) -> _Decisions:
             decisions.reserved[item.tenant_id].append((item, source.cost))
         else:
             decisions.ended.append((item, *verdict))
-    for tenant_id, state in tenants.items():
-        # The month's count as this pass leaves it: the worker need not read it to warn.
-        if quota_near(
-            usage=state.usage, messages=state.usage.messages + state.reserved_messages, limit=state.limit
-        ):
-            decisions.near_quota.add(tenant_id)
     return decisions
 
 
@@ -277,13 +271,11 @@ def _apply(decisions: _Decisions, now: datetime) -> list[Claim]:
         LinePushItem.objects.filter(pk=item.pk).update(status=status, last_error=reason)
     claims = []
     for tenant_id, items in decisions.reserved.items():
-        claims += _reserve(tenant_id, items, now, near_quota=tenant_id in decisions.near_quota)
+        claims += _reserve(decisions.tenants[tenant_id], items, now)
     return claims
 
 
-def _reserve(
-    tenant_id: int, items: list[tuple[LinePushItem, int]], now: datetime, *, near_quota: bool
-) -> list[Claim]:
+def _reserve(state: _Tenant, items: list[tuple[LinePushItem, int]], now: datetime) -> list[Claim]:
     _keep_retry_keys([item for item, _ in items])
     by_cost: dict[int, list[int]] = defaultdict(list)
     for item, cost in items:
@@ -298,10 +290,10 @@ def _reserve(
         )
     # An item whose earlier claim expired unrecorded still holds its reservation.
     total = sum(cost for item, cost in items if not item.claimed_by)
-    push = LinePushSettings.objects.get(tenant_id=tenant_id)
-    LineMonthlyUsage.objects.filter(tenant_id=tenant_id, month=month_of(now, push.zone)).update(
-        messages=F("messages") + total
-    )
+    LineMonthlyUsage.objects.filter(pk=state.usage.pk).update(messages=F("messages") + total)
+    # The month's count as this pass leaves it: the worker reads it only to warn at 80 %.
+    used = state.usage.messages + state.reserved_messages
+    near_quota = quota_near(usage=state.usage, messages=used, limit=state.limit)
     ids = [item.pk for item, _ in items]
     size = settings.LINEPUSH_BATCH_SIZE
     return [Claim(token, ids[i : i + size], near_quota) for i in range(0, len(ids), size)]
