@@ -241,6 +241,11 @@ class LineSource(models.Model):
         return max(1, self.member_count or 1)
 
 
+_PENDING = models.Q(status="pending")  # LinePushItem.Status.PENDING
+_APPROVED = models.Q(approved_by__isnull=False)
+_REJECTED = models.Q(rejected_by__isnull=False)
+
+
 class LinePushItem(models.Model):
     """One post into one group: seed 003's `line_push_queue` row."""
 
@@ -255,7 +260,10 @@ class LinePushItem(models.Model):
     OPEN = (Status.WAITING_APPROVAL, Status.PENDING, Status.HELD)
     MAX_ATTEMPTS = 3
 
-    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="line_push_items")
+    # No index of its own: the tenant leads the dedupe key's and the rate window's indexes.
+    tenant = models.ForeignKey(
+        Tenant, on_delete=models.CASCADE, related_name="line_push_items", db_index=False
+    )
     ext_group_id = models.CharField(_("投稿先グループID"), max_length=64)
     trigger_type = models.CharField(_("トリガー"), max_length=32, choices=Trigger.choices)
     payload = models.JSONField(_("メッセージ"), help_text=_("LINE メッセージオブジェクトの配列（1〜5 件）"))
@@ -277,6 +285,7 @@ class LinePushItem(models.Model):
         null=True,
         blank=True,
         related_name="+",
+        db_index=False,  # Meta: indexed where set
         verbose_name=_("承認者"),
     )
     approved_at = models.DateTimeField(_("承認日時"), null=True, blank=True)
@@ -286,6 +295,7 @@ class LinePushItem(models.Model):
         null=True,
         blank=True,
         related_name="+",
+        db_index=False,  # Meta: indexed where set
         verbose_name=_("却下者"),
     )
     sent_at = models.DateTimeField(_("送信日時"), null=True, blank=True)
@@ -311,9 +321,15 @@ class LinePushItem(models.Model):
             # The claim reads the due rows in (scheduled_at, id) order and counts the ones in
             # flight on every scheduler pass: both from an index, not a scan and sort of the
             # table (docs/BENCHMARKS.md, LINE group posts, issue 17).
-            models.Index(fields=["status", "scheduled_at", "id"], name="line_push_due_idx"),
-            models.Index(fields=["status", "lease_until"], name="line_push_lease_idx"),
+            # Both hold pending rows only: every other row version (a sent post above all,
+            # most of the table) adds no entry to them, and a post is written three times
+            # on its way out (claim, take-over, sent).
+            models.Index(fields=["scheduled_at", "id"], name="line_push_due_idx", condition=_PENDING),
+            models.Index(fields=["lease_until"], name="line_push_lease_idx", condition=_PENDING),
             models.Index(fields=["tenant", "ext_group_id", "reserved_at"], name="line_push_window_idx"),
+            # For a deleted user's SET NULL; almost every post has neither.
+            models.Index(fields=["approved_by"], name="line_push_approved_by_idx", condition=_APPROVED),
+            models.Index(fields=["rejected_by"], name="line_push_rejected_by_idx", condition=_REJECTED),
         ]
 
     def __str__(self) -> str:

@@ -87,3 +87,48 @@ def test_a_pass_with_no_due_item_is_one_read_without_a_transaction():
         assert push_claim(now=timezone.now(), limit=100) == []
 
     assert [q["sql"].split()[0] for q in queries.captured_queries] == ["SELECT"]
+
+
+def _index_sql(name: str) -> str:
+    query = (
+        "SELECT indexdef FROM pg_indexes WHERE indexname = %s"
+        if connection.vendor == "postgresql"
+        else "SELECT sql FROM sqlite_master WHERE type = 'index' AND name = %s"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(query, [name])
+        row = cursor.fetchone()
+    assert row, name
+    return row[0]
+
+
+@pytest.mark.parametrize("name", ["line_push_due_idx", "line_push_lease_idx"])
+def test_the_queue_indexes_hold_pending_items_only(name):
+    """A post is written three times on its way out (claim, take-over, sent), and sent
+    posts are most of the table: their row versions add no entry to the claim's indexes."""
+    assert "WHERE" in _index_sql(name) and "pending" in _index_sql(name)
+
+
+def test_an_item_row_is_in_no_index_of_a_single_column_it_has_no_value_for():
+    """The tenant leads two indexes already; approved_by / rejected_by are indexed where set."""
+    with connection.cursor() as cursor:
+        constraints = connection.introspection.get_constraints(cursor, LinePushItem._meta.db_table)
+    single = {tuple(c["columns"]) for c in constraints.values() if c["index"] and len(c["columns"]) == 1}
+    assert ("tenant_id",) not in single
+    for column in ("approved_by_id", "rejected_by_id"):
+        [name] = [n for n, c in constraints.items() if c["index"] and c["columns"] == [column]]
+        assert "IS NOT NULL" in _index_sql(name)
+
+
+def test_a_deleted_users_posts_keep_their_rows_without_the_user():
+    from django.contrib.auth import get_user_model
+
+    tenant = shop()
+    user = get_user_model().objects.create_user("manager")
+    item = enqueue(tenant, group(tenant), key="approved")
+    LinePushItem.objects.filter(pk=item.pk).update(approved_by=user, rejected_by=user)
+
+    user.delete()
+
+    item.refresh_from_db()
+    assert (item.approved_by_id, item.rejected_by_id) == (None, None)
