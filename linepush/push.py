@@ -153,9 +153,24 @@ def _due(now: datetime):
     return LinePushItem.objects.filter(status=Status.PENDING, scheduled_at__lte=now)
 
 
+# The columns the decision reads (`_verdict`, the lease's expiry count, a retry key to derive):
+# neither the payload nor the other timestamps, whose decoding costs the claim's CPU per row.
+DECIDING_READS = (
+    "tenant_id",
+    "ext_group_id",
+    "trigger_type",
+    "status",
+    "first_attempt_at",
+    "lease_until",
+    "claimed_by",
+    "retry_key",
+    "dedupe_key",
+)
+
+
 def _candidates(now: datetime, room: int) -> list[LinePushItem]:
     rows = due_locked(_due(now), now=now, lease=PUSH_LEASE).order_by("scheduled_at", "id")
-    return list(rows.defer("payload")[:room])
+    return list(rows.only(*DECIDING_READS)[:room])
 
 
 def _decide(items: list[LinePushItem], now: datetime) -> _Decisions:

@@ -37,6 +37,20 @@ Status = LinePushItem.Status
 
 # -- sending ------------------------------------------------------------------------------
 
+# The columns a task reads of its items: what it sends and what recording an outcome needs.
+# Not the rest (six more timestamps, the texts): decoding them was about a tenth of a
+# worker's CPU per post (docs/BENCHMARKS.md, LINE group posts). A column left out would
+# still be read, one query per item, when something asks for it.
+SENDING_READS = (
+    "tenant_id",
+    "ext_group_id",
+    "payload",
+    "retry_key",
+    "attempt_count",
+    "reserved_cost",
+    "reserved_at",
+)
+
 
 @dataclass
 class Outcome:
@@ -56,7 +70,7 @@ def push_send(*, item_ids: list[int], token: str, near_quota: bool = True) -> di
     token, ids = take_over(pending, pks=item_ids, now=now, lease=PUSH_LEASE, token=token)
     claims = [held_claim(LinePushItem, pk=pk, lease=PUSH_LEASE, now=now, owner=token) for pk in ids]
     with keeper.keeping(*claims):
-        items = list(LinePushItem.objects.filter(PUSH_LEASE.mine(token), pk__in=ids))
+        items = list(LinePushItem.objects.filter(PUSH_LEASE.mine(token), pk__in=ids).only(*SENDING_READS))
         # One tenant per claim: read (and decrypt) its row once, not once per item.
         tenants = Tenant.objects.in_bulk({item.tenant_id for item in items})
         for item in items:
