@@ -395,6 +395,7 @@ def profiling(stack: Stack, into: Path | None, database: str, gil: bool = False)
                 "--subprocesses",
                 "--nonblocking",
                 "--threads",
+                *(["--gil"] if gil else []),
                 "--rate",
                 "250",
                 "--format",
