@@ -242,8 +242,6 @@ class LineSource(models.Model):
 
 
 _PENDING = models.Q(status="pending")  # LinePushItem.Status.PENDING
-_APPROVED = models.Q(approved_by__isnull=False)
-_REJECTED = models.Q(rejected_by__isnull=False)
 
 
 class LinePushItem(models.Model):
@@ -320,16 +318,23 @@ class LinePushItem(models.Model):
         indexes = [
             # The claim reads the due rows in (scheduled_at, id) order and counts the ones in
             # flight on every scheduler pass: both from an index, not a scan and sort of the
-            # table (docs/BENCHMARKS.md, LINE group posts, issue 17).
-            # Both hold pending rows only: every other row version (a sent post above all,
-            # most of the table) adds no entry to them, and a post is written three times
-            # on its way out (claim, take-over, sent).
+            # table. Both hold pending rows only: a post is written three times on its way
+            # out (claim, take-over, sent), and no other row version (a sent post above all,
+            # most of the table) adds an entry to them (docs/BENCHMARKS.md, LINE group posts).
             models.Index(fields=["scheduled_at", "id"], name="line_push_due_idx", condition=_PENDING),
             models.Index(fields=["lease_until"], name="line_push_lease_idx", condition=_PENDING),
             models.Index(fields=["tenant", "ext_group_id", "reserved_at"], name="line_push_window_idx"),
             # For a deleted user's SET NULL; almost every post has neither.
-            models.Index(fields=["approved_by"], name="line_push_approved_by_idx", condition=_APPROVED),
-            models.Index(fields=["rejected_by"], name="line_push_rejected_by_idx", condition=_REJECTED),
+            models.Index(
+                fields=["approved_by"],
+                name="line_push_approved_by_idx",
+                condition=models.Q(approved_by__isnull=False),
+            ),
+            models.Index(
+                fields=["rejected_by"],
+                name="line_push_rejected_by_idx",
+                condition=models.Q(rejected_by__isnull=False),
+            ),
         ]
 
     def __str__(self) -> str:

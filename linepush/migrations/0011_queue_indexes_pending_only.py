@@ -6,51 +6,85 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('core', '0002_content_types_moved'),
-        ('linepush', '0010_due_and_lease_indexes'),
+        ("core", "0002_content_types_moved"),
+        ("linepush", "0010_due_and_lease_indexes"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.RemoveIndex(
-            model_name='linepushitem',
-            name='line_push_due_idx',
+            model_name="linepushitem",
+            name="line_push_due_idx",
         ),
         migrations.RemoveIndex(
-            model_name='linepushitem',
-            name='line_push_lease_idx',
+            model_name="linepushitem",
+            name="line_push_lease_idx",
         ),
         migrations.AlterField(
-            model_name='linepushitem',
-            name='approved_by',
-            field=models.ForeignKey(blank=True, db_index=False, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL, verbose_name='承認者'),
+            model_name="linepushitem",
+            name="approved_by",
+            field=models.ForeignKey(
+                blank=True,
+                db_index=False,
+                null=True,
+                on_delete=django.db.models.deletion.SET_NULL,
+                related_name="+",
+                to=settings.AUTH_USER_MODEL,
+                verbose_name="承認者",
+            ),
         ),
         migrations.AlterField(
-            model_name='linepushitem',
-            name='rejected_by',
-            field=models.ForeignKey(blank=True, db_index=False, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL, verbose_name='却下者'),
+            model_name="linepushitem",
+            name="rejected_by",
+            field=models.ForeignKey(
+                blank=True,
+                db_index=False,
+                null=True,
+                on_delete=django.db.models.deletion.SET_NULL,
+                related_name="+",
+                to=settings.AUTH_USER_MODEL,
+                verbose_name="却下者",
+            ),
         ),
         migrations.AlterField(
-            model_name='linepushitem',
-            name='tenant',
-            field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='line_push_items', to='core.tenant'),
+            model_name="linepushitem",
+            name="tenant",
+            field=models.ForeignKey(
+                db_index=False,
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="line_push_items",
+                to="core.tenant",
+            ),
         ),
         migrations.AddIndex(
-            model_name='linepushitem',
-            index=models.Index(condition=models.Q(('status', 'pending')), fields=['scheduled_at', 'id'], name='line_push_due_idx'),
+            model_name="linepushitem",
+            index=models.Index(
+                condition=models.Q(("status", "pending")),
+                fields=["scheduled_at", "id"],
+                name="line_push_due_idx",
+            ),
         ),
         migrations.AddIndex(
-            model_name='linepushitem',
-            index=models.Index(condition=models.Q(('status', 'pending')), fields=['lease_until'], name='line_push_lease_idx'),
+            model_name="linepushitem",
+            index=models.Index(
+                condition=models.Q(("status", "pending")), fields=["lease_until"], name="line_push_lease_idx"
+            ),
         ),
         migrations.AddIndex(
-            model_name='linepushitem',
-            index=models.Index(condition=models.Q(('approved_by__isnull', False)), fields=['approved_by'], name='line_push_approved_by_idx'),
+            model_name="linepushitem",
+            index=models.Index(
+                condition=models.Q(("approved_by__isnull", False)),
+                fields=["approved_by"],
+                name="line_push_approved_by_idx",
+            ),
         ),
         migrations.AddIndex(
-            model_name='linepushitem',
-            index=models.Index(condition=models.Q(('rejected_by__isnull', False)), fields=['rejected_by'], name='line_push_rejected_by_idx'),
+            model_name="linepushitem",
+            index=models.Index(
+                condition=models.Q(("rejected_by__isnull", False)),
+                fields=["rejected_by"],
+                name="line_push_rejected_by_idx",
+            ),
         ),
     ]
