@@ -1,0 +1,176 @@
+"""A tenant's LINE group-push settings: the triggers, the plan and its monthly allowance,
+the limits and time zone, and which triggers wait for a manager. Django loads these models
+through linepush/models.py (they keep the app label `linepush`)."""
+
+from __future__ import annotations
+
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from django.core.exceptions import ValidationError
+from django.db import models
+from django.utils.translation import gettext, pgettext_lazy
+from django.utils.translation import gettext_lazy as _
+
+from core.models import Tenant
+
+
+class Trigger(models.TextChoices):
+    TASK_APPROVED = "task_approved", _("タスク承認")
+    REMINDER = "reminder", _("リマインダー")
+    ESCALATION = "escalation", _("エスカレーション")
+    SIGNAL_APPROVED = "signal_approved", _("外部シグナル承認")
+    MORNING_DIGEST = "morning_digest", _("朝のダイジェスト")
+
+
+# Seed 003 §5: triggers that post without a person reading them first are the routine
+# ones; an escalation or an outside system's signal waits for a manager by default.
+APPROVAL_REQUIRED_BY_DEFAULT = frozenset({Trigger.ESCALATION, Trigger.SIGNAL_APPROVED})
+
+
+def validate_triggers(value: object) -> None:
+    if not isinstance(value, list) or not all(v in Trigger.values for v in value):
+        raise ValidationError(
+            gettext("トリガーは %(choices)s から選んでリストで指定してください。")
+            % {"choices": ", ".join(Trigger.values)}
+        )
+
+
+def validate_timezone(value: str) -> None:
+    try:
+        ZoneInfo(value)
+    except (ZoneInfoNotFoundError, ValueError) as exc:
+        raise ValidationError(
+            gettext("タイムゾーン「%(value)s」は不明です（例: Asia/Tokyo）。") % {"value": value}
+        ) from exc
+
+
+def validate_messages(value: object) -> None:
+    from deliveries.channels.line.templates import validate_line_messages
+
+    if value in ([], None):
+        return
+    problems = validate_line_messages(value)
+    if problems:
+        raise ValidationError(problems)
+
+
+class LinePlan(models.Model):
+    """A LINE Official Account plan (Japan, since 2023-06).
+
+    Plans: https://developers.line.biz/en/docs/messaging-api/pricing/ and
+    https://www.lycbiz.com/jp/service/line-official-account/plan/.
+
+    Kept as data: prices and allowances change, and a plan change is an admin edit.
+    """
+
+    code = models.SlugField(_("コード"), unique=True)
+    name = models.CharField(_("プラン名"), max_length=100)
+    monthly_messages = models.PositiveIntegerField(_("月間メッセージ数"))
+    additional_messages = models.BooleanField(_("追加メッセージ可"), default=False)
+    # The highest price of one extra message (LINE lowers it in volume tiers): the forecast
+    # states an overage's cost at this price, so it is never under-estimated.
+    extra_message_price_yen = models.DecimalField(
+        _("追加メッセージの単価（上限・円）"), max_digits=6, decimal_places=2, null=True, blank=True
+    )
+
+    class Meta:
+        verbose_name = pgettext_lazy("model", "LINE プラン")
+        verbose_name_plural = pgettext_lazy("models", "LINE プラン")
+        ordering = ["monthly_messages"]
+
+    def __str__(self) -> str:
+        return gettext("%(name)s（月 %(count)s 通）") % {
+            "name": self.name,
+            "count": f"{self.monthly_messages:,}",
+        }
+
+
+class LinePushSettings(models.Model):
+    """A tenant's LINE group-push settings: plan, limits, time zone, registration reply."""
+
+    tenant = models.OneToOneField(Tenant, on_delete=models.CASCADE, related_name="line_push_settings")
+    plan = models.ForeignKey(
+        LinePlan,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        verbose_name=_("プラン"),
+        help_text=_("空欄 = LINE の上限（毎日の確認結果）だけで判定"),
+    )
+    tenant_rate_limit = models.PositiveIntegerField(
+        _("テナント全体の上限（件）"), null=True, blank=True, help_text=_("空欄 = 制限なし")
+    )
+    tenant_rate_window_seconds = models.PositiveIntegerField(_("テナント全体の上限の期間（秒）"), default=300)
+    timezone = models.CharField(
+        _("タイムゾーン"), max_length=64, default="Asia/Tokyo", validators=[validate_timezone]
+    )
+    digest_hour = models.PositiveSmallIntegerField(_("朝のダイジェストの時刻（時）"), default=8)
+    registration_messages = models.JSONField(
+        _("友だち追加時の返信（登録クーポン）"),
+        default=list,
+        blank=True,
+        validators=[validate_messages],
+        help_text=_("LINE メッセージオブジェクトの配列（1〜5 件）。空 = 返信しない"),
+    )
+
+    class Meta:
+        verbose_name = pgettext_lazy("model", "LINE 投稿設定")
+        verbose_name_plural = pgettext_lazy("models", "LINE 投稿設定")
+
+    def __str__(self) -> str:
+        return gettext("%(tenant)s の LINE 投稿設定") % {"tenant": self.tenant.slug}
+
+    @property
+    def zone(self) -> ZoneInfo:
+        return ZoneInfo(self.timezone)
+
+
+class LineMonthlyUsage(models.Model):
+    """Messages counted against the tenant's monthly allowance (per member of a group).
+
+    Counting: https://developers.line.biz/en/docs/messaging-api/pricing/.
+
+    `messages` is automedia's running count; the daily check replaces it with LINE's
+    own `totalUsage` (which also counts deliveries and manual posts) and stores LINE's limit.
+    """
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="line_usage")
+    month = models.CharField(_("月"), max_length=7, help_text=_("YYYY-MM（テナントのタイムゾーン）"))
+    messages = models.PositiveIntegerField(_("使用数"), default=0)
+    line_limit = models.PositiveIntegerField(_("LINE の上限"), null=True, blank=True)
+    line_total_usage = models.PositiveIntegerField(_("LINE の使用数"), null=True, blank=True)
+    checked_at = models.DateTimeField(_("LINE で確認した日時"), null=True, blank=True)
+    warned_at = models.DateTimeField(_("80% 警告日時"), null=True, blank=True)
+
+    class Meta:
+        verbose_name = pgettext_lazy("model", "LINE 月間使用数")
+        verbose_name_plural = pgettext_lazy("models", "LINE 月間使用数")
+        constraints = [models.UniqueConstraint(fields=["tenant", "month"], name="uniq_line_usage_month")]
+
+    def __str__(self) -> str:
+        return f"{self.tenant.slug} {self.month}: {self.messages}"
+
+
+class LineTriggerPolicy(models.Model):
+    """Per tenant and trigger: must a manager approve before a post goes out?"""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="line_trigger_policies")
+    trigger_type = models.CharField(_("トリガー"), max_length=32, choices=Trigger.choices)
+    requires_approval = models.BooleanField(_("承認が必要"), default=True)
+
+    class Meta:
+        verbose_name = pgettext_lazy("model", "LINE トリガー承認設定")
+        verbose_name_plural = pgettext_lazy("models", "LINE トリガー承認設定")
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "trigger_type"], name="uniq_line_trigger_policy")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.tenant.slug} {self.trigger_type}"
+
+    @staticmethod
+    def approval_required(tenant: Tenant, trigger_type: str) -> bool:
+        row = LineTriggerPolicy.objects.filter(tenant=tenant, trigger_type=trigger_type).first()
+        if row is not None:
+            return row.requires_approval
+        return trigger_type in APPROVAL_REQUIRED_BY_DEFAULT
