@@ -17,17 +17,38 @@ transaction would hold it) and can be made twice: when the group's transaction f
 each of its writes is made again in a transaction of its own, so one write's error
 reaches only its own thread. Inside a transaction of the caller, a write is made there
 and then (it must commit or roll back with the caller's work).
+
+A write of many rows' kind is a `Together`: the group's writes of the same `many` are made
+in one call, so the rows' records cost one INSERT or UPDATE per table and group, not one
+per row (a row's own statements were a third of the deliverer's time in a burst). They
+are made after the group's other writes, in no order among themselves.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Generic, TypeVar
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
 
-from django.db import DEFAULT_DB_ALIAS, transaction
+from django.db import DEFAULT_DB_ALIAS, connections, transaction
+from django.db.models import Case, Field, Value, When
+from django.db.models.functions import Cast
 
 T = TypeVar("T")
+Item = TypeVar("Item")
+
+
+@dataclass(frozen=True)
+class Together(Generic[Item]):
+    """A write made with the group's other writes of the same `many` in one `many(items)`;
+    alone (or outside a group), `many([item])`."""
+
+    many: Callable[[list[Item]], None]
+    item: Item
+
+    def __call__(self) -> None:
+        self.many([self.item])
 
 
 class _Write(Generic[T]):
@@ -91,7 +112,7 @@ class GroupCommit:
     def _commit(self, group: list[_Write]) -> None:
         try:
             with transaction.atomic(using=self.using):
-                values = [write.make() for write in group]
+                values = _made(group)
         except Exception as exc:
             if len(group) == 1:
                 group[0].settle(error=exc)
@@ -112,3 +133,27 @@ class GroupCommit:
         else:
             self.commits += 1
             write.settle(value)
+
+
+def _made(group: list[_Write]) -> list:
+    """Each write's value; the `Together` writes (None) in one call per `many`."""
+    values: list = [None] * len(group)
+    together: dict[Callable[[list[Any]], None], list[Any]] = {}
+    for at, write in enumerate(group):
+        if isinstance(write.make, Together):
+            together.setdefault(write.make.many, []).append(write.make.item)
+        else:
+            values[at] = write.make()
+    for many, items in together.items():
+        many(items)
+    return values
+
+
+def each_row(field: Field, values: dict[Any, Any], using: str = DEFAULT_DB_ALIAS) -> Case | Cast:
+    """An UPDATE's value per row (primary key → value), as `QuerySet.bulk_update` builds it,
+    for an UPDATE that also sets columns common to its rows and filters them further."""
+    whens = [When(pk=pk, then=Value(value, output_field=field)) for pk, value in values.items()]
+    case = Case(*whens, output_field=field)
+    if connections[using].features.requires_casted_case_in_updates:
+        return Cast(case, output_field=field)
+    return case

@@ -20,7 +20,7 @@ from django.utils import timezone
 from backlog_bridge.body.task import ParsedTask
 from backlog_bridge.client import BacklogClient, BacklogError, shared_client
 from core import metrics
-from core.group_commit import GroupCommit
+from core.group_commit import GroupCommit, Together
 from core.models import Tenant
 from core.quiet_hours import QuietAction, quiet_hours_apply
 from core.timeutil import iso_jst
@@ -31,9 +31,10 @@ from deliveries.channels.publisher import ClaimLost, Context, Done, PublishFaile
 from deliveries.issues import IssueState, issue_read, issue_state
 from deliveries.lifecycle import issue_reconcile
 from deliveries.locks import lock_release, lock_take
-from deliveries.models import ChannelPost, ContentTask, DeliveryAttempt, DeliverySchedule
+from deliveries.models import ChannelPost, ContentTask, DeliverySchedule
 from deliveries.retry import backlog_budget_spent, backlog_delay, next_delay
 from deliveries.scheduler import SCHEDULE_LEASE, lease_length, lease_release, lease_renew
+from deliveries.sent import Moved, Sent, sends_record, to_writeback
 from deliveries.tokens import channel_token_expired
 from deliveries.writeback import writeback_run
 
@@ -274,22 +275,13 @@ def _published(run: Run, step: Done, backlog: BacklogClient) -> str:
 
 def _sent(run: Run, now: datetime, outcome: dict, backlog: BacklogClient, *, records: list) -> str:
     """The message / post is out: 自動配信実行日時 and the write-back stage in one
-    transaction (shared with the batch's other rows that recorded a send meanwhile), then
-    the write-back. While other deliveries are due (a burst), the row
+    transaction, shared with the batch's other rows that recorded a send meanwhile
+    (one statement per table for them all: deliveries/sent.py), then the write-back. While other deliveries are due (a burst), the row
     is given back due now instead, so every send of the burst goes out before the
     write-backs (which are then claimed behind them)."""
     later = _others_due(run)
-
-    def record() -> None:  # made again alone if its group's commit failed: no pk kept from that try
-        for attempt in records:
-            attempt.pk = None
-        DeliveryAttempt.objects.bulk_create(records)  # the accepted sends, with their outcome
-        ContentTask.objects.filter(pk=run.task.pk).update(delivered_at=now)
-        _to_writeback(run, outcome, release=later)
-        if later:  # the run ends here: its lock goes with its claim, in the same write
-            lock_release(tenant=run.tenant, issue_key=run.task.issue_key, owner=run.token)
-
-    run.writes.write(record)
+    moved = Moved(schedule=run.schedule, token=run.token, outcome=outcome, release=later)
+    run.writes.write(Together(sends_record, Sent(moved=moved, at=now, attempts=records)))
     run.holds_lock = run.holds_lock and not later
     run.task.delivered_at = now
     metrics.delivery_ended("sent", run.channel)
@@ -350,30 +342,13 @@ def _fail(run: Run, exc: DeliveryFailed, backlog: BacklogClient | None) -> str:
     if exc.auth:
         _token_expired(run, exc.reason)
     channel = {"channel": run.channel} if run.channel != "line" else {}
-    _to_writeback(run, {"ok": False, "reason": exc.reason, "auth": exc.auth, **channel})
+    outcome = {"ok": False, "reason": exc.reason, "auth": exc.auth, **channel}
+    to_writeback([Moved(schedule=run.schedule, token=run.token, outcome=outcome)])
     metrics.delivery_ended("failed", run.task.channel)
     if backlog is None:
         run.release(due_at=timezone.now())
         return "failed; write-back queued"
     return _writeback(run, backlog)
-
-
-def _to_writeback(run: Run, outcome: dict, *, release: bool = False) -> None:
-    """`release`: also give the claim back, due now (the write-back is claimed later)."""
-    changes = {
-        "stage": DeliverySchedule.Stage.WRITEBACK,
-        "outcome": outcome,
-        "attempts": 0,
-        "last_error": "",
-        "backlog_failing_since": None,  # the write-back's own Backlog failures start afresh
-    }
-    if release:
-        changes |= {**SCHEDULE_LEASE.freed(), "due_at": timezone.now()}
-    if DeliverySchedule.objects.filter(SCHEDULE_LEASE.mine(run.token), pk=run.schedule.pk).update(**changes):
-        for name, value in changes.items():  # what the row now holds; its task and tenant stay loaded
-            setattr(run.schedule, name, value)
-    else:
-        run.schedule.refresh_from_db()
 
 
 def _token_expired(run: Run, reason: str) -> None:

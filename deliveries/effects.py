@@ -44,10 +44,11 @@ PREFIX = "[automedia] 効果測定"
 # -- planning ------------------------------------------------------------------------
 
 
-def effect_reports_plan(
+def effect_report_rows(
     *, task: ContentTask, delivered_at: datetime, line_recipients: int | None = None
-) -> None:
-    """Plan the reports of one delivery (LINE: 24 h and 72 h); calling it again changes nothing.
+) -> list[EffectReport]:
+    """The reports to plan for one delivery (LINE: 24 h and 72 h), unsaved: created with
+    `ignore_conflicts=True`, planning them again changes nothing.
 
     `line_recipients`: a LINE delivery that just ended passes its count, which spares
     the re-read of its attempts (and of a platform post, which a LINE task has none of).
@@ -60,11 +61,8 @@ def effect_reports_plan(
             task=task, approval_seq=task.approval_seq, phase=ChannelPost.Phase.DONE
         ).first()
     if post is not None:
-        rows = _channel_rows(task, post, delivered_at)
-    else:
-        rows = _line_rows(task, delivered_at, line_recipients)
-    if rows:
-        EffectReport.objects.bulk_create(rows, ignore_conflicts=True)
+        return _channel_rows(task, post, delivered_at)
+    return _line_rows(task, delivered_at, line_recipients)
 
 
 def _line_rows(task: ContentTask, delivered_at: datetime, recipients: int | None) -> list[EffectReport]:

@@ -61,3 +61,15 @@ def lock_release(*, tenant: Tenant, issue_key: str, owner: str) -> None:
     """One DELETE: the ORM's `.delete()` adds a transaction (and a collector) around it."""
     with connection.cursor() as cursor:
         cursor.execute(_DELETE_LOCK.format(table=DeliveryLock._meta.db_table), [tenant.pk, issue_key, owner])
+
+
+def locks_release(*, keys: list[tuple[int, str]], owner: str) -> None:
+    """`lock_release` of several (tenant id, issue key) pairs in one DELETE."""
+    if not keys:
+        return
+    pairs = " OR ".join(["(tenant_id = %s AND issue_key = %s)"] * len(keys))
+    params = [value for pair in keys for value in pair]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"DELETE FROM {DeliveryLock._meta.db_table} WHERE owner = %s AND ({pairs})", [owner, *params]
+        )

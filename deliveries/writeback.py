@@ -4,13 +4,14 @@ retried until Backlog accepts it; the message is never sent again (seed 001)."""
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 
 from django.utils import timezone
 
 from backlog_bridge.client import BacklogClient, BacklogError
 from backlog_bridge.statuses import BacklogConfigError, status_id_require
-from core.group_commit import GroupCommit
-from deliveries.effects import effect_reports_plan
+from core.group_commit import GroupCommit, Together, each_row
+from deliveries.effects import effect_report_rows
 from deliveries.issues import issue_read
 from deliveries.models import (
     FIELD_DELIVERED_AT,
@@ -18,6 +19,7 @@ from deliveries.models import (
     STATUS_ERROR,
     ContentTask,
     DeliverySchedule,
+    EffectReport,
 )
 from deliveries.outcome_comments import failure_comment, success_comment
 from deliveries.retry import writeback_delay
@@ -38,8 +40,7 @@ def writeback_run(
     try:
         if outcome.get("tried") and _already_written(backlog, task, outcome):
             return _finish(schedule, outcome, writes, backlog)
-        tried = DeliverySchedule.objects.filter(pk=schedule.pk)
-        writes.write(lambda: tried.update(outcome={**outcome, "tried": True}))  # before the PATCH
+        writes.write(Together(_tried, (schedule.pk, {**outcome, "tried": True})))  # before the PATCH
         if outcome["ok"]:
             field_id = backlog.custom_field_id(project, FIELD_DELIVERED_AT)
             backlog.update_issue(
@@ -103,15 +104,47 @@ def _finish(
     if backlog is not None:  # so the webhook of this write-back finds nothing to do
         mirror["status_id"] = backlog.status_id(schedule.tenant.backlog_project_key, status)
 
-    def record() -> None:
-        ContentTask.objects.filter(pk=task.pk).update(**mirror)
-        if outcome["ok"] and task.delivered_at:  # planned once, with the row's removal
-            effect_reports_plan(
-                task=task, delivered_at=task.delivered_at, line_recipients=outcome.get("recipients")
-            )
-        DeliverySchedule.objects.filter(pk=schedule.pk).delete()
-
-    writes.write(record)
+    writes.write(Together(_finished, _Finished(schedule=schedule, outcome=outcome, mirror=mirror)))
     if not outcome["ok"]:  # the failure notice (linepush), deduplicated per approval there
         delivery_failed.send(ContentTask, task=task, reason=outcome["reason"], auth=bool(outcome.get("auth")))
     return "delivered" if outcome["ok"] else "failed"
+
+
+# -- the rows of a commit group's write-backs, one statement per table for them all ---
+
+
+def _tried(marks: list[tuple[int, dict]]) -> None:
+    """Each schedule's outcome marked as tried before its PATCH."""
+    field = DeliverySchedule._meta.get_field("outcome")
+    outcomes = dict(marks)
+    DeliverySchedule.objects.filter(pk__in=list(outcomes)).update(outcome=each_row(field, outcomes))
+
+
+@dataclass(frozen=True)
+class _Finished:
+    schedule: DeliverySchedule  # its task loaded
+    outcome: dict
+    mirror: dict  # the Backlog status the task now has
+
+
+def _finished(ended: list[_Finished]) -> None:
+    """The tasks' mirrored status, their effect reports (planned once, with the schedule's
+    removal) and the schedules' removal."""
+    by_mirror: dict[tuple, list[int]] = {}
+    for end in ended:
+        by_mirror.setdefault(tuple(sorted(end.mirror.items())), []).append(end.schedule.task_id)
+    for mirror, task_ids in by_mirror.items():
+        ContentTask.objects.filter(pk__in=task_ids).update(**dict(mirror))
+    reports = [
+        report
+        for end in ended
+        if end.outcome["ok"] and end.schedule.task.delivered_at
+        for report in effect_report_rows(
+            task=end.schedule.task,
+            delivered_at=end.schedule.task.delivered_at,
+            line_recipients=end.outcome.get("recipients"),
+        )
+    ]
+    if reports:
+        EffectReport.objects.bulk_create(reports, ignore_conflicts=True)
+    DeliverySchedule.objects.filter(pk__in=[end.schedule.pk for end in ended]).delete()

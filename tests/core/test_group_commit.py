@@ -9,7 +9,7 @@ import time
 import pytest
 from django.db import connection, transaction
 
-from core.group_commit import GroupCommit
+from core.group_commit import GroupCommit, Together
 from core.models import Tenant
 from tests.helpers.factories import TenantFactory
 
@@ -135,3 +135,47 @@ def test_a_write_inside_the_callers_transaction_stays_in_it_and_rolls_back_with_
 
     assert names([tenant]) == ["before"]
     assert group.commits == 0
+
+
+class Renames:
+    """A `many` that renames its tenants in one call, and counts its calls."""
+
+    def __init__(self, fails_with: str = "") -> None:
+        self.calls: list[list[str]] = []
+        self.fails_with = fails_with
+
+    def __call__(self, items: list[tuple[Tenant, str]]) -> None:
+        self.calls.append([name for _, name in items])
+        for tenant, name in items:
+            Tenant.objects.filter(pk=tenant.pk).update(name=name)
+        if any(name == self.fails_with for _, name in items):
+            raise ValueError(f"cannot write {self.fails_with}")
+
+
+def test_writes_of_the_same_many_that_wait_together_are_made_in_one_call():
+    tenants = [TenantFactory(slug=f"t{n}") for n in range(4)]
+    group, many = GroupCommit(), Renames()
+
+    threads = with_first_write_held(
+        group, tenants, [(n, Together(many, (tenants[n], f"written {n}"))) for n in (1, 2, 3)]
+    )
+
+    assert threads.outcomes == {0: 0, 1: None, 2: None, 3: None}
+    assert [sorted(call) for call in many.calls] == [["written 1", "written 2", "written 3"]]
+    assert names(tenants) == [f"written {n}" for n in range(4)]
+    assert group.commits == 2
+
+
+def test_a_together_write_that_fails_in_its_call_fails_alone_and_the_others_are_made_one_by_one():
+    tenants = [TenantFactory(slug=f"t{n}", name="before") for n in range(4)]
+    group, many = GroupCommit(), Renames(fails_with="written 2")
+
+    threads = with_first_write_held(
+        group, tenants, [(n, Together(many, (tenants[n], f"written {n}"))) for n in (1, 2, 3)]
+    )
+
+    assert threads.outcomes[1] is None and threads.outcomes[3] is None
+    assert isinstance(threads.outcomes[2], ValueError)
+    assert names(tenants) == ["written 0", "written 1", "before", "written 3"]
+    assert len(many.calls) == 4  # the group's call, then each write alone
+    assert sorted(many.calls[1:]) == [["written 1"], ["written 2"], ["written 3"]]

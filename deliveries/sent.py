@@ -1,0 +1,89 @@
+"""What a send leaves in the database, for all the rows of a commit group at once.
+
+A row that has sent records its accepted attempts, the task's 自動配信実行日時 and its
+schedule's move to the write-back stage (deliveries/delivery.py `_sent`). In a burst the
+rows of a batch send at the same moment; their records go into one group commit
+(core/group_commit.py), where these functions make them in one statement per table:
+one INSERT of every attempt, one UPDATE of the tasks, one or two of the schedules and
+one DELETE of the locks given back. Each UPDATE of a schedule is conditional on its claim
+(`claimed_by`); if a claim was lost meanwhile, the group is made again row by row, where
+a row whose claim is gone reads its schedule back instead.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.utils import timezone
+
+from core.group_commit import each_row
+from deliveries.locks import locks_release
+from deliveries.models import ContentTask, DeliveryAttempt, DeliverySchedule
+from deliveries.scheduler import SCHEDULE_LEASE
+
+
+class ClaimsChanged(Exception):
+    """Fewer schedules were still claimed than the group's UPDATE was made for."""
+
+
+@dataclass(frozen=True)
+class Moved:
+    """A schedule to the write-back stage with its send's (or failure's) `outcome`."""
+
+    schedule: DeliverySchedule  # as claimed under `token`, its task loaded
+    token: str
+    outcome: dict
+    release: bool = False  # the run ends here: claim and lock given back, due now
+
+
+@dataclass(frozen=True)
+class Sent:
+    moved: Moved
+    at: datetime  # 自動配信実行日時
+    attempts: list[DeliveryAttempt]  # the accepted sends, with their outcome
+
+
+def sends_record(sends: list[Sent]) -> None:
+    """The sends' attempts, tasks and schedules (and the locks of those that end here)."""
+    attempts = [attempt for sent in sends for attempt in sent.attempts]
+    for attempt in attempts:  # made again alone if its group's commit failed: no pk kept from that try
+        attempt.pk = None
+    DeliveryAttempt.objects.bulk_create(attempts)
+    at = {sent.moved.schedule.task_id: sent.at for sent in sends}
+    field = ContentTask._meta.get_field("delivered_at")
+    ContentTask.objects.filter(pk__in=list(at)).update(delivered_at=each_row(field, at))
+    to_writeback([sent.moved for sent in sends])
+    ended = [sent.moved for sent in sends if sent.moved.release]
+    for token in {moved.token for moved in ended}:
+        keys = [(m.schedule.tenant_id, m.schedule.task.issue_key) for m in ended if m.token == token]
+        locks_release(keys=keys, owner=token)
+
+
+def to_writeback(moves: list[Moved]) -> None:
+    """Each schedule to the write-back stage, if its claim is still held; the loaded rows
+    then hold what was written (their task and tenant stay loaded). A lone row whose claim
+    was lost is read back; in a group, the group is made again row by row."""
+    now = timezone.now()
+    field = DeliverySchedule._meta.get_field("outcome")
+    for token, release in {(moved.token, moved.release) for moved in moves}:
+        mine = [moved for moved in moves if (moved.token, moved.release) == (token, release)]
+        changes = {
+            "stage": DeliverySchedule.Stage.WRITEBACK,
+            "attempts": 0,
+            "last_error": "",
+            "backlog_failing_since": None,  # the write-back's own Backlog failures start afresh
+        }
+        if release:
+            changes |= {**SCHEDULE_LEASE.freed(), "due_at": now}
+        outcomes = {moved.schedule.pk: moved.outcome for moved in mine}
+        rows = DeliverySchedule.objects.filter(SCHEDULE_LEASE.mine(token), pk__in=list(outcomes))
+        updated = rows.update(outcome=each_row(field, outcomes), **changes)
+        if updated < len(mine) and len(moves) > 1:
+            raise ClaimsChanged(f"{len(mine) - updated} of {len(mine)} claims were lost")
+        for moved in mine:
+            if updated:
+                for name, value in {**changes, "outcome": moved.outcome}.items():
+                    setattr(moved.schedule, name, value)
+            else:
+                moved.schedule.refresh_from_db()
