@@ -149,9 +149,13 @@ def _made(group: list[_Write]) -> list:
     return values
 
 
-def each_row(field: Field, values: dict[Any, Any], using: str = DEFAULT_DB_ALIAS) -> Case | Cast:
+def each_row(field: Field, values: dict[Any, Any], using: str = DEFAULT_DB_ALIAS) -> Any:
     """An UPDATE's value per row (primary key → value), as `QuerySet.bulk_update` builds it,
-    for an UPDATE that also sets columns common to its rows and filters them further."""
+    for an UPDATE that also sets columns common to its rows and filters them further. A
+    single row's value is the value itself (no CASE to build and run)."""
+    if len(values) == 1:
+        [value] = values.values()
+        return value
     whens = [When(pk=pk, then=Value(value, output_field=field)) for pk, value in values.items()]
     case = Case(*whens, output_field=field)
     if connections[using].features.requires_casted_case_in_updates:

@@ -1,5 +1,6 @@
-"""The records of sends made together (deliveries/sent.py): one statement per table for a
-commit group's rows, each row's own values, and a lost claim sent back to row by row."""
+"""The records of sends and write-backs made together (deliveries/sent.py, the end of
+deliveries/writeback.py): one statement per table for a commit group's rows, each row's
+own values, and a lost claim sent back to row by row."""
 
 from __future__ import annotations
 
@@ -11,8 +12,17 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from core.group_commit import Together
+from deliveries import writeback
 from deliveries.locks import locks_take
-from deliveries.models import ContentTask, DeliveryAttempt, DeliveryLock, DeliverySchedule
+from deliveries.models import (
+    STATUS_DELIVERED,
+    STATUS_ERROR,
+    ContentTask,
+    DeliveryAttempt,
+    DeliveryLock,
+    DeliverySchedule,
+    EffectReport,
+)
 from deliveries.sent import ClaimsChanged, Moved, Sent, sends_record
 from tests.helpers.deliveries import make_schedule
 from tests.helpers.factories import TenantFactory
@@ -59,12 +69,12 @@ def statements(record, items) -> list[str]:
     return [q["sql"].split()[0] for q in sql.captured_queries]
 
 
-def test_the_sends_of_a_group_cost_the_same_statements_as_one_send():
+def test_five_sends_of_a_group_cost_the_same_statements_as_two():
     tenant = TenantFactory(slug="acme")
-    one = statements(sends_record, sends(claimed(tenant, 2))[:2])  # one released, one kept
+    two = statements(sends_record, sends(claimed(tenant, 2)))  # one released, one kept
     five = statements(sends_record, sends(claimed(tenant, 5)))
 
-    assert five == one
+    assert five == two
     assert sorted(five) == ["DELETE", "INSERT", "UPDATE", "UPDATE", "UPDATE"]
 
 
@@ -107,3 +117,42 @@ def test_a_lost_claim_in_a_group_sends_it_back_row_by_row_where_that_row_is_read
     ]
     assert rows[1].stage == "deliver" and rows[1].claimed_by == "b" * 32  # read back, not what was meant
     assert DeliveryAttempt.objects.count() == 3  # the lost row's send is still on record
+
+
+def finished(rows: list[DeliverySchedule]) -> list:
+    ended = []
+    for n, row in enumerate(rows):
+        row.task.delivered_at = timezone.now()
+        ok = n % 3 != 2
+        outcome = {"ok": True, "recipients": 30 + n} if ok else {"ok": False, "reason": "400"}
+        mirror = {"status_name": STATUS_DELIVERED if ok else STATUS_ERROR, "status_id": 5 if ok else 6}
+        ended.append(writeback._Finished(schedule=row, outcome=outcome, mirror=mirror))
+    return ended
+
+
+def test_the_write_backs_of_a_group_cost_the_same_statements_as_two():
+    tenant = TenantFactory(slug="acme")
+    two = statements(writeback._finished, finished(claimed(tenant, 3))[1:])  # one sent, one failed
+    six = statements(writeback._finished, finished(claimed(tenant, 6)))
+    marks = statements(
+        writeback._tried, [(row.pk, {"ok": True, "tried": True}) for row in claimed(tenant, 4)]
+    )
+
+    assert six == two
+    assert marks == ["UPDATE"]
+
+
+def test_each_write_back_of_a_group_gets_its_own_values():
+    tenant = TenantFactory(slug="acme")
+    rows = claimed(tenant, 4)
+    marked = claimed(tenant, 2)
+
+    writeback._tried([(row.pk, {"ok": True, "tried": True, "n": n}) for n, row in enumerate(marked)])
+    writeback._finished(finished(rows))
+
+    assert [DeliverySchedule.objects.get(pk=row.pk).outcome["n"] for row in marked] == [0, 1]
+    assert not DeliverySchedule.objects.filter(pk__in=[row.pk for row in rows]).exists()
+    statuses = [ContentTask.objects.get(pk=row.task_id).status_name for row in rows]
+    assert statuses == [STATUS_DELIVERED, STATUS_DELIVERED, STATUS_ERROR, STATUS_DELIVERED]
+    planned = EffectReport.objects.values_list("task_id", "recipients")
+    assert sorted(set(planned)) == sorted((row.task_id, 30 + n) for n, row in enumerate(rows) if n != 2)
