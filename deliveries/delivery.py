@@ -275,10 +275,10 @@ def _published(run: Run, step: Done, backlog: BacklogClient) -> str:
 
 def _sent(run: Run, now: datetime, outcome: dict, backlog: BacklogClient, *, records: list) -> str:
     """The message / post is out: 自動配信実行日時 and the write-back stage in one
-    transaction, shared with the batch's other rows that recorded a send meanwhile
-    (one statement per table for them all: deliveries/sent.py), then the write-back. While other deliveries are due (a burst), the row
-    is given back due now instead, so every send of the burst goes out before the
-    write-backs (which are then claimed behind them)."""
+    transaction, shared with the batch's other rows that recorded a send meanwhile (one
+    statement per table for them all: deliveries/sent.py), then the write-back. While other
+    deliveries are due (a burst), the row is given back due now instead, so every send of
+    the burst goes out before the write-backs (which are then claimed behind them)."""
     later = _others_due(run)
     moved = Moved(schedule=run.schedule, token=run.token, outcome=outcome, release=later)
     run.writes.write(Together(sends_record, Sent(moved=moved, at=now, attempts=records)))

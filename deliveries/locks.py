@@ -54,17 +54,13 @@ def locks_take(*, keys: list[tuple[int, str]], owner: str, now: datetime) -> set
         return {(tenant_id, key) for tenant_id, key in cursor.fetchall()}
 
 
-_DELETE_LOCK = "DELETE FROM {table} WHERE tenant_id = %s AND issue_key = %s AND owner = %s"
-
-
 def lock_release(*, tenant: Tenant, issue_key: str, owner: str) -> None:
-    """One DELETE: the ORM's `.delete()` adds a transaction (and a collector) around it."""
-    with connection.cursor() as cursor:
-        cursor.execute(_DELETE_LOCK.format(table=DeliveryLock._meta.db_table), [tenant.pk, issue_key, owner])
+    locks_release(keys=[(tenant.pk, issue_key)], owner=owner)
 
 
 def locks_release(*, keys: list[tuple[int, str]], owner: str) -> None:
-    """`lock_release` of several (tenant id, issue key) pairs in one DELETE."""
+    """The locks of these (tenant id, issue key) pairs that `owner` holds, in one DELETE (the
+    ORM's `.delete()` adds a transaction and a collector around it)."""
     if not keys:
         return
     pairs = " OR ".join(["(tenant_id = %s AND issue_key = %s)"] * len(keys))
