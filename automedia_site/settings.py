@@ -214,7 +214,9 @@ if REDIS_URL:
     Q_CLUSTER["redis"] = REDIS_URL
 else:
     Q_CLUSTER["orm"] = "default"
-    Q_CLUSTER["poll"] = 0.2
+    # How long a qcluster's pusher sleeps when it finds the ORM broker's queue empty (Redis
+    # wakes it at once): the longest a task queued just then waits before a worker takes it.
+    Q_CLUSTER["poll"] = env.float("Q_POLL_SECONDS", default=0.2)
 
 REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],

@@ -88,3 +88,24 @@ def test_the_deliveries_queue_keeps_no_success_rows_and_the_default_queue_keeps_
 
     assert conf(Q_CLUSTER_NAME="deliveries", DELIVERY_WORKERS="3") == ["-1", "3"]
     assert conf()[0] == "250"
+
+
+def test_the_orm_brokers_poll_is_q_poll_seconds():
+    base = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "Q_POLL_SECONDS")}
+    env = {**base, "DJANGO_SETTINGS_MODULE": "automedia_site.test_settings"}
+    show = "import django; django.setup(); from django_q.conf import Conf; print(Conf.POLL)"
+
+    def poll(**extra) -> str:
+        result = subprocess.run(
+            [sys.executable, "-c", show],
+            env={**env, **extra},
+            capture_output=True,
+            text=True,
+            cwd=settings.BASE_DIR,
+            timeout=60,
+        )
+        assert result.returncode == 0, result.stderr[-2000:]
+        return result.stdout.split()[-1]
+
+    assert poll() == "0.2"
+    assert poll(Q_POLL_SECONDS="0.05") == "0.05"
