@@ -208,12 +208,21 @@ Q_CLUSTER = {
     # save_limit -1: a successful task of that queue leaves no django_q Success row. Each
     # outcome is recorded on its own rows (LinePushAttempt, DeliveryAttempt); with the default (250)
     # the monitor read and pruned up to 250 pickled rows after every task.
-    "ALT_CLUSTERS": {"deliveries": {"workers": env.int("DELIVERY_WORKERS", default=4), "save_limit": -1}},
+    # bulk: how many tasks the deliveries pusher takes from the ORM broker at once (Redis
+    # ignores it); core/orm_broker.py.
+    "ALT_CLUSTERS": {
+        "deliveries": {
+            "workers": env.int("DELIVERY_WORKERS", default=4),
+            "save_limit": -1,
+            "bulk": env.int("DELIVERY_BULK", default=4),
+        }
+    },
 }
 if REDIS_URL:
     Q_CLUSTER["redis"] = REDIS_URL
 else:
     Q_CLUSTER["orm"] = "default"
+    Q_CLUSTER["broker_class"] = "core.orm_broker.BulkORM"
     # How long a qcluster's pusher sleeps when it finds the ORM broker's queue empty (Redis
     # wakes it at once): the longest a task queued just then waits before a worker takes it.
     Q_CLUSTER["poll"] = env.float("Q_POLL_SECONDS", default=0.2)

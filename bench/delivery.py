@@ -395,7 +395,7 @@ def profiling(stack: Stack, into: Path | None, database: str, gil: bool = False)
                 "--subprocesses",
                 "--nonblocking",
                 "--threads",
-                *(["--gil"] if gil else []),
+                *(["--gil"] if gil else ["--idle"]),
                 "--rate",
                 "250",
                 "--format",

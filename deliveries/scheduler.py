@@ -20,6 +20,7 @@ from django_q.tasks import async_task
 from core.due import Lease, claim, release, renew, take_over
 from core.keeper import Held, held_claim
 from core.models import Tenant
+from core.orm_broker import enqueued_together
 from deliveries.models import DeliverySchedule, SchedulerHeartbeat
 
 DELIVERY_QUEUE = "deliveries"  # settings.Q_CLUSTER["ALT_CLUSTERS"]
@@ -83,9 +84,11 @@ def schedules_step(*, now: datetime, limit: int) -> bool:
     to django-q2 `deliver_batch` tasks."""
     claimed = schedules_claim(now=now, limit=limit)
     size = _task_size()
-    for start in range(0, len(claimed), size):
-        batch = claimed[start : start + size]
-        async_task("deliveries.tasks.deliver_batch", batch, cluster=DELIVERY_QUEUE, broker=delivery_broker())
+    broker = delivery_broker()
+    with enqueued_together(broker):
+        for start in range(0, len(claimed), size):
+            batch = claimed[start : start + size]
+            async_task("deliveries.tasks.deliver_batch", batch, cluster=DELIVERY_QUEUE, broker=broker)
     return bool(claimed)
 
 

@@ -35,6 +35,7 @@ from django.db.models import Count, F, Value
 from django.db.models.functions import Coalesce
 
 from core.due import QUEUED, Lease, any_free, due_locked, expired_claims_count, new_token
+from core.orm_broker import enqueued_together
 from deliveries.scheduler import DELIVERY_QUEUE, delivery_broker
 from deliveries.scheduler_steps import Pass
 from linepush.models import LineMonthlyUsage, LinePushItem, LinePushSettings, LineSource
@@ -95,17 +96,19 @@ def push_step(*, now: datetime, limit: int) -> Pass:
     if not room:
         return Pass.HELD
     claims = _claim(now, room)
-    for claim in claims:
-        # The deliveries queue (settings Q_CLUSTER ALT_CLUSTERS): due posts, like due
-        # deliveries, never wait behind a burst of webhook processing.
-        async_task(
-            "linepush.tasks.push_send",
-            claim.item_ids,
-            claim.token,
-            claim.near_quota,
-            cluster=PUSH_QUEUE,
-            broker=delivery_broker(),
-        )
+    broker = delivery_broker()
+    with enqueued_together(broker):
+        for claim in claims:
+            # The deliveries queue (settings Q_CLUSTER ALT_CLUSTERS): due posts, like due
+            # deliveries, never wait behind a burst of webhook processing.
+            async_task(
+                "linepush.tasks.push_send",
+                claim.item_ids,
+                claim.token,
+                claim.near_quota,
+                cluster=PUSH_QUEUE,
+                broker=broker,
+            )
     return Pass.WORKED if claims else Pass.IDLE
 
 

@@ -62,20 +62,21 @@ def test_it_uses_the_database_broker_without_redis_url(tmp_path):
     result = run_with(DATABASE_URL=db, PAYLOAD=payload, Q_SYNC="0")
 
     assert result.returncode == 0, result.stderr[-2000:]
-    assert result.stdout.split() == ["ORM", payload]
+    assert result.stdout.split() == ["BulkORM", payload]
 
 
 SAVE_LIMIT = """
 import django
 django.setup()
 from django_q.conf import Conf
-print(Conf.SAVE_LIMIT, Conf.WORKERS)
+print(Conf.SAVE_LIMIT, Conf.WORKERS, Conf.BULK)
 """
 
 
-def test_the_deliveries_queue_keeps_no_success_rows_and_the_default_queue_keeps_its_250():
+def test_the_deliveries_queue_keeps_no_success_rows_and_takes_its_tasks_several_at_once():
     """Each push and delivery records its own outcome; the deliveries cluster's monitor
-    skips django_q's Success row, which cost a read of up to 250 pickled rows per task."""
+    skips django_q's Success row, which cost a read of up to 250 pickled rows per task. Its
+    pusher takes DELIVERY_BULK tasks from the ORM broker at once (core/orm_broker.py)."""
 
     def conf(**env) -> list[str]:
         base = {k: v for k, v in os.environ.items() if k != "Q_CLUSTER_NAME"}
@@ -86,8 +87,10 @@ def test_the_deliveries_queue_keeps_no_success_rows_and_the_default_queue_keeps_
         assert done.returncode == 0, done.stderr[-2000:]
         return done.stdout.split()
 
-    assert conf(Q_CLUSTER_NAME="deliveries", DELIVERY_WORKERS="3") == ["-1", "3"]
+    assert conf(Q_CLUSTER_NAME="deliveries", DELIVERY_WORKERS="3", DELIVERY_BULK="6") == ["-1", "3", "6"]
+    assert conf(Q_CLUSTER_NAME="deliveries")[2] == "4"  # its pusher takes 4 tasks at once
     assert conf()[0] == "250"
+    assert conf()[2] == "1"  # the default queue's, one at a time
 
 
 def test_the_orm_brokers_poll_is_q_poll_seconds():

@@ -1,0 +1,136 @@
+"""The ORM broker of core/orm_broker.py: a pusher takes several tasks with one UPDATE, only
+tasks whose lock has passed, oldest first; a scheduler pass's tasks commit together."""
+
+from __future__ import annotations
+
+import threading
+from datetime import timedelta
+
+import pytest
+from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+from django_q.conf import Conf
+from django_q.models import OrmQ
+
+from core.orm_broker import BulkORM, enqueued_together
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def bulk(monkeypatch):
+    monkeypatch.setattr(Conf, "BULK", 3)
+    monkeypatch.setattr(Conf, "POLL", 0.0)
+    return BulkORM(list_key="deliveries")
+
+
+def writes(queries: CaptureQueriesContext) -> list[str]:
+    return [
+        q["sql"] for q in queries.captured_queries if q["sql"].split()[0] in ("UPDATE", "INSERT", "DELETE")
+    ]
+
+
+def test_a_pusher_takes_up_to_bulk_tasks_oldest_first_in_one_update(bulk):
+    for n in range(5):
+        bulk.enqueue(f"task {n}")
+    OrmQ.objects.create(key="automedia", payload="the default queue's", lock=timezone.now())
+
+    with CaptureQueriesContext(connection) as queries:
+        first = bulk.dequeue()
+    second = bulk.dequeue()
+
+    assert [payload for _, payload in first] == ["task 0", "task 1", "task 2"]
+    assert [payload for _, payload in second] == ["task 3", "task 4"]
+    assert len(writes(queries)) == 1
+    # Taken means locked for Conf.RETRY: no pusher takes them again meanwhile.
+    assert all(
+        t.lock > timezone.now() + timedelta(seconds=Conf.RETRY - 60)
+        for t in OrmQ.objects.filter(key="deliveries")
+    )
+    assert bulk.dequeue() is None
+
+
+def test_a_task_whose_lock_has_not_passed_is_left(bulk):
+    bulk.enqueue("free")
+    OrmQ.objects.create(key="deliveries", payload="taken", lock=timezone.now() + timedelta(minutes=5))
+
+    assert [payload for _, payload in bulk.dequeue()] == ["free"]
+
+
+def test_an_empty_queue_is_one_read_and_no_write(bulk):
+    with CaptureQueriesContext(connection) as queries:
+        assert bulk.dequeue() is None
+
+    assert len(queries.captured_queries) == 1
+    assert queries.captured_queries[0]["sql"].startswith("SELECT")
+
+
+def test_bulk_of_one_is_django_q2s_own_dequeue(bulk, monkeypatch):
+    monkeypatch.setattr(Conf, "BULK", 1)
+    bulk.enqueue("one")
+    bulk.enqueue("two")
+
+    assert [payload for _, payload in bulk.dequeue()] == ["one"]
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="row locks: SQLite has one write lock")
+def test_two_pushers_on_postgresql_never_take_the_same_task_nor_wait(bulk):
+    for n in range(4):
+        bulk.enqueue(f"task {n}")
+    first_id = OrmQ.objects.order_by("pk").first().pk
+    locked, release = threading.Event(), threading.Event()
+
+    def other_pusher_holds_the_first():
+        with transaction.atomic():
+            OrmQ.objects.select_for_update().get(pk=first_id)
+            locked.set()
+            release.wait(10)
+        connection.close()
+
+    other = threading.Thread(target=other_pusher_holds_the_first)
+    other.start()
+    try:
+        assert locked.wait(10)
+        taken = bulk.dequeue()  # would block here without SKIP LOCKED
+    finally:
+        release.set()
+        other.join()
+
+    # It read the three oldest and skipped the one held: the next dequeue takes the rest.
+    assert [payload for _, payload in taken] == ["task 1", "task 2"]
+    assert [payload for _, payload in bulk.dequeue()] == ["task 0", "task 3"]
+
+
+def test_a_passs_tasks_commit_together_on_the_orm_broker(monkeypatch):
+    monkeypatch.setattr(Conf, "SYNC", False)
+    broker = BulkORM(list_key="deliveries")
+
+    with pytest.raises(RuntimeError), enqueued_together(broker):
+        broker.enqueue("one")
+        broker.enqueue("two")
+        raise RuntimeError("the pass failed before its end")
+
+    assert not OrmQ.objects.exists()  # neither was committed: one transaction
+    with enqueued_together(broker):
+        broker.enqueue("one")
+        broker.enqueue("two")
+    assert OrmQ.objects.count() == 2
+
+
+def test_other_brokers_enqueue_outside_a_transaction():
+    class Elsewhere:
+        def enqueue(self, task):
+            self.autocommit = transaction.get_autocommit()
+
+    broker = Elsewhere()
+    with enqueued_together(broker):
+        broker.enqueue("one")
+
+    assert broker.autocommit is True
+
+
+def test_tasks_run_at_once_in_sync_mode_are_not_inside_a_transaction(monkeypatch):
+    monkeypatch.setattr(Conf, "SYNC", True)  # the task would run in the pass's transaction
+    with enqueued_together(BulkORM(list_key="deliveries")):
+        assert transaction.get_autocommit()
