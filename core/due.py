@@ -64,7 +64,11 @@ class Lease:
         return Q(**{f"{self.until}__gt": now})
 
     def mine(self, owner: str) -> Q:
-        return Q(**{self.owner: owner}) if self.owner else Q()
+        return Q(**self.owned(owner))
+
+    def owned(self, owner: str) -> dict:
+        """The columns of a claim `owner` holds (none for a queue without tokens)."""
+        return {self.owner: owner} if self.owner else {}
 
     def taken(self, *, now: datetime, owner: str | None = None) -> dict:
         """The UPDATE that takes rows."""

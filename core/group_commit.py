@@ -31,9 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from django.db import DEFAULT_DB_ALIAS, connections, transaction
-from django.db.models import Case, Field, Value, When
-from django.db.models.functions import Cast
+from django.db import DEFAULT_DB_ALIAS, transaction
 
 T = TypeVar("T")
 Item = TypeVar("Item")
@@ -147,17 +145,3 @@ def _made(group: list[_Write]) -> list:
     for many, items in together.items():
         many(items)
     return values
-
-
-def each_row(field: Field, values: dict[Any, Any], using: str = DEFAULT_DB_ALIAS) -> Any:
-    """An UPDATE's value per row (primary key → value), as `QuerySet.bulk_update` builds it,
-    for an UPDATE that also sets columns common to its rows and filters them further. A
-    single row's value is the value itself (no CASE to build and run)."""
-    if len(values) == 1:
-        [value] = values.values()
-        return value
-    whens = [When(pk=pk, then=Value(value, output_field=field)) for pk, value in values.items()]
-    case = Case(*whens, output_field=field)
-    if connections[using].features.requires_casted_case_in_updates:
-        return Cast(case, output_field=field)
-    return case

@@ -17,7 +17,7 @@ from datetime import datetime
 
 from django.utils import timezone
 
-from core.group_commit import each_row
+from core.statements import rows_insert, rows_update
 from deliveries.locks import locks_release
 from deliveries.models import ContentTask, DeliveryAttempt, DeliverySchedule
 from deliveries.scheduler import SCHEDULE_LEASE
@@ -49,10 +49,9 @@ def sends_record(sends: list[Sent]) -> None:
     attempts = [attempt for sent in sends for attempt in sent.attempts]
     for attempt in attempts:  # made again alone if its group's commit failed: no pk kept from that try
         attempt.pk = None
-    DeliveryAttempt.objects.bulk_create(attempts)
+    rows_insert(attempts)
     at = {sent.moved.schedule.task_id: sent.at for sent in sends}
-    field = ContentTask._meta.get_field("delivered_at")
-    ContentTask.objects.filter(pk__in=list(at)).update(delivered_at=each_row(field, at))
+    rows_update(ContentTask, list(at), each={"delivered_at": at})
     to_writeback([sent.moved for sent in sends])
     ended = [sent.moved for sent in sends if sent.moved.release]
     for token in {moved.token for moved in ended}:
@@ -65,7 +64,6 @@ def to_writeback(moves: list[Moved]) -> None:
     then hold what was written (their task and tenant stay loaded). A lone row whose claim
     was lost is read back; in a group, the group is made again row by row."""
     now = timezone.now()
-    field = DeliverySchedule._meta.get_field("outcome")
     for token, release in {(moved.token, moved.release) for moved in moves}:
         mine = [moved for moved in moves if (moved.token, moved.release) == (token, release)]
         changes = {
@@ -77,8 +75,13 @@ def to_writeback(moves: list[Moved]) -> None:
         if release:
             changes |= {**SCHEDULE_LEASE.freed(), "due_at": now}
         outcomes = {moved.schedule.pk: moved.outcome for moved in mine}
-        rows = DeliverySchedule.objects.filter(SCHEDULE_LEASE.mine(token), pk__in=list(outcomes))
-        updated = rows.update(outcome=each_row(field, outcomes), **changes)
+        updated = rows_update(
+            DeliverySchedule,
+            list(outcomes),
+            each={"outcome": outcomes},
+            same=changes,
+            where=SCHEDULE_LEASE.owned(token),
+        )
         if updated < len(mine) and len(moves) > 1:
             raise ClaimsChanged(f"{len(mine) - updated} of {len(mine)} claims were lost")
         for moved in mine:

@@ -10,7 +10,8 @@ from django.utils import timezone
 
 from backlog_bridge.client import BacklogClient, BacklogError
 from backlog_bridge.statuses import BacklogConfigError, status_id_require
-from core.group_commit import GroupCommit, Together, each_row
+from core.group_commit import GroupCommit, Together
+from core.statements import rows_insert, rows_update
 from deliveries.effects import effect_report_rows
 from deliveries.issues import issue_read
 from deliveries.models import (
@@ -19,7 +20,6 @@ from deliveries.models import (
     STATUS_ERROR,
     ContentTask,
     DeliverySchedule,
-    EffectReport,
 )
 from deliveries.outcome_comments import failure_comment, success_comment
 from deliveries.retry import writeback_delay
@@ -115,9 +115,8 @@ def _finish(
 
 def _tried(marks: list[tuple[int, dict]]) -> None:
     """Each schedule's outcome marked as tried before its PATCH."""
-    field = DeliverySchedule._meta.get_field("outcome")
     outcomes = dict(marks)
-    DeliverySchedule.objects.filter(pk__in=list(outcomes)).update(outcome=each_row(field, outcomes))
+    rows_update(DeliverySchedule, list(outcomes), each={"outcome": outcomes})
 
 
 @dataclass(frozen=True)
@@ -134,7 +133,7 @@ def _finished(ended: list[_Finished]) -> None:
     for end in ended:
         by_mirror.setdefault(tuple(sorted(end.mirror.items())), []).append(end.schedule.task_id)
     for mirror, task_ids in by_mirror.items():
-        ContentTask.objects.filter(pk__in=task_ids).update(**dict(mirror))
+        rows_update(ContentTask, task_ids, same=dict(mirror))
     reports = [
         report
         for end in ended
@@ -146,5 +145,5 @@ def _finished(ended: list[_Finished]) -> None:
         )
     ]
     if reports:
-        EffectReport.objects.bulk_create(reports, ignore_conflicts=True)
+        rows_insert(reports, ignore_conflicts=True)
     DeliverySchedule.objects.filter(pk__in=[end.schedule.pk for end in ended]).delete()
