@@ -26,6 +26,7 @@ from django.utils import timezone
 from core.due import take_over
 from core.keeper import held_claim, in_threads, keeper
 from core.models import Tenant
+from core.statements import rows_insert
 from deliveries.channels.base import SendResult, TransportError
 from deliveries.channels.line.transport import LineTransport, line_transport
 from linepush.models import LineMonthlyUsage, LinePushAttempt, LinePushItem, LinePushSettings
@@ -118,7 +119,7 @@ def push_record(*, outcomes: list[Outcome], token: str, near_quota: bool = True)
     sent = [o for o in outcomes if _was_sent(o)]
     with transaction.atomic():
         attempts = [_attempt(o, _sent_outcome(o)) for o in sent]
-        LinePushAttempt.objects.bulk_create(attempts)  # before the items: they read their request id from it
+        rows_insert(attempts)  # before the items: they read their request id from it
         counts[Status.SENT] = _record_sent(sent, token, now)
         attempts = []
         for outcome in outcomes:
@@ -126,7 +127,7 @@ def push_record(*, outcomes: list[Outcome], token: str, near_quota: bool = True)
                 status, attempt_outcome = _record_unsent(outcome, token, now)
                 counts[status] += 1
                 attempts.append(_attempt(outcome, attempt_outcome))
-        LinePushAttempt.objects.bulk_create(attempts)
+        rows_insert(attempts)
     _auth_failures(outcomes, now)
     if near_quota:
         _warn_quotas({o.item.tenant for o in outcomes if o.result is not None}, now)
