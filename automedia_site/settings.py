@@ -224,7 +224,8 @@ else:
     Q_CLUSTER["orm"] = "default"
     Q_CLUSTER["broker_class"] = "core.orm_broker.BulkORM"
     # How long a qcluster's pusher sleeps when it finds the ORM broker's queue empty (Redis
-    # wakes it at once): the longest a task queued just then waits before a worker takes it.
+    # wakes it at once; on PostgreSQL, for the deliveries cluster, a NOTIFY at the enqueue's
+    # commit does, core/orm_broker.py): the longest a task queued just then waits on SQLite.
     Q_CLUSTER["poll"] = env.float("Q_POLL_SECONDS", default=0.2)
 
 REST_FRAMEWORK = {

@@ -10,16 +10,23 @@ with one UPDATE, and `enqueued_together` puts the INSERTs of several tasks into 
 transaction. Which task a cluster gets is decided as before: only a task whose lock has
 passed is taken, under the row lock on PostgreSQL (SKIP LOCKED: two pushers never wait
 for each other) and under SQLite's write lock.
+
+On PostgreSQL a pusher that finds its queue empty waits for a NOTIFY on its queue's channel,
+sent by each enqueue (at commit, once per transaction), instead of sleeping a whole poll: a
+task is taken as soon as it is committed, not up to `Q_POLL_SECONDS` later. The poll is still
+the longest wait, so a lost notification costs no more than before. SQLite has no such
+signal and sleeps the poll.
 """
 
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Iterator
 from datetime import timedelta
 from time import sleep
 
-from django.db import transaction
+from django.db import DatabaseError, connections, transaction
 from django.utils import timezone
 from django_q.brokers import Broker
 from django_q.brokers.orm import ORM
@@ -27,6 +34,20 @@ from django_q.conf import Conf
 
 
 class BulkORM(ORM):
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        # NOTIFY channel of this queue (an identifier: the cluster's name, letters kept).
+        self.channel = "q_" + re.sub(r"\W", "_", self.list_key or Conf.CLUSTER_NAME, flags=re.ASCII)[:60]
+        self._listening = None  # the driver connection that has LISTENed on it
+
+    def enqueue(self, task: str) -> int:
+        pk = super().enqueue(task)
+        connection = connections[Conf.ORM]
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_notify(%s, '')", [self.channel])
+        return pk
+
     def dequeue(self) -> list[tuple[int, str]] | None:
         if Conf.BULK <= 1:
             return super().dequeue()
@@ -38,7 +59,7 @@ class BulkORM(ORM):
             .values_list("pk", flat=True)[: Conf.BULK]
         )
         if not due:
-            sleep(Conf.POLL)
+            self._wait()
             return None
         with transaction.atomic(using=Conf.ORM):
             now = timezone.now()
@@ -50,6 +71,29 @@ class BulkORM(ORM):
             )
             queue.filter(pk__in=[pk for pk, _ in tasks]).update(lock=now + timedelta(seconds=Conf.RETRY))
         return tasks
+
+    def _wait(self) -> None:
+        """Until a task may be queued: a NOTIFY on PostgreSQL, at most Conf.POLL seconds."""
+        connection = connections[Conf.ORM]
+        if connection.vendor != "postgresql" or connection.in_atomic_block:
+            sleep(Conf.POLL)
+            return
+        try:
+            raw = connection.connection
+            if raw is None or raw is not self._listening:
+                with connection.cursor() as cursor:
+                    cursor.execute(f"LISTEN {connection.ops.quote_name(self.channel)}")
+                # A task enqueued between the empty read and this LISTEN sent its NOTIFY to
+                # no one: read the queue again before waiting.
+                self._listening = connection.connection
+                return
+            for _ in raw.notifies(timeout=Conf.POLL, stop_after=1):
+                pass
+        except (DatabaseError, connection.Database.Error):
+            # The connection broke: the next read reconnects, and LISTENs again.
+            self._listening = None
+            connection.close()
+            sleep(Conf.POLL)
 
 
 @contextlib.contextmanager

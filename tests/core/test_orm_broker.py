@@ -59,6 +59,7 @@ def test_a_task_whose_lock_has_not_passed_is_left(bulk):
 
 
 def test_an_empty_queue_is_one_read_and_no_write(bulk):
+    assert bulk.dequeue() is None  # the first time, on PostgreSQL, it also LISTENs
     with CaptureQueriesContext(connection) as queries:
         assert bulk.dequeue() is None
 
@@ -100,6 +101,35 @@ def test_two_pushers_on_postgresql_never_take_the_same_task_nor_wait(bulk):
     # It read the three oldest and skipped the one held: the next dequeue takes the rest.
     assert [payload for _, payload in taken] == ["task 1", "task 2"]
     assert [payload for _, payload in bulk.dequeue()] == ["task 0", "task 3"]
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="NOTIFY: SQLite sleeps the poll")
+def test_an_idle_pusher_on_postgresql_takes_a_task_when_it_is_committed_not_a_poll_later(
+    monkeypatch,
+):
+    monkeypatch.setattr(Conf, "BULK", 3)
+    monkeypatch.setattr(Conf, "POLL", 60.0)
+    pusher = BulkORM(list_key="deliveries")
+    listening, taken = threading.Event(), []
+
+    def run_pusher():
+        try:
+            assert pusher.dequeue() is None  # empty: it LISTENs, and reads again at once
+            listening.set()
+            while not taken:  # empty again: it waits, for at most a 60 s poll
+                taken.extend(pusher.dequeue() or [])
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=run_pusher, daemon=True)
+    thread.start()
+    assert listening.wait(10)
+    with enqueued_together(BulkORM(list_key="deliveries")):
+        BulkORM(list_key="deliveries").enqueue("due now")
+    thread.join(15)
+
+    assert not thread.is_alive(), "the pusher slept its poll: no NOTIFY woke it"
+    assert [payload for _, payload in taken] == ["due now"]
 
 
 def test_a_passs_tasks_commit_together_on_the_orm_broker(monkeypatch):
