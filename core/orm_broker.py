@@ -27,10 +27,12 @@ from datetime import timedelta
 from time import sleep
 
 from django.db import DatabaseError, connections, transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 from django_q.brokers import Broker
 from django_q.brokers.orm import ORM
 from django_q.conf import Conf
+from django_q.models import OrmQ
 
 
 class BulkORM(ORM):
@@ -53,11 +55,7 @@ class BulkORM(ORM):
             return super().dequeue()
         queue = self.get_connection()
         # Read first, outside a transaction: an empty queue (most polls) takes no write lock.
-        due = list(
-            queue.filter(key=self.list_key, lock__lt=timezone.now())
-            .order_by("pk")
-            .values_list("pk", flat=True)[: Conf.BULK]
-        )
+        due = list(self._due().order_by("pk").values_list("pk", flat=True)[: Conf.BULK])
         if not due:
             self._wait()
             return None
@@ -72,6 +70,9 @@ class BulkORM(ORM):
             queue.filter(pk__in=[pk for pk, _ in tasks]).update(lock=now + timedelta(seconds=Conf.RETRY))
         return tasks
 
+    def _due(self) -> QuerySet:
+        return OrmQ.objects.using(Conf.ORM).filter(key=self.list_key, lock__lt=timezone.now())
+
     def _wait(self) -> None:
         """Until a task may be queued: a NOTIFY on PostgreSQL, at most Conf.POLL seconds."""
         connection = connections[Conf.ORM]
@@ -83,10 +84,12 @@ class BulkORM(ORM):
             if raw is None or raw is not self._listening:
                 with connection.cursor() as cursor:
                     cursor.execute(f"LISTEN {connection.ops.quote_name(self.channel)}")
+                self._listening = raw = connection.connection
                 # A task enqueued between the empty read and this LISTEN sent its NOTIFY to
-                # no one: read the queue again before waiting.
-                self._listening = connection.connection
-                return
+                # no one: look again before waiting (on this connection: get_connection()
+                # may close it, with CONN_MAX_AGE=0 at every call).
+                if self._due().exists():
+                    return
             for _ in raw.notifies(timeout=Conf.POLL, stop_after=1):
                 pass
         except (DatabaseError, connection.Database.Error):

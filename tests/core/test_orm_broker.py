@@ -110,26 +110,45 @@ def test_an_idle_pusher_on_postgresql_takes_a_task_when_it_is_committed_not_a_po
     monkeypatch.setattr(Conf, "BULK", 3)
     monkeypatch.setattr(Conf, "POLL", 60.0)
     pusher = BulkORM(list_key="deliveries")
-    listening, taken = threading.Event(), []
+    taken = []
 
     def run_pusher():
         try:
-            assert pusher.dequeue() is None  # empty: it LISTENs, and reads again at once
-            listening.set()
-            while not taken:  # empty again: it waits, for at most a 60 s poll
+            while not taken:  # empty: it LISTENs, then waits for at most a 60 s poll
                 taken.extend(pusher.dequeue() or [])
         finally:
             connection.close()
 
     thread = threading.Thread(target=run_pusher, daemon=True)
     thread.start()
-    assert listening.wait(10)
+    listening = threading.Event()
+    while not listening.wait(0.01):
+        if pusher._listening is not None:
+            listening.set()
     with enqueued_together(BulkORM(list_key="deliveries")):
         BulkORM(list_key="deliveries").enqueue("due now")
     thread.join(15)
 
     assert not thread.is_alive(), "the pusher slept its poll: no NOTIFY woke it"
     assert [payload for _, payload in taken] == ["due now"]
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="NOTIFY: SQLite sleeps the poll")
+def test_a_pusher_on_a_new_connection_listens_looks_again_and_still_waits(bulk, monkeypatch):
+    waits = []
+    monkeypatch.setattr(  # the driver's wait (psycopg), recorded instead of made
+        connection.Database.Connection,
+        "notifies",
+        lambda raw, timeout, stop_after: waits.append(timeout) or iter(()),
+    )
+    for _ in range(2):
+        connection.close()  # as get_connection() does at every call with CONN_MAX_AGE=0
+        with CaptureQueriesContext(connection) as queries:
+            assert bulk.dequeue() is None
+
+        # The read, the LISTEN, the second look; then a wait, not another turn of the loop.
+        assert [q["sql"].split()[0] for q in queries.captured_queries] == ["SELECT", "LISTEN", "SELECT"]
+    assert waits == [Conf.POLL, Conf.POLL]
 
 
 def test_a_passs_tasks_commit_together_on_the_orm_broker(monkeypatch):
