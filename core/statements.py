@@ -13,7 +13,7 @@ Only plain columns: no expressions as values, and a row's primary key is its mod
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from django.db import DEFAULT_DB_ALIAS, connections
@@ -97,11 +97,7 @@ def rows_insert(
             return
         cursor.execute(f"{sql} RETURNING {quote(meta.pk.column)}", params)
         returned = cursor.fetchall()
-    _saved(objs, (pk for (pk,) in returned), using)
-
-
-def _saved(objs: Iterable[Model], pks: Iterable[Any], using: str) -> None:
-    for obj, pk in zip(objs, pks, strict=True):
+    for obj, (pk,) in zip(objs, returned, strict=True):
         obj.pk = pk
         obj._state.adding = False
         obj._state.db = using
