@@ -97,7 +97,10 @@ class Stack:
         self.instagram = FakeInstagram(tokens={self.channel_tokens["instagram"]})
         self.tiktok = FakeTikTok(client_key=secrets.token_hex(8), client_secret=secrets.token_urlsafe(24))
         self.hubspot = FakeHubSpot(tokens={self.channel_tokens["hubspot"]})
-        self.web_port = _free_port()
+        # Bound and listening from here on, handed to gunicorn as `fd://N`: a port only
+        # looked up here could be taken meanwhile by any outbound connection's local port.
+        self._web_socket: socket.socket | None = socket.create_server((HOST, 0))
+        self.web_port = self._web_socket.getsockname()[1]
         self.web_url = f"http://{HOST}:{self.web_port}"
         self.templates: dict[str, str] = {}
         """Imported template name → revision (``announce_open@<rev>`` in issue bodies)."""
@@ -156,6 +159,7 @@ class Stack:
         for log in self._logs.values():
             log.close()
         self._logs.clear()
+        self._web_socket_close()
         for fake in self._fakes():
             fake.stop()
 
@@ -370,15 +374,18 @@ class Stack:
         return (self.backlog, self.line, self.instagram, self.tiktok, self.hubspot)
 
     def _start_web(self) -> None:
-        bind = f"{HOST}:{self.web_port}"
-        if self.web == "gunicorn":
-            # The production config (gunicorn.conf.py: threads by database), on loopback.
+        fds: tuple[int, ...] = ()
+        if self.web == "gunicorn" and self._web_socket is not None:
+            # The production config (gunicorn.conf.py: threads by database), on the socket
+            # this stack has held since it was made.
+            fds = (self._web_socket.fileno(),)
             argv = [sys.executable, "-m", "gunicorn", "automedia_site.wsgi", "-c", "gunicorn.conf.py"]
-            argv += ["-w", "2", "-b", bind]
+            argv += ["-w", "2", "-b", f"fd://{fds[0]}"]
             argv += ["--graceful-timeout", "3", "--no-control-socket"]
-        else:
-            argv = [sys.executable, "manage.py", "runserver", bind, "--noreload"]
-        self._launch("web", argv)
+        else:  # runserver binds the port itself: freed just before it starts
+            self._web_socket_close()
+            argv = [sys.executable, "manage.py", "runserver", f"{HOST}:{self.web_port}", "--noreload"]
+        self._launch("web", argv, pass_fds=fds)
         self.wait_for(self._web_answers, START_TIMEOUT, 0.1, f"{self.web_url}/healthz to answer")
 
     def _web_answers(self) -> bool:
@@ -388,7 +395,14 @@ class Stack:
             return False
         return True
 
-    def _launch(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> subprocess.Popen:
+    def _web_socket_close(self) -> None:
+        if self._web_socket is not None:
+            self._web_socket.close()
+            self._web_socket = None
+
+    def _launch(
+        self, name: str, argv: list[str], env: dict[str, str] | None = None, pass_fds: tuple[int, ...] = ()
+    ) -> subprocess.Popen:
         running = self._processes.get(name)
         if running is not None and running.poll() is None:
             raise StackError(f"a process named {name!r} is already running")
@@ -402,6 +416,7 @@ class Stack:
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            pass_fds=pass_fds,
         )
         self._processes[name] = proc
         self._killed.discard(name)
@@ -431,12 +446,6 @@ def _templates_of(output: str) -> dict[str, str]:
     """name → rev from import_templates' `NAME@REV (new|unchanged)` lines."""
     found = (_TEMPLATE_LINE.match(line.strip()) for line in output.splitlines())
     return {match["name"]: match["rev"] for match in found if match}
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind((HOST, 0))
-        return sock.getsockname()[1]
 
 
 def _tail(text: str, lines: int = LOG_TAIL_LINES) -> str:

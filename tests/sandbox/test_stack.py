@@ -3,8 +3,12 @@ supervisor relies on to restart a process."""
 
 from __future__ import annotations
 
+import errno
 import os
+import socket
 import sys
+
+import pytest
 
 from sandbox.stack import Stack
 
@@ -22,3 +26,16 @@ def test_it_tells_a_running_process_from_a_killed_or_never_spawned_one(tmp_path)
         assert not stack.running("never-spawned")
     finally:
         stack.stop()
+
+
+def test_its_web_port_is_held_from_the_start_so_no_other_socket_can_take_it(tmp_path):
+    stack = Stack(tmp_dir=tmp_path)
+    try:
+        with socket.socket() as other, pytest.raises(OSError) as taken:
+            other.bind(("127.0.0.1", stack.web_port))  # what an outbound connection's local port does
+        assert taken.value.errno == errno.EADDRINUSE
+    finally:
+        stack.stop()
+
+    with socket.socket() as other:  # given back when the stack stops
+        other.bind(("127.0.0.1", stack.web_port))
