@@ -31,6 +31,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from collections import Counter
@@ -135,6 +136,7 @@ class DatabaseRun:
     samples: dict[str, Sample]  # in the order taken: "begin", "started", "registered", … "end"
     results: list[Result]
     claims_expired: int  # schedules claimed again after their lease ran out, burst due → settled
+    machine_busy: list[float] | None = None  # the burst: the machine's CPUs busy per half second, then in all
 
 
 PROCESSES = ("web", "worker", "deliverer", "scheduler")
@@ -146,6 +148,50 @@ def sample(stack: Stack | None = None) -> Sample:
     own = os.times()
     server = {SERVER: named_cpu_seconds("postgres")}
     return Sample(time.time(), os.getloadavg(), cpu | {"bench (fakes)": own.user + own.system} | server)
+
+
+class MachineBusy:
+    """CPUs busy on the whole machine (every process, the database server's too: /proc/stat's
+    first line less idle and iowait), read every `every` seconds in a thread while it runs:
+    where in a burst the machine sat idle."""
+
+    def __init__(self, every: float = 0.05) -> None:
+        self.every = every
+        self.readings: list[tuple[float, int, int]] = []  # (time, busy jiffies, all jiffies)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._read, name="machine-busy", daemon=True)
+
+    def __enter__(self) -> MachineBusy:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _read(self) -> None:
+        while True:
+            with open("/proc/stat") as stat:
+                ticks = [int(v) for v in stat.readline().split()[1:]]
+            idle = ticks[3] + ticks[4]
+            self.readings.append((time.time(), sum(ticks) - idle, sum(ticks)))
+            if self._stop.wait(self.every):
+                return
+
+    def busy(self, since: float, until: float) -> float | None:
+        """CPUs busy between the first and the last reading taken from `since` to `until`."""
+        inside = [r for r in self.readings if since <= r[0] <= until]
+        if len(inside) < 2:
+            return None
+        (_, b0, t0), (_, b1, t1) = inside[0], inside[-1]
+        return round((os.cpu_count() or 1) * (b1 - b0) / max(1, t1 - t0), 2)
+
+    def per_half_second(self, since: float, until: float) -> list[float]:
+        """CPUs busy in each half second from `since` (the last one ends at `until`), then over
+        the whole span."""
+        edges = [since + i / 2 for i in range(int((until - since) * 2) + 1)] + [until]
+        spans = [self.busy(a, b) for a, b in zip(edges, edges[1:], strict=False) if b - a > 1e-3]
+        return [s for s in [*spans, self.busy(since, until)] if s is not None]
 
 
 def percentile(sorted_values: list[float], p: float) -> float:
@@ -480,7 +526,7 @@ def run_database(args: argparse.Namespace, database: str, broker: str, tmp: Path
         wait_pushes(stack, steady_groups, BURST_GAP_S - 1)
         samples["steady done"] = sample(stack)
         time.sleep(max(0.0, burst_at - time.time() - (1.0 if args.profile else 0.0)))
-        with profiling(stack, args.profile, database, gil=args.profile_cpu):
+        with profiling(stack, args.profile, database, gil=args.profile_cpu), MachineBusy() as machine:
             time.sleep(max(0.0, burst_at - time.time()))
             samples["burst due"] = sample(stack)
             expired_before = claims_expired(metrics_dir)
@@ -488,6 +534,7 @@ def run_database(args: argparse.Namespace, database: str, broker: str, tmp: Path
             # window, and at 0.25 s up to a tenth of a 2 s burst was the bench's own wait.
             wait_pushes(stack, burst_groups, args.burst / 10 + 60, BURST_POLL_S)
             samples["burst done"] = sample(stack)
+        machine_busy = machine.per_half_second(burst_at, samples["burst done"].at)
         settle(stack, len(keys))
         samples["settled"] = sample(stack)
         expired = claims_expired(metrics_dir) - expired_before
@@ -503,7 +550,9 @@ def run_database(args: argparse.Namespace, database: str, broker: str, tmp: Path
         burst_result(database, pushes, burst_groups),
         steady_result("django-q2 ONCE steady", database, pushes, compare),
     ]
-    return DatabaseRun(database, args.delivery_workers, args.register, len(keys), samples, results, expired)
+    return DatabaseRun(
+        database, args.delivery_workers, args.register, len(keys), samples, results, expired, machine_busy
+    )
 
 
 # -- report ---------------------------------------------------------------------------------
@@ -541,6 +590,11 @@ def print_table(runs: list[DatabaseRun]) -> None:
         print(
             f"burst pushes per half second after due: {' '.join(map(str, burst.timeline or []))}; "
             f"first push {fmt(burst.first_push_s)} s after due"
+        )
+        *halves, whole = run.machine_busy or [None]
+        print(
+            "the whole machine's CPUs busy per half second after due (every process, the database "
+            f"server's too): {' '.join(f'{c:.2f}' for c in halves)}; over the burst {fmt(whole, 2)}"
         )
         print_cost(run.samples, "burst due", "burst done", burst.n)
         print(
