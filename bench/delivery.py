@@ -46,8 +46,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.machine import calibration  # noqa: E402
+from sandbox.cpu import named_cpu_seconds  # noqa: E402
 from sandbox.line import RecordedLineRequest  # noqa: E402
-from sandbox.stack import Stack, named_cpu_seconds  # noqa: E402
+from sandbox.stack import Stack  # noqa: E402
 
 PROJECT = "BENCH"
 SLUG = "bench"

@@ -30,7 +30,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Literal
 from urllib.parse import urlsplit, urlunsplit
@@ -39,6 +39,7 @@ import httpx
 from cryptography.fernet import Fernet
 
 from sandbox.backlog import FakeBacklog
+from sandbox.cpu import group_cpu_seconds
 from sandbox.hubspot import FakeHubSpot
 from sandbox.instagram import FakeInstagram
 from sandbox.line import FakeLine
@@ -235,7 +236,7 @@ class Stack:
     def cpu_seconds(self, name: str) -> float:
         """CPU time (user + system, with reaped children) used so far by the live processes of
         `name`'s process group (Linux /proc)."""
-        return sum(_cpu_of(stat) for stat in _group_stats(self._processes[name].pid))
+        return group_cpu_seconds(self._processes[name].pid)
 
     def log(self, name: str) -> str:
         path = self.log_path(name)
@@ -450,35 +451,6 @@ def _templates_of(output: str) -> dict[str, str]:
 
 def _tail(text: str, lines: int = LOG_TAIL_LINES) -> str:
     return "\n".join(text.splitlines()[-lines:])
-
-
-def named_cpu_seconds(command: str) -> float:
-    """CPU time used so far by every live process whose command name is `command` (e.g. the
-    PostgreSQL server's backends, `postgres`), whoever started them (Linux /proc)."""
-    return sum(_cpu_of(fields) for name, fields in _proc_stats() if name == command)
-
-
-def _group_stats(pgid: int) -> list[list[str]]:
-    """/proc/<pid>/stat fields (after the command name) of every process in group `pgid`."""
-    # fields[0] is the state; pgrp is the 5th field of stat
-    return [fields for _, fields in _proc_stats() if int(fields[2]) == pgid]
-
-
-def _proc_stats() -> Iterator[tuple[str, list[str]]]:
-    """(command name, /proc/<pid>/stat fields after it) of every live process."""
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            text = (entry / "stat").read_text()
-        except OSError:
-            continue  # gone meanwhile
-        yield text[text.index("(") + 1 : text.rindex(")")], text[text.rindex(")") + 2 :].split()
-
-
-def _cpu_of(fields: list[str]) -> float:
-    utime, stime, cutime, cstime = (int(f) for f in fields[11:15])  # stat fields 14-17
-    return (utime + stime + cutime + cstime) / os.sysconf("SC_CLK_TCK")
 
 
 def _is_postgres(url: str) -> bool:
