@@ -376,9 +376,11 @@ class Stack:
 
     def _start_web(self) -> None:
         fds: tuple[int, ...] = ()
-        if self.web == "gunicorn" and self._web_socket is not None:
+        if self.web == "gunicorn":
             # The production config (gunicorn.conf.py: threads by database), on the socket
             # this stack has held since it was made.
+            if self._web_socket is None:
+                raise StackError("the web server's socket was closed: a stopped stack does not start again")
             fds = (self._web_socket.fileno(),)
             argv = [sys.executable, "-m", "gunicorn", "automedia_site.wsgi", "-c", "gunicorn.conf.py"]
             argv += ["-w", "2", "-b", f"fd://{fds[0]}"]
