@@ -137,7 +137,8 @@ class DatabaseRun:
     samples: dict[str, Sample]  # in the order taken: "begin", "started", "registered", … "end"
     results: list[Result]
     claims_expired: int  # schedules claimed again after their lease ran out, burst due → settled
-    machine_busy: list[float] | None = None  # the burst: the machine's CPUs busy per half second, then in all
+    machine_halves: list[float]  # the burst: the whole machine's CPUs busy in each half second after due
+    machine_busy: float | None  # … and over the burst
 
 
 PROCESSES = ("web", "worker", "deliverer", "scheduler")
@@ -188,11 +189,10 @@ class MachineBusy:
         return round((os.cpu_count() or 1) * (b1 - b0) / max(1, t1 - t0), 2)
 
     def per_half_second(self, since: float, until: float) -> list[float]:
-        """CPUs busy in each half second from `since` (the last one ends at `until`), then over
-        the whole span."""
+        """CPUs busy in each half second from `since` (the last one ends at `until`)."""
         edges = [since + i / 2 for i in range(int((until - since) * 2) + 1)] + [until]
         spans = [self.busy(a, b) for a, b in zip(edges, edges[1:], strict=False) if b - a > 1e-3]
-        return [s for s in [*spans, self.busy(since, until)] if s is not None]
+        return [s for s in spans if s is not None]
 
 
 def percentile(sorted_values: list[float], p: float) -> float:
@@ -535,7 +535,8 @@ def run_database(args: argparse.Namespace, database: str, broker: str, tmp: Path
             # window, and at 0.25 s up to a tenth of a 2 s burst was the bench's own wait.
             wait_pushes(stack, burst_groups, args.burst / 10 + 60, BURST_POLL_S)
             samples["burst done"] = sample(stack)
-        machine_busy = machine.per_half_second(burst_at, samples["burst done"].at)
+        burst_done = samples["burst done"].at
+        halves, busy = machine.per_half_second(burst_at, burst_done), machine.busy(burst_at, burst_done)
         settle(stack, len(keys))
         samples["settled"] = sample(stack)
         expired = claims_expired(metrics_dir) - expired_before
@@ -552,7 +553,7 @@ def run_database(args: argparse.Namespace, database: str, broker: str, tmp: Path
         steady_result("django-q2 ONCE steady", database, pushes, compare),
     ]
     return DatabaseRun(
-        database, args.delivery_workers, args.register, len(keys), samples, results, expired, machine_busy
+        database, args.delivery_workers, args.register, len(keys), samples, results, expired, halves, busy
     )
 
 
@@ -592,10 +593,10 @@ def print_table(runs: list[DatabaseRun]) -> None:
             f"burst pushes per half second after due: {' '.join(map(str, burst.timeline or []))}; "
             f"first push {fmt(burst.first_push_s)} s after due"
         )
-        *halves, whole = run.machine_busy or [None]
         print(
             "the whole machine's CPUs busy per half second after due (every process, the database "
-            f"server's too): {' '.join(f'{c:.2f}' for c in halves)}; over the burst {fmt(whole, 2)}"
+            f"server's too): {' '.join(f'{c:.2f}' for c in run.machine_halves)}; "
+            f"over the burst {fmt(run.machine_busy, 2)}"
         )
         print_cost(run.samples, "burst due", "burst done", burst.n)
         print(
