@@ -15,13 +15,22 @@ On PostgreSQL a pusher that finds its queue empty waits for a NOTIFY on its queu
 sent by each enqueue (at commit, once per transaction), instead of sleeping a whole poll: a
 task is taken as soon as it is committed, not up to `Q_POLL_SECONDS` later. The poll is still
 the longest wait, so a lost notification costs no more than before. SQLite has no such
-signal and sleeps the poll.
+signal and sleeps the poll. The tasks of one `enqueued_together` send one NOTIFY, at its end
+(a NOTIFY is delivered at commit: one per transaction is all a pusher can see).
+
+django-q2 runs `close_old_connections` before every use of the queue, which with
+CONN_HEALTH_CHECKS is a `SELECT 1` round trip each time, and deletes an acknowledged task
+inside a transaction of its own: four statements per task done (a tenth of a PostgreSQL
+burst's statements, docs/BENCHMARKS.md). Here a thread's connection is checked at most once
+a second and after an error (core/keeper.py `ConnectionCheck`), and a task is deleted with
+one statement.
 """
 
 from __future__ import annotations
 
 import contextlib
 import re
+import threading
 from collections.abc import Iterator
 from datetime import timedelta
 from time import sleep
@@ -34,21 +43,59 @@ from django_q.brokers.orm import ORM
 from django_q.conf import Conf
 from django_q.models import OrmQ
 
+from core.keeper import ConnectionCheck
+
 
 class BulkORM(ORM):
     def __init__(self, *args, **kwargs) -> None:
+        self._local = threading.local()  # per thread: its connection's check, its held NOTIFY
         super().__init__(*args, **kwargs)
         # NOTIFY channel of this queue (an identifier: the cluster's name, letters kept).
         self.channel = "q_" + re.sub(r"\W", "_", self.list_key or Conf.CLUSTER_NAME, flags=re.ASCII)[:60]
         self._listening = None  # the driver connection that has LISTENed on it
 
+    def get_connection(self, list_key: str | None = None) -> QuerySet:
+        if transaction.get_autocommit(using=Conf.ORM):
+            if not hasattr(self._local, "check"):
+                self._local.check = ConnectionCheck()
+            self._local.check()
+        return OrmQ.objects.using(Conf.ORM)
+
+    def delete(self, task_id: int) -> None:
+        """A task done (acknowledged or failed) leaves the queue: one DELETE."""
+        self.get_connection()
+        connection = connections[Conf.ORM]
+        table, pk = (connection.ops.quote_name(name) for name in (OrmQ._meta.db_table, OrmQ._meta.pk.column))
+        with connection.cursor() as cursor:
+            cursor.execute(f"DELETE FROM {table} WHERE {pk} = %s", [task_id])
+
     def enqueue(self, task: str) -> int:
         pk = super().enqueue(task)
+        if getattr(self._local, "held", None) is not None:
+            self._local.held += 1  # inside `notifying_once`: one NOTIFY at its end
+        else:
+            self._notify()
+        return pk
+
+    @contextlib.contextmanager
+    def notifying_once(self) -> Iterator[None]:
+        """The tasks enqueued inside (in the caller's transaction) send one NOTIFY, at the end."""
+        if getattr(self._local, "held", None) is not None:  # nested: the outer one notifies
+            yield
+            return
+        self._local.held = 0
+        try:
+            yield
+            if self._local.held:
+                self._notify()
+        finally:
+            self._local.held = None
+
+    def _notify(self) -> None:
         connection = connections[Conf.ORM]
         if connection.vendor == "postgresql":
             with connection.cursor() as cursor:
                 cursor.execute("SELECT pg_notify(%s, '')", [self.channel])
-        return pk
 
     def dequeue(self) -> list[tuple[int, str]] | None:
         if Conf.BULK <= 1:
@@ -105,7 +152,8 @@ def enqueued_together(broker: Broker) -> Iterator[None]:
     broker (one transaction: on SQLite, one turn of the write lock); Redis is unchanged, and
     so is `sync` (Q_SYNC, tests), where each task runs at once, in its caller."""
     if isinstance(broker, ORM) and not Conf.SYNC:
-        with transaction.atomic(using=Conf.ORM):
+        once = broker.notifying_once() if isinstance(broker, BulkORM) else contextlib.nullcontext()
+        with transaction.atomic(using=Conf.ORM), once:
             yield
     else:
         yield

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 from datetime import timedelta
+from types import SimpleNamespace
 
 import pytest
 from django.db import connection, transaction
@@ -13,6 +14,7 @@ from django.utils import timezone
 from django_q.conf import Conf
 from django_q.models import OrmQ
 
+import core.keeper
 from core.orm_broker import BulkORM, enqueued_together
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -149,6 +151,53 @@ def test_a_pusher_on_a_new_connection_listens_looks_again_and_still_waits(bulk, 
         # The read, the LISTEN, the second look; then a wait, not another turn of the loop.
         assert [q["sql"].split()[0] for q in queries.captured_queries] == ["SELECT", "LISTEN", "SELECT"]
     assert waits == [Conf.POLL, Conf.POLL]
+
+
+def test_a_task_done_leaves_the_queue_with_one_statement_and_no_health_check_each(bulk, monkeypatch):
+    monkeypatch.setattr(core.keeper, "time", SimpleNamespace(monotonic=lambda: 1000.0))  # one instant
+    for n in range(3):
+        bulk.enqueue(f"task {n}")
+    done = [pk for pk, _ in bulk.dequeue()]
+    checks, statements = [], []
+    usable = connection.is_usable
+    monkeypatch.setattr(connection, "is_usable", lambda: checks.append(True) or usable())
+
+    def record(execute, sql, params, many, context):
+        statements.append((sql.split()[0], context["connection"].get_autocommit()))
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(record):
+        bulk.acknowledge(done[0])
+        bulk.fail(done[1])  # a failed task (ack_failures) leaves the same way
+        bulk.acknowledge(done[2])
+
+    assert statements == [("DELETE", True)] * 3  # in autocommit: no BEGIN and COMMIT around it
+    assert len(checks) <= 1  # the connection is asked at most once a second, not per task
+    assert not OrmQ.objects.exists()
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="NOTIFY: SQLite sleeps the poll")
+def test_a_passs_tasks_send_one_notify_and_a_lone_task_its_own(monkeypatch):
+    monkeypatch.setattr(Conf, "SYNC", False)
+    broker = BulkORM(list_key="deliveries")
+
+    def notifies(queries: CaptureQueriesContext) -> int:
+        return sum("pg_notify" in q["sql"] for q in queries.captured_queries)
+
+    with CaptureQueriesContext(connection) as together:
+        with enqueued_together(broker):
+            broker.enqueue("one")
+            with enqueued_together(broker):  # nested: still the outer block's one NOTIFY
+                broker.enqueue("two")
+            broker.enqueue("three")
+    with CaptureQueriesContext(connection) as alone:
+        broker.enqueue("four")
+
+    sql = [q["sql"].split()[0] for q in together.captured_queries]
+    assert notifies(together) == 1
+    assert sql.index("SELECT") > max(at for at, verb in enumerate(sql) if verb == "INSERT")  # at the end
+    assert notifies(alone) == 1
+    assert OrmQ.objects.count() == 4
 
 
 def test_a_passs_tasks_commit_together_on_the_orm_broker(monkeypatch):
