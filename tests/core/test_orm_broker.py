@@ -135,6 +135,56 @@ def test_an_idle_pusher_on_postgresql_takes_a_task_when_it_is_committed_not_a_po
     assert [payload for _, payload in taken] == ["due now"]
 
 
+@pytest.mark.skipif(connection.vendor != "sqlite", reason="PostgreSQL wakes a pusher with NOTIFY")
+def test_an_idle_pusher_on_sqlite_takes_a_task_when_it_is_committed_not_a_poll_later(monkeypatch, tmp_path):
+    # The tests' SQLite database is in memory (no file beside it): the file is given here.
+    monkeypatch.setattr(BulkORM, "wake_file", lambda broker: tmp_path / f"db.sqlite3-{broker.channel}")
+    monkeypatch.setattr(Conf, "SYNC", False)
+    monkeypatch.setattr(Conf, "BULK", 3)
+    monkeypatch.setattr(Conf, "POLL", 60.0)
+    pusher, taken, waiting = BulkORM(list_key="deliveries"), [], threading.Event()
+    real_wait = BulkORM._wait_for_file
+
+    def wait(broker, woken):
+        waiting.set()  # its read is over (in-memory SQLite's shared cache does not wait on locks)
+        return real_wait(broker, woken)
+
+    monkeypatch.setattr(BulkORM, "_wait_for_file", wait)
+
+    def run_pusher():
+        try:
+            while not taken:  # empty: it waits for its wake file, for at most a 60 s poll
+                taken.extend(pusher.dequeue() or [])
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=run_pusher, daemon=True)
+    thread.start()
+    assert waiting.wait(10)  # it has found the queue empty
+    broker = BulkORM(list_key="deliveries")
+    with pytest.raises(RuntimeError), enqueued_together(broker):
+        broker.enqueue("rolled back")
+        raise RuntimeError("the pass failed: nothing committed, nobody woken")
+    assert not (tmp_path / "db.sqlite3-q_deliveries").exists()
+    with enqueued_together(broker):
+        broker.enqueue("due now")
+    thread.join(15)
+
+    assert not thread.is_alive(), "the pusher slept its poll: the commit did not wake it"
+    assert [payload for _, payload in taken] == ["due now"]
+
+
+@pytest.mark.skipif(connection.vendor != "sqlite", reason="PostgreSQL wakes a pusher with NOTIFY")
+def test_a_database_in_memory_has_no_wake_file_and_its_pusher_sleeps_the_poll(bulk, monkeypatch):
+    naps = []
+    monkeypatch.setattr("core.orm_broker.sleep", naps.append)
+    monkeypatch.setattr(Conf, "POLL", 0.2)
+
+    assert bulk.wake_file() is None  # the tests' SQLite database is in memory: one process
+    assert bulk.dequeue() is None
+    assert naps == [0.2]
+
+
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="NOTIFY: SQLite sleeps the poll")
 def test_a_pusher_on_a_new_connection_listens_looks_again_and_still_waits(bulk, monkeypatch):
     waits = []
