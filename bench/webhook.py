@@ -23,6 +23,8 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
+import urllib.request
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -68,10 +70,10 @@ def parse_args() -> argparse.Namespace:
 # -- servers -----------------------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind((HOST, 0))
-        return sock.getsockname()[1]
+def held_socket() -> socket.socket:
+    """A listening socket on a free port, handed to gunicorn as `fd://N`: bound from here on, so
+    no other socket can take the port between choosing it and the server starting."""
+    return socket.create_server((HOST, 0))
 
 
 def base_env(database_url: str) -> dict[str, str]:
@@ -96,25 +98,30 @@ def manage(env: dict[str, str], *args: str) -> str:
     return subprocess.run(cmd, cwd=ROOT, env=env, check=True, capture_output=True, text=True).stdout
 
 
-def start_gunicorn(app: str, env: dict[str, str], port: int, threads: int) -> subprocess.Popen:
-    """gunicorn with automedia's gunicorn.conf.py (2 workers), the given threads and port."""
+def start_gunicorn(app: str, env: dict[str, str], listener: socket.socket, threads: int) -> subprocess.Popen:
+    """gunicorn with automedia's gunicorn.conf.py (2 workers), the given threads, on `listener`."""
+    port, fd = listener.getsockname()[1], listener.fileno()
     cmd = [sys.executable, "-m", "gunicorn", app, "--config", str(ROOT / "gunicorn.conf.py")]
-    cmd += ["--workers", "2", "--bind", f"{HOST}:{port}"]
+    cmd += ["--workers", "2", "--bind", f"fd://{fd}"]
     cmd += ["--chdir", str(ROOT), "--no-control-socket", "--log-level", "warning"]
     proc = subprocess.Popen(
-        cmd, cwd=ROOT, env={**env, "GUNICORN_THREADS": str(threads)}
+        cmd, cwd=ROOT, env={**env, "GUNICORN_THREADS": str(threads)}, pass_fds=(fd,)
     )  # the conf picks the worker
+    # The socket listens already (the kernel accepts connections for it): ready means
+    # gunicorn answers HTTP, with any status.
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise SystemExit(f"gunicorn {app} exited with {proc.returncode}")
         try:
-            socket.create_connection((HOST, port), timeout=1).close()
+            urllib.request.urlopen(f"http://{HOST}:{port}/", timeout=1).close()
+            return proc
+        except urllib.error.HTTPError:
             return proc
         except OSError:
             time.sleep(0.1)
     stop(proc)
-    raise SystemExit(f"gunicorn {app} did not listen on {port} within 30 s")
+    raise SystemExit(f"gunicorn {app} did not answer on {port} within 30 s")
 
 
 def stop(proc: subprocess.Popen) -> None:
@@ -260,7 +267,8 @@ def run(args: argparse.Namespace, tmp: Path) -> int:
     database = args.database_url or f"sqlite:///{tmp / 'bench.sqlite3'}"
     env = base_env(database)
     manage(env, "migrate", "--noinput")
-    port, project_port, bare_port = free_port(), free_port(), free_port()
+    listeners = [held_socket() for _ in range(3)]
+    port, project_port, bare_port = (listener.getsockname()[1] for listener in listeners)
     tenant = manage(
         env, "add_tenant", "bench", "--backlog-url", "http://127.0.0.1:9", "--backlog-api-key", "k",
         "--backlog-project", "ACME", "--base-url", f"http://{HOST}:{port}", "--json",
@@ -272,16 +280,17 @@ def run(args: argparse.Namespace, tmp: Path) -> int:
     bare_env = {**env, "DJANGO_SETTINGS_MODULE": "bench.bare_site"}
     project_env = {**env, "DJANGO_SETTINGS_MODULE": "bench.project_site"}
     results = []
-    for target, app, srv_env, srv_port in (
-        ("automedia", "automedia_site.wsgi", env, port),
-        ("project-bare", "automedia_site.wsgi", project_env, project_port),
-        ("bare", "bench.bare_site:application", bare_env, bare_port),
+    for target, app, srv_env, srv_port, listener in (
+        ("automedia", "automedia_site.wsgi", env, port, listeners[0]),
+        ("project-bare", "automedia_site.wsgi", project_env, project_port, listeners[1]),
+        ("bare", "bench.bare_site:application", bare_env, bare_port, listeners[2]),
     ):
-        proc = start_gunicorn(app, srv_env, srv_port, args.threads)
+        proc = start_gunicorn(app, srv_env, listener, args.threads)
         try:
             results.append(measure(target, srv_port, path, warm, bodies, args.concurrency))
         finally:
             stop(proc)
+            listener.close()
     counts = event_counts(env, first_id + args.warmup, args.requests)
     ratio = results[0].req_s / results[2].req_s  # against the bare Django view
     engine = "postgresql" if database.startswith("postgres") else "sqlite (WAL)"
