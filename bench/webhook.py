@@ -267,8 +267,8 @@ def run(args: argparse.Namespace, tmp: Path) -> int:
     database = args.database_url or f"sqlite:///{tmp / 'bench.sqlite3'}"
     env = base_env(database)
     manage(env, "migrate", "--noinput")
-    listeners = [held_socket() for _ in range(3)]
-    port, project_port, bare_port = (listener.getsockname()[1] for listener in listeners)
+    automedia, project, bare = held_socket(), held_socket(), held_socket()
+    port = automedia.getsockname()[1]
     tenant = manage(
         env, "add_tenant", "bench", "--backlog-url", "http://127.0.0.1:9", "--backlog-api-key", "k",
         "--backlog-project", "ACME", "--base-url", f"http://{HOST}:{port}", "--json",
@@ -280,14 +280,14 @@ def run(args: argparse.Namespace, tmp: Path) -> int:
     bare_env = {**env, "DJANGO_SETTINGS_MODULE": "bench.bare_site"}
     project_env = {**env, "DJANGO_SETTINGS_MODULE": "bench.project_site"}
     results = []
-    for target, app, srv_env, srv_port, listener in (
-        ("automedia", "automedia_site.wsgi", env, port, listeners[0]),
-        ("project-bare", "automedia_site.wsgi", project_env, project_port, listeners[1]),
-        ("bare", "bench.bare_site:application", bare_env, bare_port, listeners[2]),
+    for target, app, srv_env, listener in (
+        ("automedia", "automedia_site.wsgi", env, automedia),
+        ("project-bare", "automedia_site.wsgi", project_env, project),
+        ("bare", "bench.bare_site:application", bare_env, bare),
     ):
         proc = start_gunicorn(app, srv_env, listener, args.threads)
         try:
-            results.append(measure(target, srv_port, path, warm, bodies, args.concurrency))
+            results.append(measure(target, listener.getsockname()[1], path, warm, bodies, args.concurrency))
         finally:
             stop(proc)
             listener.close()

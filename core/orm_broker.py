@@ -74,7 +74,7 @@ class BulkORM(ORM):
 
     def delete(self, task_id: int) -> None:
         """A task done (acknowledged or failed) leaves the queue: one DELETE."""
-        self.get_connection()
+        self.get_connection()  # the thread's connection check, as before every use of the queue
         connection = connections[Conf.ORM]
         table, pk = (connection.ops.quote_name(name) for name in (OrmQ._meta.db_table, OrmQ._meta.pk.column))
         with connection.cursor() as cursor:
