@@ -224,9 +224,9 @@ else:
     Q_CLUSTER["orm"] = "default"
     Q_CLUSTER["broker_class"] = "core.orm_broker.BulkORM"
     # How long a qcluster's pusher sleeps when it finds the ORM broker's queue empty (Redis
-    # wakes it at once; for the deliveries cluster, the enqueue's commit does: a NOTIFY on
-    # PostgreSQL, a wake file beside the database on SQLite, core/orm_broker.py): the longest
-    # a task queued just then waits when that wake is missed, and always on the default cluster.
+    # wakes it at once; with the ORM broker the enqueue's commit does: a NOTIFY on PostgreSQL,
+    # a wake file beside the database on SQLite, core/orm_broker.py): the longest a task
+    # queued just then waits when that wake is missed.
     Q_CLUSTER["poll"] = env.float("Q_POLL_SECONDS", default=0.2)
 
 REST_FRAMEWORK = {

@@ -5,13 +5,13 @@ django-q2's own ORM broker hands out one task per SELECT and UPDATE (`bulk` is i
 beyond the SELECT's limit: each task is still its own UPDATE), and each task enqueued is
 an INSERT of its own. On SQLite every one of those writes is a write transaction, taken in
 turn with the deliverers' own; a burst's pusher spent its time waiting for that lock while
-the workers waited for it. Here a pusher takes up to `bulk` tasks (Q_CLUSTER, per cluster)
-with one UPDATE, and `enqueued_together` puts the INSERTs of several tasks into one
-transaction. Which task a cluster gets is decided as before: only a task whose lock has
-passed is taken, under the row lock on PostgreSQL (SKIP LOCKED: two pushers never wait
-for each other) and under SQLite's write lock.
+the workers waited for it. Here a pusher takes up to `bulk` tasks (Q_CLUSTER, per cluster:
+the default cluster's is django-q2's default, 1) with one UPDATE, and `enqueued_together`
+puts the INSERTs of several tasks into one transaction. Which task a cluster gets is
+decided as before: only a task whose lock has passed is taken, under the row lock on
+PostgreSQL (SKIP LOCKED: two pushers never wait for each other) and under SQLite's write lock.
 
-On PostgreSQL a pusher that finds its queue empty waits for a NOTIFY on its queue's channel,
+On PostgreSQL a pusher (of either cluster) that finds its queue empty waits for a NOTIFY on its queue's channel,
 sent by each enqueue (at commit, once per transaction), instead of sleeping a whole poll: a
 task is taken as soon as it is committed, not up to `Q_POLL_SECONDS` later. The poll is still
 the longest wait, so a lost notification costs no more than before. The tasks of one
@@ -119,8 +119,6 @@ class BulkORM(ORM):
         return Path(f"{connection.settings_dict['NAME']}-{self.channel}")
 
     def dequeue(self) -> list[tuple[int, str]] | None:
-        if Conf.BULK <= 1:
-            return super().dequeue()
         queue = self.get_connection()
         woken = _stamp(self.wake_file())  # before the read: a commit after it wakes the wait
         # Read first, outside a transaction: an empty queue (most polls) takes no write lock.

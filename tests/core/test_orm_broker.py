@@ -4,6 +4,7 @@ tasks whose lock has passed, oldest first; a scheduler pass's tasks commit toget
 from __future__ import annotations
 
 import threading
+import time
 from datetime import timedelta
 from types import SimpleNamespace
 
@@ -69,12 +70,19 @@ def test_an_empty_queue_is_one_read_and_no_write(bulk):
     assert queries.captured_queries[0]["sql"].startswith("SELECT")
 
 
-def test_bulk_of_one_is_django_q2s_own_dequeue(bulk, monkeypatch):
-    monkeypatch.setattr(Conf, "BULK", 1)
-    bulk.enqueue("one")
-    bulk.enqueue("two")
+def test_the_default_clusters_pusher_takes_one_task_the_same_way(bulk, monkeypatch):
+    monkeypatch.setattr(Conf, "BULK", 1)  # django-q2's default: the default cluster's
+    default = BulkORM(list_key="automedia")
+    default.enqueue("one")
+    default.enqueue("two")
 
-    assert [payload for _, payload in bulk.dequeue()] == ["one"]
+    with CaptureQueriesContext(connection) as queries:
+        assert [payload for _, payload in default.dequeue()] == ["one"]
+    assert [payload for _, payload in default.dequeue()] == ["two"]
+    assert len(writes(queries)) == 1
+    # Locked for Conf.RETRY, as a batch is.
+    assert all(t.lock > timezone.now() + timedelta(seconds=Conf.RETRY - 60) for t in OrmQ.objects.all())
+    assert default.dequeue() is None
 
 
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="row locks: SQLite has one write lock")
@@ -106,43 +114,50 @@ def test_two_pushers_on_postgresql_never_take_the_same_task_nor_wait(bulk):
 
 
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="NOTIFY: SQLite sleeps the poll")
-def test_an_idle_pusher_on_postgresql_takes_a_task_when_it_is_committed_not_a_poll_later(
-    monkeypatch,
-):
-    monkeypatch.setattr(Conf, "BULK", 3)
+@pytest.mark.parametrize("size", [3, 1], ids=["deliveries", "default cluster"])
+def test_an_idle_pusher_on_postgresql_takes_a_task_when_it_is_committed_not_a_poll_later(monkeypatch, size):
+    monkeypatch.setattr(Conf, "BULK", size)
     monkeypatch.setattr(Conf, "POLL", 60.0)
     pusher = BulkORM(list_key="deliveries")
-    taken = []
+    taken, given_up = [], threading.Event()
 
     def run_pusher():
         try:
-            while not taken:  # empty: it LISTENs, then waits for at most a 60 s poll
+            while not taken and not given_up.is_set():  # empty: it LISTENs, then waits up to 60 s
                 taken.extend(pusher.dequeue() or [])
         finally:
             connection.close()
 
     thread = threading.Thread(target=run_pusher, daemon=True)
     thread.start()
-    listening = threading.Event()
-    while not listening.wait(0.01):
-        if pusher._listening is not None:
-            listening.set()
+    deadline = time.monotonic() + 10
+    while pusher._listening is None and time.monotonic() < deadline:  # it has found the queue empty
+        time.sleep(0.01)
     with enqueued_together(BulkORM(list_key="deliveries")):
         BulkORM(list_key="deliveries").enqueue("due now")
     thread.join(15)
+    given_up.set()  # a pusher that slept its poll stops after it, not in a loop (the test fails)
 
     assert not thread.is_alive(), "the pusher slept its poll: no NOTIFY woke it"
     assert [payload for _, payload in taken] == ["due now"]
 
 
 @pytest.mark.skipif(connection.vendor != "sqlite", reason="PostgreSQL wakes a pusher with NOTIFY")
-def test_an_idle_pusher_on_sqlite_takes_a_task_when_it_is_committed_not_a_poll_later(monkeypatch, tmp_path):
+@pytest.mark.parametrize("size", [3, 1], ids=["deliveries", "default cluster"])
+def test_an_idle_pusher_on_sqlite_takes_a_task_when_it_is_committed_not_a_poll_later(
+    monkeypatch, tmp_path, size
+):
     # The tests' SQLite database is in memory (no file beside it): the file is given here.
     monkeypatch.setattr(BulkORM, "wake_file", lambda broker: tmp_path / f"db.sqlite3-{broker.channel}")
     monkeypatch.setattr(Conf, "SYNC", False)
-    monkeypatch.setattr(Conf, "BULK", 3)
+    monkeypatch.setattr(Conf, "BULK", size)
     monkeypatch.setattr(Conf, "POLL", 60.0)
-    pusher, taken, waiting = BulkORM(list_key="deliveries"), [], threading.Event()
+    pusher, taken, waiting, given_up = (
+        BulkORM(list_key="deliveries"),
+        [],
+        threading.Event(),
+        threading.Event(),
+    )
     real_wait = BulkORM._wait_for_file
 
     def wait(broker, woken):
@@ -153,7 +168,7 @@ def test_an_idle_pusher_on_sqlite_takes_a_task_when_it_is_committed_not_a_poll_l
 
     def run_pusher():
         try:
-            while not taken:  # empty: it waits for its wake file, for at most a 60 s poll
+            while not taken and not given_up.is_set():  # empty: it waits for its wake file, <= 60 s
                 taken.extend(pusher.dequeue() or [])
         finally:
             connection.close()
@@ -169,6 +184,7 @@ def test_an_idle_pusher_on_sqlite_takes_a_task_when_it_is_committed_not_a_poll_l
     with enqueued_together(broker):
         broker.enqueue("due now")
     thread.join(15)
+    given_up.set()  # a pusher that slept its poll stops after it, not in a loop (the test fails)
 
     assert not thread.is_alive(), "the pusher slept its poll: the commit did not wake it"
     assert [payload for _, payload in taken] == ["due now"]
