@@ -14,9 +14,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -33,25 +33,11 @@ django.setup()
 from django.conf import settings  # noqa: E402
 
 from bench.machine import calibration  # noqa: E402
+from bench.webhook import fake_url  # noqa: E402
 from core.http import http_client  # noqa: E402
 
 ENGINES = ("curl", "httpx")
 BODY = {"to": "C" + "0" * 32, "messages": [{"type": "text", "text": "タスクを承りました #1"}]}
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def wait_for(port: int) -> None:
-    for _ in range(100):
-        with socket.socket() as probe:
-            if probe.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.05)
-    raise SystemExit(f"the fake LINE did not listen on {port}")
 
 
 def per_call(engine: str, base_url: str, token: str, calls: int) -> tuple[float, float]:
@@ -83,19 +69,20 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    port, token = free_port(), "bench-token"
-    command = [sys.executable, "-m", "sandbox.line", "--port", str(port), "--token", token]
-    fake = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        wait_for(port)
-        loop = calibration()
-        rounds = [
-            {engine: per_call(engine, f"http://127.0.0.1:{port}", token, args.calls) for engine in ENGINES}
-            for _ in range(args.rounds)
-        ]
-    finally:
-        fake.terminate()
-        fake.wait()
+    token = "bench-token"
+    command = [sys.executable, "-m", "sandbox.line", "--port", "0", "--token", token]
+    with tempfile.NamedTemporaryFile(prefix="bench-http-line-", suffix=".log") as log:
+        fake = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=log)
+        try:
+            base_url = fake_url(fake, Path(log.name), "LINE", timeout=10.0)
+            loop = calibration()
+            rounds = [
+                {engine: per_call(engine, base_url, token, args.calls) for engine in ENGINES}
+                for _ in range(args.rounds)
+            ]
+        finally:
+            fake.terminate()
+            fake.wait()
     best = {engine: min(r[engine][0] for r in rounds) for engine in ENGINES}
     result = {
         "calibration_loop_s": round(loop, 2),

@@ -21,7 +21,6 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -32,7 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.webhook import HOST, base_env, free_port, manage, postgres, stop  # noqa: E402
+from bench.webhook import base_env, fake_url, manage, postgres, stop  # noqa: E402
 
 API_KEY = "bench-api-key"
 WALL_TARGET_S = 30.0  # the normal scan (run 2)
@@ -75,24 +74,16 @@ def parse_args() -> argparse.Namespace:
 
 
 def start_fake(
-    port: int, projects: list[str], issues: int, limits: list[str] | None = None, log: Path | None = None
-) -> subprocess.Popen:
-    cmd = [sys.executable, "-m", "sandbox.backlog", "--port", str(port), "--api-key", API_KEY]
+    projects: list[str], issues: int, limits: list[str], log: Path
+) -> tuple[subprocess.Popen, str]:
+    """The fake Backlog on a port of its choosing, seeded; (its process, its base URL) once it
+    listens (after seeding)."""
+    cmd = [sys.executable, "-m", "sandbox.backlog", "--port", "0", "--api-key", API_KEY]
     cmd += [arg for key in projects for arg in ("--project", key)] + ["--seed-approved", str(issues)]
-    cmd += limits or []
-    stderr = log.open("wb") if log is not None else subprocess.DEVNULL
-    proc = subprocess.Popen(cmd, cwd=ROOT, stderr=stderr)
-    deadline = time.monotonic() + 120  # it listens once seeding is done
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise SystemExit(f"fake Backlog exited with {proc.returncode}")
-        try:
-            socket.create_connection((HOST, port), timeout=1).close()
-            return proc
-        except OSError:
-            time.sleep(0.2)
-    stop(proc)
-    raise SystemExit("fake Backlog did not listen within 120 s")
+    cmd += limits
+    with log.open("wb") as stderr:
+        proc = subprocess.Popen(cmd, cwd=ROOT, stderr=stderr)
+    return proc, fake_url(proc, log, "Backlog", timeout=120.0)
 
 
 def peak_rss_mb(pid: int) -> float:
@@ -145,11 +136,10 @@ def measure_size(args: argparse.Namespace, issues: int, tmp: Path) -> tuple[list
     env = base_env(database)
     manage(env, "migrate", "--noinput")
     projects = [f"BENCH{i}" for i in range(args.tenants)]
-    port = free_port()
     fake_log = tmp / f"fake-{issues}.log"
-    fake = start_fake(port, projects, issues, _limits(args), fake_log)
+    fake, fake_base = start_fake(projects, issues, _limits(args), fake_log)
     try:
-        add_tenants(env, f"http://{HOST}:{port}", projects)
+        add_tenants(env, fake_base, projects)
         runs = []
         for name in ("1: all leaks, rescued", "2: all scheduled"):
             code, wall, cpu, rss, report = scan(env, tmp, args.workers)

@@ -15,6 +15,7 @@ import argparse
 import asyncio
 import json
 import os
+import re
 import runpy
 import secrets
 import signal
@@ -74,6 +75,24 @@ def held_socket() -> socket.socket:
     """A listening socket on a free port, handed to gunicorn as `fd://N`: bound from here on, so
     no other socket can take the port between choosing it and the server starting."""
     return socket.create_server((HOST, 0))
+
+
+def fake_url(proc: subprocess.Popen, log: Path, name: str, timeout: float = 120.0) -> str:
+    """The base URL of a sandbox fake started with `--port 0` (`python -m sandbox.line`,
+    `sandbox.backlog`), from the line it logs to `log` once it listens ("fake LINE at
+    http://...:N/"): the port is the one it bound itself, so nothing can take it between
+    choosing it and listening, as with a port found free here and bound later."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if found := re.search(rf"fake {name} at (http://\S+?)/?$", log.read_text(errors="replace"), re.M):
+            return found.group(1)
+        if proc.poll() is not None:
+            raise SystemExit(
+                f"fake {name} exited with {proc.returncode}: {log.read_text(errors='replace')[-500:]}"
+            )
+        time.sleep(0.05)
+    stop(proc)
+    raise SystemExit(f"fake {name} did not listen within {timeout:.0f} s")
 
 
 def base_env(database_url: str) -> dict[str, str]:

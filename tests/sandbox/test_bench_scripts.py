@@ -1,0 +1,62 @@
+"""The benchmarks' scripts (bench/, run by `make bench-*` and `make chaos`, not by the suite):
+each one still starts, and the fakes they start on a port of their own choosing are found."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+
+from bench.webhook import fake_url, stop
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPTS = ["webhook.py", "scan.py", "delivery.py", "linepush.py", "http_client.py", "profile_top.py"]
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_each_benchmark_starts(script):
+    # --help imports every module the script needs: a name moved or removed fails here,
+    # not on the next person's `make bench-...`.
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / script), "--help"], cwd=ROOT, capture_output=True, text=True
+    )
+
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "usage:" in done.stdout
+
+
+def test_the_chaos_campaign_starts():
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.chaos", "--help"], cwd=ROOT, capture_output=True, text=True
+    )
+
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_a_fake_started_on_port_zero_is_found_at_the_port_it_bound(tmp_path):
+    log = tmp_path / "line.log"
+    command = [sys.executable, "-m", "sandbox.line", "--port", "0", "--token", "t"]
+    with log.open("wb") as stderr:
+        proc = subprocess.Popen(command, cwd=ROOT, stderr=stderr)
+    try:
+        url = fake_url(proc, log, "LINE", timeout=30.0)
+        answer = httpx.get(f"{url}/v2/bot/message/quota", headers={"Authorization": "Bearer t"}, timeout=5.0)
+    finally:
+        stop(proc)
+
+    assert url.startswith("http://127.0.0.1:") and not url.endswith(":0")
+    assert answer.status_code == 200
+
+
+def test_a_fake_that_exits_before_listening_is_reported(tmp_path):
+    log = tmp_path / "line.log"
+    with log.open("wb") as stderr:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "sandbox.line", "--no-such-flag"], cwd=ROOT, stderr=stderr
+        )
+
+    with pytest.raises(SystemExit, match="fake LINE exited with 2"):
+        fake_url(proc, log, "LINE", timeout=30.0)
