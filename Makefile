@@ -8,7 +8,7 @@ PORT   ?= 8000
 SANDBOX_BACKLOG := BACKLOG_ALLOWED_HOSTS=127.0.0.1,localhost
 SANDBOX_PLATFORMS := INSTAGRAM_GRAPH_BASE_URL=http://127.0.0.1:8083 TIKTOK_API_BASE_URL=http://127.0.0.1:8084 HUBSPOT_API_BASE_URL=http://127.0.0.1:8085 TIKTOK_CLIENT_KEY=sandbox-client-key TIKTOK_CLIENT_SECRET=sandbox-client-secret
 
-.PHONY: venv test run migrate seed lint format bench-webhook bench-scan bench-delivery bench-linepush bench-http chaos clean
+.PHONY: venv test run migrate seed lint format bench-webhook bench-scan bench-delivery bench-approval bench-linepush bench-http chaos clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -56,6 +56,9 @@ bench-scan: venv
 
 bench-delivery: venv
 	$(PY) bench/delivery.py
+
+bench-approval: venv
+	$(PY) bench/approval.py
 
 bench-linepush: venv
 	$(PY) bench/linepush.py

@@ -10,6 +10,7 @@ import bisect
 import itertools
 import operator
 import re
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta, timezone
@@ -234,6 +235,7 @@ class RecordedRequest:
     query: dict[str, list[str]]
     form: dict[str, list[str]]
     status: int
+    received_at: float = field(default_factory=time.time, compare=False)  # answered at (epoch s)
 
 
 @dataclass

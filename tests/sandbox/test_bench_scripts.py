@@ -13,7 +13,15 @@ import pytest
 from bench.webhook import fake_url, stop
 
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPTS = ["webhook.py", "scan.py", "delivery.py", "linepush.py", "http_client.py", "profile_top.py"]
+SCRIPTS = [
+    "webhook.py",
+    "scan.py",
+    "delivery.py",
+    "approval.py",
+    "linepush.py",
+    "http_client.py",
+    "profile_top.py",
+]
 
 
 @pytest.mark.parametrize("script", SCRIPTS)

@@ -384,9 +384,12 @@ def test_it_records_every_request(fake: FakeBacklog, api: httpx.Client) -> None:
     api.get("/issues/DEMO-1")
     fake.reset_requests()
 
+    before = time.time()
     api.patch("/issues/DEMO-1", data={"summary": "告知（改）", "comment": "直しました"})
     api.get("/issues/DEMO-9")
 
+    first, second = (r.received_at for r in fake.requests)
+    assert before <= first <= second <= time.time()  # when each was answered
     assert fake.requests == [
         RecordedRequest(
             "PATCH",
