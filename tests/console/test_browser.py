@@ -2,12 +2,15 @@
 
 `make test` installs Chromium (apt-get) when /usr/bin/chromium is missing; without it these
 tests fail, never skip. Playwright's own browser download is never used. The screenshots
-in docs/screenshots/ (shown in the README) are taken here.
+in docs/screenshots/ (shown in the README) are taken here: into that folder with
+`UPDATE_SCREENSHOTS=1 make test`, otherwise into a temporary one (a test run leaves the
+tracked images as they are).
 """
 
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Iterator
 from datetime import datetime, time, timedelta
 from pathlib import Path
@@ -42,7 +45,11 @@ CHROMIUM_ARGS = [
     "--disable-sync",
     "--no-first-run",
 ]
-SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+SCREENSHOTS = (
+    Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+    if os.environ.get("UPDATE_SCREENSHOTS") == "1"
+    else Path(tempfile.gettempdir()) / "automedia-screenshots"
+)
 PASSWORD = "pw"
 BANNER_URL = "https://example.jp/winter-banner.png"
 # Served by the page's route instead of the network (the machine is offline).
