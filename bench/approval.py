@@ -28,10 +28,11 @@ from bench.delivery import (  # noqa: E402
     ENV,
     PROJECT,
     PUBLISH_LEAD,
-    RESERVED,
     SLUG,
+    is_reservation,
     issue_body,
     new_group,
+    percentile,
     redis_flush,
     standard_plan,
     start_processes,
@@ -72,15 +73,15 @@ def parse_args() -> argparse.Namespace:
 
 def comment_received(stack: Stack, key: str) -> float | None:
     """When the fake Backlog received automedia's reservation comment on `key`."""
-    for r in list(stack.backlog.requests):
-        if (
-            r.method == "POST"
-            and r.path.endswith(f"/issues/{key}/comments")
-            and r.status < 300
-            and r.form.get("content", [""])[0].startswith(RESERVED)
-        ):
-            return r.received_at
-    return None
+    suffix = f"/issues/{key}/comments"
+    return next(
+        (
+            r.received_at
+            for r in list(stack.backlog.requests)
+            if is_reservation(r) and r.path.endswith(suffix)
+        ),
+        None,
+    )
 
 
 def approve_one(stack: Stack, template: str) -> float:
@@ -117,8 +118,8 @@ def run_setup(args: argparse.Namespace, database: str, broker: str, tmp: Path) -
     return Result(
         setup,
         len(ms),
-        round(ms[len(ms) // 2], 1),
-        round(ms[min(len(ms) - 1, int(len(ms) * 0.9))], 1),
+        round(percentile(ms, 0.5), 1),
+        round(percentile(ms, 0.9), 1),
         round(ms[-1], 1),
         round(sum(ms) / len(ms), 1),
     )

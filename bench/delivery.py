@@ -46,6 +46,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.machine import calibration  # noqa: E402
+from sandbox.backlog import RecordedRequest as BacklogRequest  # noqa: E402
 from sandbox.cpu import named_cpu_seconds  # noqa: E402
 from sandbox.line import RecordedLineRequest  # noqa: E402
 from sandbox.stack import Stack  # noqa: E402
@@ -323,10 +324,13 @@ def register(stack: Stack, count: int, how: str) -> dict[str, str]:
 
 
 def reserved(stack: Stack) -> int:
-    return sum(
-        1
-        for r in list(stack.backlog.requests)
-        if r.method == "POST"
+    return sum(1 for r in list(stack.backlog.requests) if is_reservation(r))
+
+
+def is_reservation(r: BacklogRequest) -> bool:
+    """The fake Backlog's record of automedia's reservation comment on an issue."""
+    return (
+        r.method == "POST"
         and r.path.endswith("/comments")
         and r.status < 300
         and r.form.get("content", [""])[0].startswith(RESERVED)

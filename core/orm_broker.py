@@ -11,9 +11,10 @@ puts the INSERTs of several tasks into one transaction. Which task a cluster get
 decided as before: only a task whose lock has passed is taken, under the row lock on
 PostgreSQL (SKIP LOCKED: two pushers never wait for each other) and under SQLite's write lock.
 
-On PostgreSQL a pusher (of either cluster) that finds its queue empty waits for a NOTIFY on its queue's channel,
-sent by each enqueue (at commit, once per transaction), instead of sleeping a whole poll: a
-task is taken as soon as it is committed, not up to `Q_POLL_SECONDS` later. The poll is still
+On PostgreSQL a pusher (of either cluster) that finds its queue empty waits for a NOTIFY on
+its queue's channel, sent by each enqueue (at commit, once per transaction), instead of
+sleeping a whole poll: a task is taken as soon as it is committed, not up to
+`Q_POLL_SECONDS` later. The poll is still
 the longest wait, so a lost notification costs no more than before. The tasks of one
 `enqueued_together` send one NOTIFY, at its end (a NOTIFY is delivered at commit: one per
 transaction is all a pusher can see). SQLite has no NOTIFY: there an enqueue's commit sets
@@ -120,11 +121,12 @@ class BulkORM(ORM):
 
     def dequeue(self) -> list[tuple[int, str]] | None:
         queue = self.get_connection()
-        woken = _stamp(self.wake_file())  # before the read: a commit after it wakes the wait
+        wake = self.wake_file()
+        woken = _stamp(wake)  # before the read: a commit after it wakes the wait
         # Read first, outside a transaction: an empty queue (most polls) takes no write lock.
         due = list(self._due().order_by("pk").values_list("pk", flat=True)[: Conf.BULK])
         if not due:
-            self._wait(woken)
+            self._wait(wake, woken)
             return None
         with transaction.atomic(using=Conf.ORM):
             now = timezone.now()
@@ -140,12 +142,12 @@ class BulkORM(ORM):
     def _due(self) -> QuerySet:
         return OrmQ.objects.using(Conf.ORM).filter(key=self.list_key, lock__lt=timezone.now())
 
-    def _wait(self, woken: int | None = None) -> None:
+    def _wait(self, wake: Path | None, woken: int | None) -> None:
         """Until a task may be queued: a NOTIFY on PostgreSQL, on SQLite a change of the wake
         file from `woken`; at most Conf.POLL seconds."""
         connection = connections[Conf.ORM]
         if connection.vendor != "postgresql" or connection.in_atomic_block:
-            self._wait_for_file(woken)
+            self._wait_for_file(wake, woken)
             return
         try:
             raw = connection.connection
@@ -166,8 +168,7 @@ class BulkORM(ORM):
             connection.close()
             sleep(Conf.POLL)
 
-    def _wait_for_file(self, woken: int | None) -> None:
-        wake = self.wake_file()
+    def _wait_for_file(self, wake: Path | None, woken: int | None) -> None:
         if wake is None:
             sleep(Conf.POLL)
             return

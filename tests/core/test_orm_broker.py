@@ -160,9 +160,9 @@ def test_an_idle_pusher_on_sqlite_takes_a_task_when_it_is_committed_not_a_poll_l
     )
     real_wait = BulkORM._wait_for_file
 
-    def wait(broker, woken):
+    def wait(broker, wake, woken):
         waiting.set()  # its read is over (in-memory SQLite's shared cache does not wait on locks)
-        return real_wait(broker, woken)
+        return real_wait(broker, wake, woken)
 
     monkeypatch.setattr(BulkORM, "_wait_for_file", wait)
 
