@@ -645,6 +645,22 @@ def print_cost(samples: dict[str, Sample], before: str, after: str, deliveries: 
     )
 
 
+def report(runs: list[DatabaseRun], speed: list[float], *, as_json: bool) -> None:
+    """The results on stdout: the table and the machine's speed, or (--json) one JSON object
+    holding both, so that `--json` output can be read by a JSON parser as it is."""
+    if as_json:
+        print(
+            json.dumps(
+                {"runs": [asdict(r) for r in runs], "cpus": os.cpu_count(), "calibration_s": speed}, indent=2
+            )
+        )
+        return
+    print_table(runs)
+    print(
+        f"machine speed (bench/machine.py): 10M additions in {speed[0]} s at the start, {speed[1]} s at the end"
+    )
+
+
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -708,14 +724,8 @@ def main() -> int:
             from bench.webhook import postgres
 
             postgres(POSTGRES_URL, create=False)
-    if args.json:
-        print(json.dumps({"runs": [asdict(r) for r in runs], "cpus": os.cpu_count()}, indent=2))
-    else:
-        print_table(runs)
     speed.append(calibration())
-    print(
-        f"machine speed (bench/machine.py): 10M additions in {speed[0]} s at the start, {speed[1]} s at the end"
-    )
+    report(runs, speed, as_json=args.json)
     print(f"total {time.monotonic() - began:.0f} s", file=sys.stderr)
     complete = all(r.received == r.n and not r.duplicates for run in runs for r in run.results)
     if not complete:

@@ -3,6 +3,7 @@ each one still starts, and the fakes they start on a port of their own choosing 
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -68,3 +69,13 @@ def test_a_fake_that_exits_before_listening_is_reported(tmp_path):
 
     with pytest.raises(SystemExit, match="fake LINE exited with 2"):
         fake_url(proc, log, "LINE", timeout=30.0)
+
+
+def test_the_delivery_benchmarks_json_is_one_object(capsys):
+    from bench.delivery import report
+
+    report([], [0.31, 0.33], as_json=True)
+
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["calibration_s"] == [0.31, 0.33]
+    assert printed["runs"] == []
