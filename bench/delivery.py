@@ -36,7 +36,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Iterable, Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -140,6 +140,8 @@ class DatabaseRun:
     claims_expired: int  # schedules claimed again after their lease ran out, burst due → settled
     machine_halves: list[float]  # the burst: the whole machine's CPUs busy in each half second after due
     machine_busy: float | None  # … and over the burst
+    # ERROR lines of each process's log from the window's start (the steady phase) to the end
+    log_errors: dict[str, list[str]] = field(default_factory=dict)
 
 
 PROCESSES = ("web", "worker", "deliverer", "scheduler")
@@ -528,6 +530,7 @@ def run_database(args: argparse.Namespace, database: str, broker: str, tmp: Path
         burst_at = start + args.steady_seconds + BURST_GAP_S
         burst_groups = {groups[k]: burst_at for k in keys[steady_n:]}
         samples["window"] = sample(stack)
+        logged = {name: len(stack.log(name)) for name in PROCESSES}  # startup's lines are not counted
         wait_pushes(stack, steady_groups, BURST_GAP_S - 1)
         samples["steady done"] = sample(stack)
         time.sleep(max(0.0, burst_at - time.time() - (1.0 if args.profile else 0.0)))
@@ -551,14 +554,32 @@ def run_database(args: argparse.Namespace, database: str, broker: str, tmp: Path
         wait_pushes(stack, compare, DJANGO_Q_SCHEDULER_S + 15)
         samples["end"] = sample(stack)
         pushes = stack.line.sent("push")
+        errors = {name: error_lines(stack.log(name)[logged[name] :]) for name in PROCESSES}
     results = [
         steady_result("automedia steady", database, pushes, steady_groups),
         burst_result(database, pushes, burst_groups),
         steady_result("django-q2 ONCE steady", database, pushes, compare),
     ]
     return DatabaseRun(
-        database, args.delivery_workers, args.register, len(keys), samples, results, expired, halves, busy
+        database,
+        args.delivery_workers,
+        args.register,
+        len(keys),
+        samples,
+        results,
+        expired,
+        halves,
+        busy,
+        {name: lines for name, lines in errors.items() if lines},
     )
+
+
+def error_lines(log: str) -> list[str]:
+    """The lines of a process's log at ERROR or CRITICAL, with their time: settings.LOGGING's
+    "plain" format (date time LEVEL logger message) and gunicorn's ([date time zone] [pid]
+    [LEVEL] message). A scheduler pass that failed, and slept, shows here."""
+    levels = {"ERROR", "CRITICAL", "[ERROR]", "[CRITICAL]"}
+    return [line for line in log.splitlines() if levels.intersection(line.split(" ", 5)[:5])]
 
 
 # -- report ---------------------------------------------------------------------------------
@@ -607,6 +628,12 @@ def print_table(runs: list[DatabaseRun]) -> None:
             f"schedules claimed again after their lease ran out (burst due -> settled; the sends and "
             f"their write-backs are {2 * burst.n} claims): {run.claims_expired}"
         )
+        print(
+            f"ERROR lines in the processes' logs, steady start -> end: {sum(map(len, run.log_errors.values()))}"
+        )
+        for name, lines in run.log_errors.items():
+            for line in lines[:5]:
+                print(f"  {name}: {line[:300]}")
     print(f"{os.cpu_count()} CPUs; load average = the 1-minute figure at the end of each phase")
 
 

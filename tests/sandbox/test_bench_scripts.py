@@ -79,3 +79,24 @@ def test_the_delivery_benchmarks_json_is_one_object(capsys):
     printed = json.loads(capsys.readouterr().out)
     assert printed["calibration_s"] == [0.31, 0.33]
     assert printed["runs"] == []
+
+
+def test_the_delivery_benchmark_reports_error_lines_of_both_log_formats():
+    from bench.delivery import error_lines
+
+    log = "\n".join(
+        [
+            "2026-12-05 02:10:00,123 INFO automedia.scheduler scheduler h:1 started (poll 0.50s)",
+            "2026-12-05 02:10:04,001 ERROR automedia.scheduler scheduler pass failed",
+            "Traceback (most recent call last):",
+            "django.db.utils.OperationalError: database is locked",
+            "[2026-12-05 02:10:05 +0000] [42] [ERROR] Worker (pid:43) was sent SIGKILL!",
+            "[2026-12-05 02:10:05 +0000] [42] [INFO] Booting worker with pid: 44",
+            "2026-12-05 02:10:06,000 INFO automedia.x an ERROR in a message is not a level",
+        ]
+    )
+
+    assert error_lines(log) == [
+        "2026-12-05 02:10:04,001 ERROR automedia.scheduler scheduler pass failed",
+        "[2026-12-05 02:10:05 +0000] [42] [ERROR] Worker (pid:43) was sent SIGKILL!",
+    ]
