@@ -432,6 +432,33 @@ PROFILED = ("deliverer", "scheduler")
 
 
 @contextlib.contextmanager
+def machine_profiling(into: Path | None, database: str) -> Iterator[None]:
+    """`--profile-machine DIR`: Linux perf samples every process on the machine, the kernel's
+    and the PostgreSQL server's included, with call stacks, while the burst runs, into
+    DIR/<database>-machine.perf (`perf report -i FILE --comm postgres --children` shows
+    where the server's CPU goes). Needs `perf` and the right to sample every CPU (root, or
+    kernel.perf_event_paranoid <= -1)."""
+    if into is None:
+        yield
+        return
+    into.mkdir(parents=True, exist_ok=True)
+    output = into / f"{database}-machine.perf"
+    perf = subprocess.Popen(
+        ["perf", "record", "--all-cpus", "--call-graph", "fp", "--freq", "997", "--output", str(output)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    time.sleep(0.3)  # perf opens its buffers
+    try:
+        yield
+    finally:
+        perf.send_signal(signal.SIGINT)
+        _, err = perf.communicate(timeout=60)
+        if not output.exists():
+            print(f"perf recorded nothing: {err.decode(errors='replace')[-500:]}", file=sys.stderr)
+
+
+@contextlib.contextmanager
 def profiling(stack: Stack, into: Path | None, database: str, gil: bool = False) -> Iterator[None]:
     """`--profile DIR`: py-spy samples the deliverer (with its workers) and the scheduler
     while the burst runs, into DIR/<database>-<process>.txt (collapsed stacks, one line per
@@ -533,8 +560,13 @@ def run_database(args: argparse.Namespace, database: str, broker: str, tmp: Path
         logged = {name: len(stack.log(name)) for name in PROCESSES}  # startup's lines are not counted
         wait_pushes(stack, steady_groups, BURST_GAP_S - 1)
         samples["steady done"] = sample(stack)
-        time.sleep(max(0.0, burst_at - time.time() - (1.0 if args.profile else 0.0)))
-        with profiling(stack, args.profile, database, gil=args.profile_cpu), MachineBusy() as machine:
+        lead = 1.0 if args.profile or args.profile_machine else 0.0  # for the profilers to attach
+        time.sleep(max(0.0, burst_at - time.time() - lead))
+        with (
+            machine_profiling(args.profile_machine, database),
+            profiling(stack, args.profile, database, gil=args.profile_cpu),
+            MachineBusy() as machine,
+        ):
             time.sleep(max(0.0, burst_at - time.time()))
             samples["burst due"] = sample(stack)
             expired_before = claims_expired(metrics_dir)
@@ -725,6 +757,13 @@ def parse_args() -> argparse.Namespace:
     )
     parser.add_argument(
         "--profile-cpu", action="store_true", help="with --profile: sample only the thread holding the GIL"
+    )
+    parser.add_argument(
+        "--profile-machine",
+        type=Path,
+        metavar="DIR",
+        help="record every process (the PostgreSQL server and the kernel too) with Linux perf during "
+        "the burst (DIR/<database>-machine.perf; needs perf and root)",
     )
     return parser.parse_args()
 

@@ -22,6 +22,7 @@ SCRIPTS = [
     "linepush.py",
     "http_client.py",
     "profile_top.py",
+    "server_phases.py",
 ]
 
 
@@ -100,3 +101,32 @@ def test_the_delivery_benchmark_reports_error_lines_of_both_log_formats():
         "2026-12-05 02:10:04,001 ERROR automedia.scheduler scheduler pass failed",
         "[2026-12-05 02:10:05 +0000] [42] [ERROR] Worker (pid:43) was sent SIGKILL!",
     ]
+
+
+PERF_SCRIPT = """postgres 
+\t          2462a7 base_yyparse
+\t          2792db raw_parser
+\t          47be10 pg_parse_query
+\t          47d359 PostgresMain
+
+postgres 
+\t          5c0a10 hash_search_with_hash_value
+\t          3a2f00 standard_planner
+\t          3a3000 SPI_execute_snapshot
+\t          2b1000 AfterTriggerFireDeferred
+\t          2a0000 CommitTransactionCommand
+\t          47d359 PostgresMain
+
+postgres 
+\t          3f0000 tcp_v4_rcv
+\t          3f930c [unknown]
+"""
+
+
+def test_the_servers_samples_go_to_the_first_phase_on_their_stack():
+    from bench.server_phases import UNMATCHED, server_phases
+
+    counts = server_phases(PERF_SCRIPT)
+
+    # The planner under a commit's foreign-key check counts as the commit's.
+    assert counts == {"parse and analyze": 1, "commit: deferred foreign-key checks": 1, UNMATCHED: 1}
