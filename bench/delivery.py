@@ -27,6 +27,7 @@ import argparse
 import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -437,7 +438,7 @@ def machine_profiling(into: Path | None, database: str) -> Iterator[None]:
     and the PostgreSQL server's included, with call stacks, while the burst runs, into
     DIR/<database>-machine.perf (`perf report -i FILE --comm postgres --children` shows
     where the server's CPU goes). Needs `perf` and the right to sample every CPU (root, or
-    kernel.perf_event_paranoid <= -1)."""
+    kernel.perf_event_paranoid <= 0)."""
     if into is None:
         yield
         return
@@ -765,7 +766,10 @@ def parse_args() -> argparse.Namespace:
         help="record every process (the PostgreSQL server and the kernel too) with Linux perf during "
         "the burst (DIR/<database>-machine.perf; needs perf and root)",
     )
-    return parser.parse_args()
+    args = parser.parse_args()
+    if args.profile_machine and not shutil.which("perf"):
+        parser.error("--profile-machine needs Linux perf (Debian: apt-get install linux-perf)")
+    return args
 
 
 def main() -> int:

@@ -130,3 +130,17 @@ def test_the_servers_samples_go_to_the_first_phase_on_their_stack():
 
     # The planner under a commit's foreign-key check counts as the commit's.
     assert counts == {"parse and analyze": 1, "commit: deferred foreign-key checks": 1, UNMATCHED: 1}
+
+
+def test_a_machine_profile_without_perf_is_refused_before_anything_starts(tmp_path):
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "delivery.py"), "--profile-machine", str(tmp_path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={"PATH": str(tmp_path)},  # no perf on it
+        timeout=60,
+    )
+
+    assert done.returncode == 2
+    assert "--profile-machine needs Linux perf" in done.stderr
