@@ -48,11 +48,11 @@ def samples(script: str) -> Iterable[list[str]]:
     for block in script.split("\n\n"):
         lines = block.strip().splitlines()
         if lines:
-            yield [line.split(maxsplit=1)[1] if " " in line.strip() else "" for line in lines[1:]]
+            yield [line.split(maxsplit=1)[-1] for line in lines[1:]]
 
 
 def phase(stack: list[str]) -> str:
-    functions = {name.split("+", 1)[0] for name in stack}
+    functions = set(stack)
     for name, markers in PHASES:
         if functions.intersection(markers):
             return name
