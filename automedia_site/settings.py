@@ -262,6 +262,10 @@ BACKLOG_TIMEOUT_SECONDS = env.float("BACKLOG_TIMEOUT_SECONDS", default=10.0)
 # any other host (the sandbox's fake Backlog on loopback) must be listed here, or the
 # tenant's API key is never sent to it (issue 13).
 BACKLOG_ALLOWED_HOSTS = env.list("BACKLOG_ALLOWED_HOSTS", default=[])
+# Where the Backlog API key travels: "header" (X-Api-Key) or, as a fallback, "query" (?apiKey=).
+BACKLOG_API_KEY_IN = env.str("BACKLOG_API_KEY_IN", default="header")
+if BACKLOG_API_KEY_IN not in ("header", "query"):
+    raise ImproperlyConfigured("BACKLOG_API_KEY_IN must be header or query")
 # Instagram (Instagram Login: graph.instagram.com; the version is pinned), TikTok Content
 # Posting API, HubSpot. One timeout for the three; TikTok's app credentials refresh tokens.
 INSTAGRAM_GRAPH_BASE_URL = env.str("INSTAGRAM_GRAPH_BASE_URL", default="https://graph.instagram.com")

@@ -7,7 +7,13 @@ and again before a stored event is processed.
 from __future__ import annotations
 
 from backlog_bridge.client import id_valid, issue_key_valid, project_key_valid
-from backlog_bridge.models import HANDLED_TYPES, TYPE_BULK_UPDATED, TYPE_COMMENTED, BacklogEvent
+from backlog_bridge.models import (
+    HANDLED_TYPES,
+    TYPE_BULK_UPDATED,
+    TYPE_COMMENTED,
+    TYPE_DATES_UPDATED,
+    BacklogEvent,
+)
 from core.models import Tenant
 
 ISSUE_KEY_MAX = BacklogEvent._meta.get_field("issue_key").max_length
@@ -65,7 +71,7 @@ def activity_identifiers_check(*, tenant: Tenant, activity: dict) -> None:
             f"tenant project key {value_shown(tenant.backlog_project_key)} is not a Backlog project key"
         )
     content = activity["content"]
-    if activity["type"] == TYPE_BULK_UPDATED:
+    if names_many(activity):
         links = content.get("link")
         if not isinstance(links, list) or not all(isinstance(link, dict) for link in links):
             raise PayloadError("`content.link` (list of objects) is missing")
@@ -77,6 +83,18 @@ def activity_identifiers_check(*, tenant: Tenant, activity: dict) -> None:
         raise PayloadError(
             f"`content.comment.id` must be a positive integer, not {value_shown(_comment_id(content))}"
         )
+
+
+def names_many(activity: dict) -> bool:
+    """Whether the activity names its issues in `content.link[]` (a bulk update, type 14).
+
+    A bulk date update (type 35) is read the same way when it has `content.link`; Backlog
+    documents no content for it, so one naming a single issue (`content.key_id`) is read
+    like an issue update."""
+    if activity["type"] == TYPE_BULK_UPDATED:
+        return True
+    content = activity.get("content")
+    return activity["type"] == TYPE_DATES_UPDATED and isinstance(content, dict) and "link" in content
 
 
 def _issue_identifiers_check(tenant: Tenant, content: dict, where: str) -> None:

@@ -1,7 +1,9 @@
 """The one Backlog API v2 client. Nothing else builds Backlog URLs.
 
-Facts from the Backlog API docs: `?apiKey=` on every call, also writes
-(https://developer.nulab.com/docs/backlog/auth); form-encoded bodies
+Facts from the Backlog API docs: the API key in a request header, or as the `apiKey`
+query parameter on every call, writes included
+(https://developer.nulab.com/docs/backlog/getting-started/,
+https://developer.nulab.com/docs/backlog/auth); form-encoded bodies
 (https://github.com/nulab/backlog-js, src/request.ts); no trailing slash
 (https://qiita.com/tentatsu/items/e7b9f90cc126592c54a5); errors as
 `{"errors":[{"message","code","moreInfo"}]}`
@@ -35,6 +37,10 @@ logger = logging.getLogger(__name__)
 MAX_PAGE = 100  # Backlog's maximum `count`
 QUICK_RETRIES = 2  # for 5xx / timeouts / connection errors inside one call
 MAX_RATE_LIMIT_WAIT = 10.0  # seconds; a longer wait is left to the caller's retry policy
+# The header that carries the API key. Backlog's getting-started page sends the key in a
+# header and keeps `?apiKey=` as the alternative; BACKLOG_API_KEY_IN=query switches back to
+# the query parameter (the key then appears in request URLs).
+API_KEY_HEADER = "X-Api-Key"
 
 # Identifier formats, so that nothing but an identifier ever lands in a URL path (httpx
 # resolves `..`, so `ACME-1/../OTHER-1` would reach another project's issue). Project
@@ -190,13 +196,14 @@ class BacklogClient:
         if problem:  # a URL stored before the check, or a setting changed since
             raise BacklogHostRefused(problem)
         path = "/api/v2/" + path.strip("/")  # Backlog rejects a trailing slash
-        query = [("apiKey", self._api_key), *_pairs(params)]
+        query, headers = _credentials(self._api_key)
+        query += _pairs(params)
         group = rate_group(method, path)
         for attempt in range(QUICK_RETRIES + 1):
             if self.pacer is not None:
                 self.pacer.before(group)
             try:
-                response = self._http.request(method, path, params=query, **_form(data))
+                response = self._http.request(method, path, params=query, **_form(data, headers))
             except httpx.TransportError as exc:
                 metrics.outbound_call("backlog", "connection_error")
                 error = BacklogError(f"{type(exc).__name__}: {path}")
@@ -342,12 +349,19 @@ def _id_by_name(items: list[dict], name: str) -> int | None:
     return next((item["id"] for item in items if item.get("name") == name), None)
 
 
-def _form(data: dict | None) -> dict:
+def _credentials(api_key: str) -> tuple[list[tuple[str, Any]], dict[str, str]]:
+    """Where the API key goes (BACKLOG_API_KEY_IN): its header, or the `apiKey` parameter."""
+    if settings.BACKLOG_API_KEY_IN == "query":
+        return [("apiKey", api_key)], {}
+    return [], {API_KEY_HEADER: api_key}
+
+
+def _form(data: dict | None, headers: dict[str, str]) -> dict:
     if data is None:
-        return {}
+        return {"headers": headers} if headers else {}
     return {
         "content": urlencode(_pairs(data)),
-        "headers": {"Content-Type": "application/x-www-form-urlencoded"},
+        "headers": {**headers, "Content-Type": "application/x-www-form-urlencoded"},
     }
 
 

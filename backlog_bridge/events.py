@@ -24,10 +24,11 @@ from backlog_bridge.activities import (
     activity_handled,
     handled_activity_check,
     issue_key_of,
+    names_many,
     value_shown,
 )
 from backlog_bridge.client import BacklogClient, BacklogError, InvalidIdentifier, shared_client
-from backlog_bridge.models import TYPE_BULK_UPDATED, BacklogEvent
+from backlog_bridge.models import BacklogEvent
 from backlog_bridge.statuses import BacklogConfigError
 from core.due import Lease, claim_one
 from core.keeper import held_claim, keeper
@@ -337,7 +338,7 @@ def _stored_event_check(event: BacklogEvent) -> None:
         handled_activity_check(tenant=event.tenant, activity={**event.payload, "type": event.type})
     except PayloadError as exc:
         raise EventRejected(f"invalid payload: {exc}") from exc
-    if event.type != TYPE_BULK_UPDATED and event.issue_key != issue_key_of(
+    if not names_many({**event.payload, "type": event.type}) and event.issue_key != issue_key_of(
         event.tenant, event.payload["content"]
     ):
         raise EventRejected(

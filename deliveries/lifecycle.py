@@ -15,10 +15,17 @@ from datetime import datetime
 from django.db.models import F
 from django.utils import timezone
 
-from backlog_bridge.activities import issue_key_of
+from backlog_bridge.activities import issue_key_of, names_many
 from backlog_bridge.client import BacklogClient, BacklogError
 from backlog_bridge.events import EventHandler, EventRetry
-from backlog_bridge.models import TYPE_BULK_UPDATED, TYPE_CREATED, TYPE_DELETED, TYPE_UPDATED, BacklogEvent
+from backlog_bridge.models import (
+    TYPE_BULK_UPDATED,
+    TYPE_CREATED,
+    TYPE_DATES_UPDATED,
+    TYPE_DELETED,
+    TYPE_UPDATED,
+    BacklogEvent,
+)
 from core.models import Tenant
 from core.timeutil import fmt_jst
 from deliveries.actions import ACTIONS
@@ -193,9 +200,18 @@ def _on_bulk_updated(event: BacklogEvent, client: BacklogClient) -> str:
     return "; ".join(f"{k}: {issue_reconcile(tenant=tenant, issue_key=k, client=client)}" for k in keys)
 
 
+def _on_dates_updated(event: BacklogEvent, client: BacklogClient) -> str:
+    # A bulk date update may move 投稿日時 (a Date custom field): each issue it names is
+    # reconciled, so a changed 投稿日時 invalidates or reschedules as on an issue update.
+    if names_many({**event.payload, "type": event.type}):
+        return _on_bulk_updated(event, client)
+    return issue_reconcile(tenant=event.tenant, issue_key=event.issue_key, client=client)
+
+
 EVENT_HANDLERS: dict[int, EventHandler] = {
     TYPE_CREATED: _on_changed,
     TYPE_UPDATED: _on_changed,
     TYPE_DELETED: _on_deleted,
     TYPE_BULK_UPDATED: _on_bulk_updated,
+    TYPE_DATES_UPDATED: _on_dates_updated,
 }

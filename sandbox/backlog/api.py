@@ -201,7 +201,10 @@ def _fault_response(fault: Fault) -> HttpResponse:
 
 
 class BacklogApi:
-    """Backlog API v2 over HTTP: trailing slash, apiKey, injected faults, then the route."""
+    """Backlog API v2 over HTTP: trailing slash, the API key, injected faults, then the route.
+
+    The key comes in a header or as `?apiKey=` (https://developer.nulab.com/docs/backlog/getting-started/:
+    the key in a header, "you can also pass it as the apiKey query parameter")."""
 
     def __init__(self, fake: BacklogSpace) -> None:
         self._fake = fake
@@ -244,7 +247,8 @@ class BacklogApi:
     def _serve(self, request: BacklogRequest) -> HttpResponse:
         if request.path.endswith("/"):
             raise ApiError(404, "Not Found.", 6)  # Backlog rejects a trailing slash
-        if request.query.get("apiKey") != [self._fake.api_key]:
+        sent = [request.api_key_header] if request.api_key_header is not None else request.query.get("apiKey")
+        if sent != [self._fake.api_key]:
             raise ApiError(401, "Authentication failure.", 11)
         fault = self._fake._take_fault(request.method, request.path)
         if fault is not None:

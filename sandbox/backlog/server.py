@@ -48,7 +48,10 @@ class FakeBacklog(HttpFake, BacklogSpace):
             self._poster.stop()
 
     def answer(self, request: HttpRequest) -> HttpResponse:
-        return self._handle(BacklogRequest(request.method, request.path, request.query(), _form(request)))
+        key = request.headers.get("x-api-key")
+        return self._handle(
+            BacklogRequest(request.method, request.path, request.query(), _form(request), key)
+        )
 
     def _handle(self, request: BacklogRequest) -> HttpResponse:
         try:
@@ -60,7 +63,14 @@ class FakeBacklog(HttpFake, BacklogSpace):
         except Exception:
             logger.exception("fake Backlog failed on %s %s", request.method, request.path)
             response = json_answer(500, error_body("Internal error.", 1))
-        recorded = RecordedRequest(request.method, request.path, request.query, request.form, response.status)
+        recorded = RecordedRequest(
+            request.method,
+            request.path,
+            request.query,
+            request.form,
+            response.status,
+            api_key_header=request.api_key_header,
+        )
         with self._lock:
             self.requests.append(recorded)
         return response

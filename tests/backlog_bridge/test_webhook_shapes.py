@@ -81,3 +81,31 @@ def test_it_answers_400_with_the_reason_for_a_body_that_is_not_utf8_json(client,
     assert response.status_code == 400
     assert reason in response.json()["error"]
     assert not BacklogEvent.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("content", "issue_key"),
+    [
+        ({"tx_id": 1, "link": [{"id": 5, "key_id": 5, "title": "告知"}], "changes": []}, ""),
+        ({"id": 5, "key_id": 5, "summary": "告知", "changes": []}, "ACME-5"),
+    ],
+    ids=["link-list", "one-issue"],
+)
+def test_it_stores_a_bulk_date_update_for_handling(client, tenant, content, issue_key):
+    payload = load_fixture("backlog/issue_updated.json") | {"type": 35, "content": content}
+
+    response = post(client, webhook_url(tenant), payload)
+
+    assert response.status_code == 200
+    event = BacklogEvent.objects.get()
+    assert (event.type, event.outcome, event.issue_key) == (35, "pending", issue_key)
+
+
+def test_it_answers_400_for_a_bulk_date_update_naming_an_issue_out_of_format(client, tenant):
+    content = {"tx_id": 1, "link": [{"id": 5, "key_id": "5/../../x"}]}
+    payload = load_fixture("backlog/issue_updated.json") | {"type": 35, "content": content}
+
+    response = post(client, webhook_url(tenant), payload)
+
+    assert response.status_code == 400
+    assert "content.link[].key_id" in response.json()["error"]

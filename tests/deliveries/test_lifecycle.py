@@ -128,6 +128,27 @@ def test_it_handles_every_issue_of_a_bulk_update(fake_backlog, tenant, pump):
     assert DeliverySchedule.objects.filter(task__issue_key__in=keys).count() == 3
 
 
+def test_it_invalidates_an_approval_whose_publish_time_a_bulk_date_update_moved(
+    fake_backlog, tenant, pump, issue
+):
+    approve(fake_backlog, pump, tenant, issue)
+    fake_backlog.bulk_update_dates([issue], custom_fields={"投稿日時": "2026-12-12 10:00"})
+    pump(tenant)
+
+    assert schedule_of(issue) is None
+    assert status_of(fake_backlog, issue) == "処理中"
+    assert "投稿日時が変更されました" in last_comment(fake_backlog, issue)
+
+
+def test_it_reschedules_on_a_bulk_date_update_when_the_tenant_says_so(fake_backlog, tenant, pump, issue):
+    Tenant.objects.filter(pk=tenant.pk).update(publish_time_policy="reschedule")
+    approve(fake_backlog, pump, tenant, issue)
+    fake_backlog.bulk_update_dates([issue], custom_fields={"投稿日時": "2026-12-11 12:00"})
+    pump(tenant)
+
+    assert schedule_of(issue).due_at == datetime(2026, 12, 11, 12, 0, tzinfo=JST)
+
+
 @pytest.mark.parametrize(
     ("edit", "reason"),
     [

@@ -84,6 +84,16 @@ def test_it_rejects_a_wrong_or_missing_api_key(fake: FakeBacklog) -> None:
     assert (missing.status_code, missing.json()) == (401, expected)
 
 
+def test_it_takes_the_api_key_from_its_header(fake: FakeBacklog) -> None:
+    url = f"{fake.base_url}/api/v2/users/myself"
+    right = httpx.get(url, headers={"X-Api-Key": API_KEY})
+    wrong = httpx.get(url, headers={"X-Api-Key": "nope"}, params={"apiKey": API_KEY})
+
+    assert right.status_code == 200
+    assert wrong.status_code == 401  # the header, when sent, is the key
+    assert fake.requests[0].api_key_header == API_KEY
+
+
 def test_it_answers_the_api_key_user(api: httpx.Client) -> None:
     response = api.get("/users/myself")
 
