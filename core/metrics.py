@@ -26,6 +26,16 @@ CLAIMED_AGAIN = Counter(
     " waited in the broker longer than the lease",
     ["queue"],
 )
+WEBHOOK_EVENTS = Counter(
+    "automedia_webhook_events_received_total",
+    "Webhook events received, by source and what the receiver did: accepted, duplicate, or"
+    " rejected (stored with the reason, never acted on)",
+    ["source", "result"],
+)
+
+
+def webhook_event_received(source: str, result: str) -> None:
+    WEBHOOK_EVENTS.labels(source=source, result=result).inc()
 
 
 def claimed_again(queue: str, count: int) -> None:

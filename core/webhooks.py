@@ -27,28 +27,62 @@ TOO_DEEP = f"body is not valid JSON: nested deeper than {MAX_JSON_DEPTH} levels"
 
 
 def body_json(raw: bytes) -> object:
-    """A webhook body as JSON, or ValueError with the reason: not UTF-8 (json.loads would
-    also guess UTF-16 or UTF-32), not JSON, NaN / Infinity (which json.loads would
-    accept), nested deeper than MAX_JSON_DEPTH (`[[[[…` once made json.loads raise
-    RecursionError, a 500), or text no database column can hold (`text_problem`)."""
+    """A webhook body as JSON, or ValueError with the reason: `json_parse`'s, nested
+    deeper than MAX_JSON_DEPTH, or text no database column can hold (`text_problem`)."""
+    value = json_parse(raw)
+    if problem := json_problem(value):
+        raise ValueError(TOO_DEEP if problem == DEEP else f"body refused: {problem}")
+    return value
+
+
+def json_parse(raw: bytes) -> object:
+    """A body as JSON, or ValueError when it is not UTF-8 (json.loads would also guess
+    UTF-16 or UTF-32), not JSON, or holds NaN / Infinity (which json.loads would accept).
+    Its strings are not checked (`json_problem` does, for the whole or per part).
+
+    Python's parser recurses per level (`[[[[…` made it raise RecursionError, a 500):
+    such a body is parsed again with every container below MAX_JSON_DEPTH replaced by
+    CUT, which `json_problem` reports as too deep."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise ValueError("body is not UTF-8") from None
     try:
-        value = json.loads(text, parse_constant=_no_constant)
-    except RecursionError:
-        raise ValueError(TOO_DEEP) from None
+        try:
+            return json.loads(text, parse_constant=_no_constant)
+        except RecursionError:
+            return json.loads(_cut_deep(text), parse_constant=_no_constant)
     except ValueError as exc:
         raise ValueError(f"body is not valid JSON: {str(exc)[:80]}") from None
-    problem = _walk_problem(value)
-    if problem:
-        raise ValueError(problem)
-    return value
 
 
 def _no_constant(name: str):
     raise ValueError(f"{name} is not JSON")
+
+
+# Stands for a container cut out below MAX_JSON_DEPTH. It holds NUL, which no accepted
+# text holds, so it never passes `json_problem` whatever it is taken for.
+CUT = "\x00nested too deep"
+_TOKENS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
+
+
+def _cut_deep(text: str) -> str:
+    """The text with each container opening below MAX_JSON_DEPTH replaced by CUT (as a
+    JSON string). A syntax error inside a cut container is not seen: its part of the body
+    is refused as too deep instead."""
+    parts, start, depth, opened = [], 0, 0, 0
+    for token in _TOKENS.finditer(text):
+        mark = token.group()
+        if mark in "[{":
+            depth += 1
+            if depth == MAX_JSON_DEPTH + 1:
+                opened = token.start()
+        elif mark in "]}":
+            if depth == MAX_JSON_DEPTH + 1:
+                parts += [text[start:opened], json.dumps(CUT)]
+                start = token.end()
+            depth -= 1
+    return "".join([*parts, text[start:]])
 
 
 def text_problem(text: str) -> str:
@@ -63,24 +97,28 @@ def text_problem(text: str) -> str:
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
+DEEP = f"nested deeper than {MAX_JSON_DEPTH} levels"
 
 
-def _walk_problem(value: object) -> str:
-    """The first problem of a parsed JSON value: too deep, or a string (value or key)
-    `text_problem` refuses. Iterative: no recursion however deep the value."""
-    stack = [(value, 1)]
+def json_problem(value: object, *, depth: int = 1) -> str:
+    """Why a parsed JSON value (found `depth` levels down its body) cannot be stored, or
+    "": nested deeper than MAX_JSON_DEPTH (DEEP), or a string (value or key) `text_problem`
+    refuses. Iterative: no recursion however deep the value."""
+    stack = [(value, depth)]
     while stack:
-        item, depth = stack.pop()
+        item, level = stack.pop()
         if isinstance(item, str):
+            if item == CUT:
+                return DEEP
             if problem := text_problem(item):
-                return f"body refused: {problem}"
+                return problem
             continue
         if not isinstance(item, dict | list):
             continue
-        if depth > MAX_JSON_DEPTH:
-            return TOO_DEEP
+        if level > MAX_JSON_DEPTH:
+            return DEEP
         children = [*item.keys(), *item.values()] if isinstance(item, dict) else item
-        stack.extend((child, depth + 1) for child in children)
+        stack.extend((child, level + 1) for child in children)
     return ""
 
 

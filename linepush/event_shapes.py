@@ -1,15 +1,19 @@
 """The shape of a LINE webhook event automedia stores and acts on.
 
-Checked at the receiver (a body with one bad event is a 400 with the reason) and again
-before a stored event is handled (an event stored before these checks ends `rejected`).
+Checked per event at the receiver (an odd event is stored `rejected` with the reason,
+beside the body's other events) and again before a stored event is handled.
 Shapes: webhook.yml of line/line-openapi (`Event`, `Source`, `MessageContent`,
 `JoinedMembers`); ids: https://developers.line.biz/en/docs/messaging-api/getting-user-ids/
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
+from dataclasses import dataclass
 
+from core.webhooks import json_problem, text_problem
 from linepush.inbound_models import LineWebhookEvent
 
 EVENT_ID_MAX = LineWebhookEvent._meta.get_field("webhook_event_id").max_length
@@ -24,12 +28,47 @@ SOURCE_IDS = {
 }
 
 
-def line_events_problem(events: list) -> str:
-    """The first event of a webhook body automedia cannot take, with where it is, or ""."""
-    for index, event in enumerate(events):
-        if problem := line_event_problem(event):
-            return f"events[{index}]: {problem}"
-    return ""
+EVENT_DEPTH = 3  # an event's level in its body: {"events": [{…}]}
+
+
+@dataclass(frozen=True)
+class Intake:
+    """One event of a body as the receiver stores it: `problem` is why it is odd ("" when
+    it is not); an event whose text or nesting no column can hold keeps no payload."""
+
+    event_id: str
+    type: str
+    payload: dict
+    problem: str = ""
+
+
+def line_event_intake(event: object) -> Intake:
+    """How the receiver stores this event: as it came, odd (with the reason) or, when
+    the database cannot hold it, by its id and the reason alone."""
+    if not isinstance(event, dict):
+        return Intake(_derived_id(event), "", {}, "payload not stored: event must be an object")
+    if problem := json_problem(event, depth=EVENT_DEPTH):
+        return Intake(_event_id(event), _type(event), {}, f"payload not stored: {problem}")
+    return Intake(_event_id(event), _type(event), event, line_event_problem(event))
+
+
+def _event_id(event: dict) -> str:
+    event_id = event.get("webhookEventId")
+    if isinstance(event_id, str) and 0 < len(event_id) <= EVENT_ID_MAX and not text_problem(event_id):
+        return event_id
+    return _derived_id(event)
+
+
+def _derived_id(event: object) -> str:
+    # webhookEventId is required by webhook.yml; without a usable one the event's own
+    # bytes identify it, so a redelivered body is still deduplicated.
+    text = json.dumps(event, sort_keys=True)  # ASCII escapes: a lone surrogate hashes too
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()[: EVENT_ID_MAX - 7]
+
+
+def _type(event: dict) -> str:
+    kind = event.get("type")
+    return kind[:TYPE_MAX] if isinstance(kind, str) and not text_problem(kind) else ""
 
 
 def line_event_problem(event: object) -> str:

@@ -1,4 +1,4 @@
-"""The LINE webhook: verify, store raw events once (webhookEventId), act on them in a worker.
+"""The LINE webhook's events, acted on in a worker once linepush/intake.py stored them.
 
 Event shapes: webhook.yml of line/line-openapi (https://github.com/line/line-openapi; a copy is
 in tests/contracts/line-openapi/), `CallbackRequest`, `Event`.
@@ -10,17 +10,13 @@ and ignored.
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import hmac
-import json
 import logging
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
@@ -47,59 +43,6 @@ EVENT_CLAIM = Lease(length=_event_lease, until="claimed_until", owner=None)
 EVENT_BATCH = 50  # events read per round of a drain
 STRANDED_AFTER = timedelta(seconds=2)  # run_scheduler drains events untried this long
 Outcome = LineWebhookEvent.Outcome
-
-
-def signature_valid(*, secret: str, body: bytes, signature: str) -> bool:
-    """HMAC-SHA256 of the raw body keyed with the channel secret, base64.
-
-    https://developers.line.biz/en/docs/messaging-api/receiving-messages/
-    """
-    if not secret or not signature:
-        return False
-    digest = hmac.new(secret.encode(), body, hashlib.sha256).digest()
-    return hmac.compare_digest(base64.b64encode(digest), signature.encode())
-
-
-# -- receiving ---------------------------------------------------------------------------------
-
-
-def line_events_accept(*, tenant: Tenant, events: list) -> dict[str, int]:
-    """Store each event once and enqueue the new ones; returns counts."""
-    from django_q.tasks import async_task
-
-    counts = {"accepted": 0, "duplicate": 0}
-    for event in events:  # each one checked by line_events_problem
-        stored = _store(tenant, event)
-        if stored is None:
-            counts["duplicate"] += 1
-            continue
-        counts["accepted"] += 1
-        enqueue = lambda pk=stored.pk: async_task("linepush.tasks.process_line_event", pk)  # noqa: E731
-        if settings.REDIS_URL:
-            transaction.on_commit(enqueue)  # Redis is outside the transaction
-        else:
-            enqueue()  # the ORM broker's row commits with the event
-    return counts
-
-
-def _event_id(event: dict) -> str:
-    event_id = event.get("webhookEventId")
-    if isinstance(event_id, str) and event_id:
-        return event_id
-    # Required by the spec; without it the event's own bytes identify it.
-    return "sha256:" + hashlib.sha256(json.dumps(event, sort_keys=True).encode()).hexdigest()[:57]
-
-
-def _store(tenant: Tenant, event: dict) -> LineWebhookEvent | None:
-    row = LineWebhookEvent(
-        tenant=tenant, webhook_event_id=_event_id(event), type=event["type"], payload=event
-    )
-    try:
-        with transaction.atomic():  # insert first: a redelivery is the rare case
-            row.save(force_insert=True)
-    except IntegrityError:
-        return None
-    return row
 
 
 # -- processing ----------------------------------------------------------------------------------

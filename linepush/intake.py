@@ -1,0 +1,91 @@
+"""The LINE webhook's intake: verify the signature, store each event of a body once
+(webhookEventId), on its own, and enqueue the valid ones for linepush/events.py.
+
+Event shapes: webhook.yml of line/line-openapi, `CallbackRequest`, `Event`.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+from dataclasses import replace
+
+from django.conf import settings
+from django.db import DataError, IntegrityError, transaction
+
+from core import metrics
+from core.models import Tenant
+from linepush.event_shapes import Intake, line_event_intake
+from linepush.models import LineWebhookEvent
+
+Outcome = LineWebhookEvent.Outcome
+
+
+def signature_valid(*, secret: str, body: bytes, signature: str) -> bool:
+    """HMAC-SHA256 of the raw body keyed with the channel secret, base64.
+
+    https://developers.line.biz/en/docs/messaging-api/receiving-messages/
+    """
+    if not secret or not signature:
+        return False
+    digest = hmac.new(secret.encode(), body, hashlib.sha256).digest()
+    return hmac.compare_digest(base64.b64encode(digest), signature.encode())
+
+
+def line_events_accept(*, tenant: Tenant, events: list) -> dict:
+    """Store each event once, on its own: a valid one pending and enqueued, an odd one
+    `rejected` with its reason (LINE never resends a body, so one odd event must not cost
+    the others). Returns the counts and, for the odd ones, `events[i]: reason`."""
+    counts: dict = {"accepted": 0, "duplicate": 0, "rejected": 0}
+    reasons = []
+    for index, event in enumerate(events):
+        stored = _store(tenant, line_event_intake(event))
+        result = "duplicate" if stored is None else "accepted" if not stored.is_settled() else "rejected"
+        counts[result] += 1
+        transaction.on_commit(lambda result=result: metrics.webhook_event_received("line", result))
+        if result == "rejected":
+            reasons.append(f"events[{index}]: {stored.detail}")
+        elif result == "accepted":
+            _enqueue(stored.pk)
+    return counts | ({"reasons": reasons} if reasons else {})
+
+
+def _enqueue(pk: int) -> None:
+    from django_q.tasks import async_task
+
+    enqueue = lambda: async_task("linepush.tasks.process_line_event", pk)  # noqa: E731
+    if settings.REDIS_URL:
+        transaction.on_commit(enqueue)  # Redis is outside the transaction
+    else:
+        enqueue()  # the ORM broker's row commits with the event
+
+
+def _store(tenant: Tenant, intake: Intake) -> LineWebhookEvent | None:
+    """The stored row, or None for a redelivery. A payload the database still refuses
+    (the shape checks are meant to catch it first) is stored as a rejected id and reason."""
+    try:
+        return _insert(tenant, intake)
+    except IntegrityError:
+        return None
+    except (DataError, UnicodeError) as exc:
+        first_line = (str(exc).splitlines() or [type(exc).__name__])[0][:200]
+        reason = f"payload not stored: {first_line}"
+        try:
+            return _insert(tenant, replace(intake, payload={}, problem=reason))
+        except IntegrityError:
+            return None
+
+
+def _insert(tenant: Tenant, intake: Intake) -> LineWebhookEvent:
+    row = LineWebhookEvent(
+        tenant=tenant, webhook_event_id=intake.event_id, type=intake.type, payload=intake.payload
+    )
+    if intake.problem:
+        for field, value in LineWebhookEvent.finished(
+            outcome=Outcome.REJECTED, detail=intake.problem
+        ).items():
+            setattr(row, field, value)
+    with transaction.atomic():  # insert first: a redelivery is the rare case
+        row.save(force_insert=True)
+    return row

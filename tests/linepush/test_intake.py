@@ -1,0 +1,241 @@
+"""Each event of a signed LINE body is stored on its own: an odd one (a shape automedia
+cannot act on, or text and nesting no column can hold) is stored `rejected` with the
+reason, and the valid events beside it are processed as usual; the answer is 200. Only a
+body that is not a callback at all is refused whole."""
+
+from __future__ import annotations
+
+import json
+from unittest import mock
+
+import pytest
+from django.db import DataError
+from django.urls import reverse
+from prometheus_client import REGISTRY
+
+from linepush.models import LineContact, LineSurveyRule, LineWebhookEvent
+from tests.helpers.linepush import USER, deliver, fixture, shop
+
+pytestmark = pytest.mark.django_db
+
+ODD_ID = "01JF00000000000000000000FF"
+PLACEHOLDER = "Uxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"  # as LINE's own SDK samples write a user id
+
+
+def deep(levels: int) -> object:
+    value: object = "end"
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
+# An odd event whose payload is stored with it: (change to a valid message event, reason).
+ODD_SHAPES = {
+    "user-id-a-placeholder": (
+        lambda e: e | {"source": {"type": "user", "userId": PLACEHOLDER}},
+        "`source.userId`",
+    ),
+    "user-id-a-path": (
+        lambda e: e | {"source": {"type": "user", "userId": "../../bot/info"}},
+        "`source.userId`",
+    ),
+    "group-id-a-number": (lambda e: e | {"source": {"type": "group", "groupId": 5}}, "`source.groupId`"),
+    "room-id-upper-hex": (
+        lambda e: e | {"source": {"type": "room", "roomId": "R" + "F" * 32}},
+        "`source.roomId`",
+    ),
+    "type-a-number": (lambda e: e | {"type": 5}, "`type`"),
+    "future-message-text-an-object": (
+        lambda e: e | {"message": {"id": "1", "type": "sticker2", "text": {"rich": ["a"]}}},
+        "`message.text`",
+    ),
+    "message-a-string": (lambda e: e | {"message": "hello"}, "`message`"),
+    "timestamp-true": (lambda e: e | {"timestamp": True}, "`timestamp`"),
+    "joined-a-list": (lambda e: e | {"joined": [1]}, "`joined`"),
+    "reply-token-an-object": (lambda e: e | {"replyToken": {}}, "`replyToken`"),
+}
+
+
+def odd_message(change) -> dict:
+    return change(fixture("message_text")["events"][0] | {"webhookEventId": ODD_ID})
+
+
+def mixed_body(odd: object) -> dict:
+    follow, message = fixture("follow")["events"][0], fixture("message_text")["events"][0]
+    return {"destination": "U" + "b" * 32, "events": [follow, odd, message]}
+
+
+@pytest.fixture
+def tenant(db):
+    tenant = shop()
+    LineSurveyRule.objects.create(tenant=tenant, name="参加", pattern="参加します", add_tags=["shoot_yes"])
+    return tenant
+
+
+def assert_the_valid_events_were_processed():
+    done = LineWebhookEvent.objects.filter(outcome="done").values_list("type", flat=True)
+    assert sorted(done) == ["follow", "message"]
+    assert LineContact.objects.get(user_id=USER).tags == ["shoot_yes"]
+
+
+def test_it_stores_a_mixed_body_event_by_event_and_answers_200(client, tenant, line):
+    odd = odd_message(ODD_SHAPES["user-id-a-placeholder"][0])
+
+    with mock.patch("django_q.tasks.async_task", wraps=__import__("django_q.tasks").tasks.async_task) as task:
+        response = deliver(client, mixed_body(odd))
+
+    assert response.status_code == 200
+    assert response.json() == {
+        "accepted": 2,
+        "duplicate": 0,
+        "rejected": 1,
+        "reasons": ["events[1]: `source.userId` is not a LINE id"],
+    }
+    assert_the_valid_events_were_processed()
+    rejected = LineWebhookEvent.objects.get(webhook_event_id=ODD_ID)
+    assert (rejected.outcome, rejected.detail, rejected.payload) == (
+        "rejected",
+        "`source.userId` is not a LINE id",
+        odd,
+    )
+    assert rejected.processed_at is not None and rejected.attempts == 0
+    assert task.call_count == 2  # the odd event is never handed to a worker
+    assert line.requests and all(PLACEHOLDER not in r.path for r in line.requests)
+
+
+@pytest.mark.parametrize("case", list(ODD_SHAPES))
+def test_it_stores_an_odd_event_rejected_with_its_reason_and_payload(client, tenant, line, case):
+    change, reason = ODD_SHAPES[case]
+    odd = odd_message(change)
+
+    response = deliver(client, mixed_body(odd))
+
+    assert response.status_code == 200 and response.json()["rejected"] == 1
+    rejected = LineWebhookEvent.objects.get(outcome="rejected")
+    assert reason in rejected.detail and response.json()["reasons"] == [f"events[1]: {rejected.detail}"]
+    assert rejected.payload == odd and rejected.webhook_event_id == ODD_ID
+    assert_the_valid_events_were_processed()
+
+
+def test_it_keeps_a_type_longer_than_its_column_cut_to_the_column(client, tenant, line):
+    odd = odd_message(lambda e: e | {"type": "messageReactionAddedToAThreadReply"})
+
+    deliver(client, mixed_body(odd))
+
+    rejected = LineWebhookEvent.objects.get(outcome="rejected")
+    assert rejected.type == "messageReactionAddedToAThreadRep"  # 32 characters
+    assert "`type` must be a string of 1 to 32 characters" in rejected.detail
+    assert rejected.payload == odd
+    assert_the_valid_events_were_processed()
+
+
+def test_it_stores_an_event_id_longer_than_its_column_under_an_id_of_its_bytes(client, tenant, line):
+    odd = odd_message(lambda e: e | {"webhookEventId": "0" * 65})
+
+    deliver(client, mixed_body(odd))
+    again = deliver(client, mixed_body(odd))
+
+    rejected = LineWebhookEvent.objects.get(outcome="rejected")
+    assert rejected.webhook_event_id.startswith("sha256:") and len(rejected.webhook_event_id) == 64
+    assert "`webhookEventId`" in rejected.detail
+    assert again.json() == {"accepted": 0, "duplicate": 3, "rejected": 0}
+
+
+# An odd event no column can hold: stored by its id and the reason, without its payload.
+UNSTORABLE = {
+    "nul-in-text": (lambda e: e | {"message": {"type": "text", "text": "a\x00b"}}, ODD_ID, "NUL"),
+    "lone-surrogate-in-a-key": (lambda e: e | {"\ud800": 1}, ODD_ID, "lone surrogate"),
+    "nul-in-the-event-id": (lambda e: e | {"webhookEventId": "a\x00"}, None, "NUL"),
+    "nested-40-levels": (lambda e: e | {"postback": {"data": deep(40)}}, ODD_ID, "nested deeper than 32"),
+    # deeper than Python's parser recurses: the raw body gets it in place of DEEPEST
+    "nested-5000-levels": (lambda e: e | {"postback": {"data": "DEEPEST"}}, ODD_ID, "nested deeper than 32"),
+    "not-an-object": (lambda e: "follow", None, "event must be an object"),
+    "a-list": (lambda e: [e], None, "event must be an object"),
+}
+
+
+@pytest.mark.parametrize("case", list(UNSTORABLE))
+def test_it_records_an_event_no_column_can_hold_by_id_and_reason_only(client, tenant, line, case):
+    change, event_id, reason = UNSTORABLE[case]
+    raw = json.dumps(mixed_body(odd_message(change))).encode()  # ASCII: \ud800 travels escaped
+    raw = raw.replace(b'"DEEPEST"', b"[" * 5000 + b"]" * 5000)
+
+    response = deliver(client, raw)
+
+    assert response.status_code == 200 and response.json()["rejected"] == 1
+    rejected = LineWebhookEvent.objects.get(outcome="rejected")
+    assert rejected.payload == {} and rejected.detail.startswith("payload not stored: ")
+    assert reason in rejected.detail
+    assert rejected.webhook_event_id == (event_id or rejected.webhook_event_id)
+    assert rejected.webhook_event_id.startswith("sha256:") or event_id
+    assert_the_valid_events_were_processed()
+
+
+def test_it_records_an_event_the_database_refuses_by_id_and_reason_only(client, tenant, line):
+    odd = odd_message(lambda e: e)
+    save = LineWebhookEvent.save
+
+    def refuse_its_payload(row, *args, **kwargs):
+        if row.webhook_event_id == ODD_ID and row.payload:
+            raise DataError("value too long for type character varying(32)\nDETAIL: …")
+        return save(row, *args, **kwargs)
+
+    with mock.patch.object(LineWebhookEvent, "save", refuse_its_payload):
+        response = deliver(client, mixed_body(odd))
+
+    assert response.status_code == 200 and response.json()["rejected"] == 1
+    rejected = LineWebhookEvent.objects.get(webhook_event_id=ODD_ID)
+    assert (rejected.outcome, rejected.payload) == ("rejected", {})
+    assert rejected.detail == "payload not stored: value too long for type character varying(32)"
+
+
+def test_an_odd_event_is_counted_in_metrics_and_shown_in_the_admin(
+    client, admin_client, tenant, line, django_capture_on_commit_callbacks
+):
+    labels = {"source": "line", "result": "rejected"}
+    before = REGISTRY.get_sample_value("automedia_webhook_events_received_total", labels) or 0
+    odd = odd_message(ODD_SHAPES["future-message-text-an-object"][0])
+
+    with django_capture_on_commit_callbacks(execute=True):
+        deliver(client, mixed_body(odd))
+
+    assert REGISTRY.get_sample_value("automedia_webhook_events_received_total", labels) == before + 1
+    assert 'automedia_webhook_events_received_total{result="rejected",source="line"}' in (
+        client.get("/metrics").content.decode()
+    )
+    page = admin_client.get(reverse("admin:linepush_linewebhookevent_changelist"), {"outcome": "rejected"})
+    assert "`message.type` and `message.text` must be strings" in page.content.decode()
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'{"events": [], "x": "\\ud800", "y": "\\u0000"}',
+        b'{"events": [], "x": ' + b"[" * 5000 + b"]" * 5000 + b"}",
+    ],
+    ids=["odd-text", "nested-5000-levels"],
+)
+def test_it_answers_200_to_oddities_outside_the_events_and_stores_nothing(client, tenant, raw):
+    response = deliver(client, raw)
+
+    assert response.status_code == 200 and response.json() == {"accepted": 0, "duplicate": 0, "rejected": 0}
+    assert not LineWebhookEvent.objects.exists()
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [b'{"events": ["\xff"]}', b"[]", b'{"events": {}}', b'{"events": [], "x": NaN}', b'{"events": ['],
+    ids=["invalid-utf8", "not-an-object", "events-not-a-list", "nan", "not-json"],
+)
+def test_it_refuses_a_body_that_is_not_a_callback_whole(client, tenant, raw):
+    response = deliver(client, raw)
+
+    assert response.status_code == 400
+    assert not LineWebhookEvent.objects.exists()
+
+
+def test_it_refuses_an_unsigned_body_whole(client, tenant):
+    response = deliver(client, mixed_body(odd_message(lambda e: e)), signature="")
+
+    assert response.status_code == 401
+    assert not LineWebhookEvent.objects.exists()
