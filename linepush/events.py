@@ -3,7 +3,8 @@
 Event shapes: webhook.yml of line/line-openapi (https://github.com/line/line-openapi; a copy is
 in tests/contracts/line-openapi/), `CallbackRequest`, `Event`.
 follow → contact recorded and the tenant's registration (coupon) reply; unfollow →
-blocked; text message → the tenant's survey rules; join / leave / memberJoined /
+blocked; text message, or its edit (messageEdited) → the tenant's survey rules
+(linepush/answers.py); join / leave / memberJoined /
 memberLeft → the group (`LineSource`) and its member count. Other types are stored
 and ignored.
 """
@@ -16,7 +17,6 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
-from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
@@ -25,8 +25,9 @@ from core.keeper import held_claim, keeper
 from core.models import Tenant
 from deliveries.channels.base import TransportError
 from deliveries.channels.line.transport import LineTransport, line_transport
+from linepush.answers import answer_apply
 from linepush.event_shapes import line_event_fields_problem
-from linepush.models import LineContact, LineSource, LineSurveyRule, LineWebhookEvent
+from linepush.models import LineContact, LineSource, LineWebhookEvent
 from linepush.services import push_settings
 
 logger = logging.getLogger(__name__)
@@ -219,33 +220,14 @@ def _unfollow(tenant: Tenant, payload: dict, transport: LineTransport) -> str:
 
 
 def _message(tenant: Tenant, payload: dict, transport: LineTransport) -> str:
+    """A text message, or an edit of one (`messageEdited`): a survey answer."""
     message = payload.get("message") or {}
     user_id = _user_id(payload)
     if message.get("type") != "text" or not user_id:
         return "not a text message from a user"
-    rules = [
-        r
-        for r in LineSurveyRule.objects.filter(tenant=tenant, is_active=True)
-        if r.matches(message.get("text") or "")
-    ]
-    if not rules:
-        return "no survey rule matched"
-    with transaction.atomic():
-        contact, _ = LineContact.objects.select_for_update().get_or_create(tenant=tenant, user_id=user_id)
-        tags = _apply_rules(contact.tags or [], rules)
-        wants = contact.wants_next_delivery or any(r.next_delivery for r in rules)
-        LineContact.objects.filter(pk=contact.pk).update(
-            tags=tags, wants_next_delivery=wants, updated_at=timezone.now()
-        )
-    return f"rules {', '.join(r.name for r in rules)} → tags {tags}"
-
-
-def _apply_rules(tags: list[str], rules: list[LineSurveyRule]) -> list[str]:
-    current = list(tags)
-    for rule in rules:
-        current = [t for t in current if t not in rule.remove_tags]
-        current += [t for t in rule.add_tags if t not in current]
-    return current
+    stamp = payload.get("timestamp")
+    timestamp = stamp if isinstance(stamp, int) else int(_occurred(payload).timestamp() * 1000)
+    return answer_apply(tenant=tenant, user_id=user_id, message=message, timestamp=timestamp)
 
 
 # -- groups and rooms --------------------------------------------------------------------------
@@ -326,6 +308,7 @@ HANDLERS: dict[str, Callable[[Tenant, dict, LineTransport], str]] = {
     "follow": _follow,
     "unfollow": _unfollow,
     "message": _message,
+    "messageEdited": _message,
     "join": _join,
     "leave": _leave,
     "memberJoined": _members_changed(+1, "joined"),

@@ -1,6 +1,6 @@
 """What comes in to automedia from LINE and other systems: the followers (contacts) the
-LINE webhook records, its stored events, the survey-answer rules applied to their text,
-and the API tokens of `POST /api/linepush/items/`. Django loads these models through
+LINE webhook records, its stored events, the survey-answer rules applied to their text
+(and the answers they were applied to), and the API tokens of `POST /api/linepush/items/`. Django loads these models through
 linepush/models.py (they keep the app label `linepush`)."""
 
 from __future__ import annotations
@@ -159,6 +159,29 @@ class LineSurveyRule(models.Model):
                 )
                 return False
         return self.pattern in text
+
+
+class LineAnswer(models.Model):
+    """The version of a LINE text message the survey rules were last applied to, and what
+    they changed: an edit (`messageEdited`) replaces the answer only when it is later by
+    LINE's timestamp, since edits, and the message itself, may arrive in any order."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="line_answers")
+    message_id = models.CharField(_("LINE メッセージID"), max_length=64)
+    user_id = models.CharField(_("LINE ユーザーID"), max_length=64)
+    timestamp = models.BigIntegerField(_("版の時刻 (ms)"))
+    text = models.TextField(_("本文"), blank=True)
+    added_tags = models.JSONField(_("この版が追加したタグ"), default=list, blank=True)
+    set_next_delivery = models.BooleanField(_("この版が次回配信希望にした"), default=False)
+    updated_at = models.DateTimeField(_("更新日時"), auto_now=True)
+
+    class Meta:
+        verbose_name = pgettext_lazy("model", "LINE アンケート回答")
+        verbose_name_plural = pgettext_lazy("models", "LINE アンケート回答")
+        constraints = [models.UniqueConstraint(fields=["tenant", "message_id"], name="uniq_line_answer")]
+
+    def __str__(self) -> str:
+        return f"{self.user_id} {self.message_id}"
 
 
 # Managers write these patterns and they run on any text a LINE user sends, in the

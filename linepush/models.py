@@ -22,7 +22,13 @@ from core.models import Tenant
 from core.records import OutboundAttempt
 
 # Django registers an app's models from its models.py: these live in a module of their own.
-from linepush.inbound_models import LineApiToken, LineContact, LineSurveyRule, LineWebhookEvent  # noqa: F401
+from linepush.inbound_models import (  # noqa: F401
+    LineAnswer,
+    LineApiToken,
+    LineContact,
+    LineSurveyRule,
+    LineWebhookEvent,
+)
 
 # The validators are named here too: migrations 0002 refer to them as linepush.models.*.
 from linepush.settings_models import (  # noqa: F401
