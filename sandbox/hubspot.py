@@ -16,6 +16,18 @@ fake's own choices where HubSpot is UNCONFIRMED:
 - Contacts (``add_contact``) listed page by page (``after`` cursor) with the asked properties.
 - Notes: ``POST /crm/v3/objects/notes`` creates one (no idempotency); the search endpoint
   supports ``hs_note_body CONTAINS_TOKEN``; batch association to contacts is idempotent.
+- Request bodies checked against HubSpot's published OpenAPI (as the official SDK's
+  generated models carry it): a CRM create (``SimplePublicObjectInputForCreate``) needs
+  ``properties`` (strings) and ``associations`` (a list); a single-send
+  (``PublicSingleSendRequestEgg``,
+  https://developers.hubspot.com/docs/api-reference/2026-03/marketing/transactional-emails/create-transactional-email)
+  needs ``emailId`` (integer), ``message`` (``to`` and the documented override fields),
+  ``contactProperties`` (strings) and ``customProperties`` (no arrays: "Custom properties
+  do not currently support arrays"). Anything else answers 400 ``VALIDATION_ERROR``.
+- Portal validation rules on CRM writes (from the 2026-09 API versions,
+  https://developers.hubspot.com/changelog/crm-api-write-validation-enforcement):
+  ``required_note_properties`` stands for the create form's required fields; a note
+  created without one answers 400 ``VALIDATION_ERROR`` and creates nothing.
 - ``POST /marketing/v4/email/single-send``: a new ``sendId`` is one email in ``outbox``
   (PENDING); a repeated ``sendId`` answers ``sendResult: IDEMPOTENT_IGNORE`` and sends
   nothing; an address in ``unsubscribed`` answers ``PREVIOUSLY_UNSUBSCRIBED_PORTAL``.
@@ -83,6 +95,7 @@ class FakeHubSpot(FakeServer):
         self.associations: dict[str, set[str]] = {}
         self.outbox: dict[str, Email] = {}
         self.unsubscribed: set[str] = set()
+        self.required_note_properties: set[str] = set()
         self._window: list[float] = []
         self._daily_used = 0
         self._ids = itertools.count(50_000_000_000 + secrets.randbelow(10**9))
@@ -204,7 +217,18 @@ class FakeHubSpot(FakeServer):
         return Reply(200, body)
 
     def _note_create(self, request: Request) -> Reply:
-        properties = dict((request.body or {}).get("properties") or {})
+        body = request.body if isinstance(request.body, dict) else {}
+        problem = _create_problem(body)
+        if problem:
+            raise hubspot_error(400, f"Invalid input JSON: {problem}", "VALIDATION_ERROR")
+        properties = dict(body["properties"])
+        missing = sorted(name for name in self.required_note_properties if not properties.get(name))
+        if missing:
+            raise hubspot_error(
+                400,
+                f"Property values were not valid: required properties are missing: {', '.join(missing)}",
+                "VALIDATION_ERROR",
+            )
         if not properties.get("hs_timestamp"):
             raise hubspot_error(
                 400, "Property values were not valid: hs_timestamp is required", "VALIDATION_ERROR"
@@ -253,10 +277,11 @@ class FakeHubSpot(FakeServer):
 
     def _single_send(self, request: Request) -> Reply:
         body = request.body if isinstance(request.body, dict) else {}
-        message = body.get("message") or {}
-        send_id, to = str(message.get("sendId") or ""), str(message.get("to") or "")
-        if not isinstance(body.get("emailId"), int) or not to:
-            raise hubspot_error(400, "emailId and message.to are required", "VALIDATION_ERROR")
+        problem = _single_send_problem(body)
+        if problem:
+            raise hubspot_error(400, f"Invalid input JSON: {problem}", "VALIDATION_ERROR")
+        message = body["message"]
+        send_id, to = str(message.get("sendId") or ""), message["to"]
         with self._lock:
             sent = self.outbox.get(send_id) if send_id else None
             if sent is not None:
@@ -285,3 +310,49 @@ class FakeHubSpot(FakeServer):
         return Reply(
             200, {"status": "PENDING", "statusId": email.status_id, "requestedAt": _now_iso()}, effect=True
         )
+
+
+MESSAGE_FIELDS = {"to": str, "from": str, "sendId": str, "replyTo": list, "cc": list, "bcc": list}
+
+
+def _strings(value: object) -> bool:
+    return isinstance(value, dict) and all(isinstance(v, str) for v in value.values())
+
+
+def _create_problem(body: Json) -> str:
+    """What a CRM create body lacks against SimplePublicObjectInputForCreate; empty when valid."""
+    if not _strings(body.get("properties")):
+        return "`properties` (an object of strings) is required"
+    associations = body.get("associations")
+    if not isinstance(associations, list):
+        return "`associations` (a list, empty for none) is required"
+    for item in associations:
+        if not (
+            isinstance(item, dict)
+            and isinstance(item.get("to"), dict)
+            and isinstance(item.get("types"), list)
+        ):
+            return "each of `associations` needs `to` and `types`"
+    return ""
+
+
+def _single_send_problem(body: Json) -> str:
+    """What a single-send body lacks against PublicSingleSendRequestEgg; empty when valid."""
+    email_id = body.get("emailId")
+    if isinstance(email_id, bool) or not isinstance(email_id, int):
+        return "`emailId` (an integer) is required"
+    message = body.get("message")
+    if not isinstance(message, dict) or not isinstance(message.get("to"), str) or not message["to"]:
+        return "`message.to` is required"
+    for name, value in message.items():
+        kind = MESSAGE_FIELDS.get(name)
+        if kind is None:
+            return f"`message.{name}` is not a field of the message"
+        if not isinstance(value, kind) or (kind is list and not all(isinstance(v, str) for v in value)):
+            return f"`message.{name}` must be {'a list of strings' if kind is list else 'a string'}"
+    if not _strings(body.get("contactProperties")):
+        return "`contactProperties` (an object of strings, empty for none) is required"
+    custom = body.get("customProperties")
+    if not isinstance(custom, dict) or any(isinstance(v, list) for v in custom.values()):
+        return "`customProperties` (an object; arrays are not supported) is required"
+    return ""

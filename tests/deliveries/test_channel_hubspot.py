@@ -161,11 +161,40 @@ def test_it_paces_calls_by_the_rate_limit_headers(approve_channel, hubspot):
 
 def test_it_ends_in_error_when_hubspot_rejects_the_content(approve_channel, hubspot, fake_backlog):
     key = approve_channel("hubspot")
-    hubspot.fail_hubspot(400, "Property values were not valid", "VALIDATION_ERROR", path_prefix=NOTES)
+    hubspot.fail_hubspot(400, "Unsupported media", "INVALID_PARAMS", path_prefix=NOTES)
 
     assert fire(key) == "failed"
     comment = texts(fake_backlog, key)[-1]
-    assert "HubSpot が受け付けませんでした" in comment and "Property values were not valid" in comment
+    assert "HubSpot が受け付けませんでした" in comment and "Unsupported media" in comment
+
+
+def test_a_portal_validation_rule_is_a_configuration_error_never_retried(
+    approve_channel, hubspot, fake_backlog
+):
+    hubspot.required_note_properties = {"hubspot_owner_id"}
+    key = approve_channel("hubspot")
+
+    assert fire(key) == "failed"
+
+    comment = texts(fake_backlog, key)[-1]
+    assert "HubSpot の設定エラー（VALIDATION_ERROR）" in comment and "hubspot_owner_id" in comment
+    assert fake_backlog.issue(key)["status"]["name"] == "automediaエラー"
+    assert len([r for r in hubspot.calls(NOTES, "POST") if r.path == NOTES]) == 1
+    assert hubspot.notes == {} and schedule_of(key) is None
+
+
+def test_every_body_it_sends_is_valid_against_hubspots_openapi(approve_channel, hubspot, hs_account):
+    key = approve_channel("hubspot")
+    assert fire(key) == "delivered"
+    email_mode(hs_account)
+    key = approve_channel("hubspot", content=EMAIL)
+    assert fire(key) == "delivered"
+
+    [note] = [r.body for r in hubspot.calls(NOTES, "POST") if r.path == NOTES]
+    assert note["associations"] == []
+    sends = [r.body for r in hubspot.calls(SINGLE_SEND)]
+    assert len(sends) == 2 and all(b["contactProperties"] == {} for b in sends)
+    assert not [r for r in hubspot.calls() if r.status == 400]
 
 
 def test_a_template_for_the_other_mode_is_refused_naming_the_field(approve_channel, hubspot, fake_backlog):

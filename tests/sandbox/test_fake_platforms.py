@@ -138,7 +138,12 @@ def test_tiktok_limits_init_to_six_a_minute_per_token():
 def test_hubspot_sends_one_email_per_send_id_and_reports_rate_headers():
     with FakeHubSpot(burst=3) as fake:
         client = httpx.Client(base_url=fake.base_url, headers={"Authorization": "Bearer any"})
-        body = {"emailId": 1, "message": {"to": "a@example.jp", "sendId": "s1"}}
+        body = {
+            "emailId": 1,
+            "message": {"to": "a@example.jp", "sendId": "s1"},
+            "contactProperties": {},
+            "customProperties": {},
+        }
 
         first = client.post("/marketing/v4/email/single-send", json=body)
         repeat = client.post("/marketing/v4/email/single-send", json=body)
@@ -156,3 +161,61 @@ def test_hubspot_answers_401_for_a_revoked_token():
         answer = httpx.get(f"{fake.base_url}/crm/v3/objects/contacts", headers={"Authorization": "Bearer t"})
 
         assert answer.status_code == 401 and answer.json()["category"] == "INVALID_AUTHENTICATION"
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "reason"),
+    [
+        ("/crm/v3/objects/notes", {"properties": {"hs_timestamp": "2026-12-10T01:00:00Z"}}, "`associations`"),
+        ("/crm/v3/objects/notes", {"properties": {"hs_timestamp": 1}, "associations": []}, "`properties`"),
+        (
+            "/marketing/v4/email/single-send",
+            {"emailId": 1, "message": {"to": "a@example.jp"}},
+            "contactProperties",
+        ),
+        (
+            "/marketing/v4/email/single-send",
+            {"emailId": 1, "message": {"to": "a@example.jp", "replyTo": "b@example.jp"}},
+            "`message.replyTo`",
+        ),
+        (
+            "/marketing/v4/email/single-send",
+            {
+                "emailId": 1,
+                "message": {"to": "a@example.jp"},
+                "contactProperties": {},
+                "customProperties": {"x": [1]},
+            },
+            "arrays",
+        ),
+    ],
+    ids=[
+        "note-without-associations",
+        "note-property-not-a-string",
+        "send-without-contact-properties",
+        "send-reply-to-not-a-list",
+        "send-custom-array",
+    ],
+)
+def test_hubspot_answers_400_for_a_body_its_openapi_refuses(path, body, reason):
+    with FakeHubSpot() as fake:
+        answer = httpx.post(f"{fake.base_url}{path}", json=body, headers={"Authorization": "Bearer any"})
+
+        assert answer.status_code == 400 and answer.json()["category"] == "VALIDATION_ERROR"
+        assert reason in answer.json()["message"]
+        assert fake.notes == {} and fake.outbox == {}
+
+
+def test_hubspot_refuses_a_note_without_a_property_the_portal_requires():
+    with FakeHubSpot() as fake:
+        fake.required_note_properties = {"hubspot_owner_id"}
+        body = {
+            "properties": {"hs_timestamp": "2026-12-10T01:00:00Z", "hs_note_body": "x"},
+            "associations": [],
+        }
+        answer = httpx.post(
+            f"{fake.base_url}/crm/v3/objects/notes", json=body, headers={"Authorization": "Bearer a"}
+        )
+
+        assert answer.status_code == 400 and answer.json()["category"] == "VALIDATION_ERROR"
+        assert "hubspot_owner_id" in answer.json()["message"] and fake.notes == {}

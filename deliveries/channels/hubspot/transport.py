@@ -11,6 +11,19 @@ a note carries a marker token it can be found by. Every answer carries
 `X-HubSpot-RateLimit-*` headers (-Max / -Remaining / -Interval-Milliseconds UNCONFIRMED),
 read into `rate` after each call so the caller can pace itself; errors are `{"status":"error","message","category","correlationId"}`
 with every field optional (https://developers.hubspot.com/docs/api-reference/error-handling).
+Request bodies follow HubSpot's published OpenAPI: a CRM create is
+`SimplePublicObjectInputForCreate`, whose `properties` and `associations` are both
+required (HubSpot/hubspot-api-python:hubspot/crm/objects/notes/models/simple_public_object_input_for_create.py),
+so a note is created with `"associations": []` and associated afterwards; a single-send
+is `PublicSingleSendRequestEgg` with `emailId`, `message`, `contactProperties` (a map of
+strings) and `customProperties` all required
+(https://developers.hubspot.com/docs/api-reference/2026-03/marketing/transactional-emails/create-transactional-email),
+where the single-send guide's examples leave `contactProperties` out.
+From the 2026-09 API versions CRM writes also meet the portal's own rules (conditional
+required properties, the create form's required fields, association permissions) and
+answer 400 `VALIDATION_ERROR` otherwise
+(https://developers.hubspot.com/changelog/crm-api-write-validation-enforcement): a
+configuration error a person fixes in HubSpot, never retried.
 The v3/v4 paths are supported until 2027
 (https://developers.hubspot.com/changelog/legacy-apis-and-legacy-apps-whats-going-unsupported-and-when);
 the base URL is a setting.
@@ -85,6 +98,14 @@ def hubspot_error(response: httpx.Response) -> PlatformError:
         )
     if status == 403:
         return PlatformError(f"権限（スコープ）がありません: {label}", permanent=True, **common)
+    if status == 400 and data.get("category") == "VALIDATION_ERROR":
+        return PlatformError(
+            "HubSpot の設定エラー（VALIDATION_ERROR）: ポータルの検証ルール（条件付き必須プロパティ、"
+            "レコード作成フォームの必須項目、関連付けの権限）またはプロパティの検証に合いません。"
+            f"HubSpot の設定かテンプレを直してから再承認してください。{label}",
+            permanent=True,
+            **common,
+        )
     if status == 429:
         interval = RateState.from_headers(response.headers).interval_ms / 1000
         retry_after = parse_retry_after(response) or interval
@@ -126,7 +147,8 @@ class HubSpotTransport(PlatformTransport):
 
     def note_create(self, *, body: str, timestamp: str) -> str:
         properties = {"hs_note_body": body, "hs_timestamp": timestamp}
-        return str(self._call("POST", NOTES, json={"properties": properties})["id"])
+        body = {"properties": properties, "associations": []}
+        return str(self._call("POST", NOTES, json=body)["id"])
 
     def note_find(self, marker: str) -> str | None:
         """The note whose body carries `marker` (a single token), if HubSpot has indexed it."""
@@ -149,7 +171,12 @@ class HubSpotTransport(PlatformTransport):
         self, *, email_id: int, to: str, send_id: str, custom_properties: dict, sender: dict
     ) -> dict:
         message = {"to": to, "sendId": send_id, **sender}
-        body = {"emailId": email_id, "message": message, "customProperties": custom_properties}
+        body = {
+            "emailId": email_id,
+            "message": message,
+            "contactProperties": {},
+            "customProperties": custom_properties,
+        }
         return self._call("POST", SINGLE_SEND, json=body)
 
     def _call(self, method: str, path: str, **kwargs) -> dict:
