@@ -15,6 +15,9 @@ scheduled:
 - Instagram / TikTok / HubSpot: the channel's template rules
   (deliveries/channels/<kind>/templates.py, their one home), applied to the filled
   template; the publisher applies the same rules again before its first platform call.
+- TikTok: the posting choices the body states (公開範囲, コメント, デュエット, スティッチ,
+  商用コンテンツ), every one needed, checked against the creator's `creator_info`
+  (deliveries/channels/tiktok/approval.py); TikTok not answering refuses nothing.
 
 What may still change before the due time without anyone editing the issue (a template
 not imported yet, a missing token or account, no contacts with the tag yet) is said in
@@ -36,6 +39,7 @@ from deliveries.channels.line.publisher import audience_plan
 from deliveries.channels.line.templates import render_messages
 from deliveries.channels.line.transport import line_transport
 from deliveries.channels.publisher import PublishFailed
+from deliveries.channels.tiktok.approval import tiktok_verdict
 from deliveries.models import CHANNEL_LABELS, ContentTask
 from deliveries.quota_forecast import ForecastUnavailable, quota_forecast
 from deliveries.rendering import template_resolve
@@ -47,6 +51,7 @@ class ApprovalChecks:
     lines: list[str] = field(default_factory=list)  # what was checked, one verdict each
     problems: list[str] = field(default_factory=list)  # each one refuses the approval
     line_messages: int | None = None  # LINE messages this send uses (the quota of later forecasts)
+    creator: dict | None = None  # TikTok's creator_info, when it was asked (the preview shows it)
 
     @property
     def ok(self) -> bool:
@@ -80,12 +85,13 @@ def approval_check(
     override: dict | None = None,
     task: ContentTask | None = None,
 ) -> ApprovalChecks:
-    """Everything about this send that can be known now; calls LINE (validate, quota), no platform."""
+    """Everything about this send that can be known now; calls LINE (validate, quota) and
+    TikTok's creator_info, no publishing endpoint."""
     override = override or {}
     channel = parsed.channel or ("line" if override else None)
     checks = ApprovalChecks()
     if channel in posts.CHANNELS:
-        _platform_rules(checks, tenant, channel, parsed, override)
+        _platform_rules(checks, tenant, channel, parsed, override, now)
     elif channel == "line":
         messages = _line_messages(checks, tenant, parsed, override)
         if messages is not None:
@@ -190,7 +196,7 @@ def _line_quota(
 
 
 def _platform_rules(
-    checks: ApprovalChecks, tenant: Tenant, channel: str, parsed: ParsedTask, override: dict
+    checks: ApprovalChecks, tenant: Tenant, channel: str, parsed: ParsedTask, override: dict, now: datetime
 ) -> None:
     label = CHANNEL_LABELS[channel]
     try:
@@ -203,9 +209,14 @@ def _platform_rules(
         checks.lines.append(f"{label} の投稿ルール: 未確認（テンプレが指定されていません）")
         return
     try:
-        render_channel_template(channel, template.messages, parsed.variables)
+        content = render_channel_template(channel, template.messages, parsed.variables)
     except RenderError as exc:
         checks.lines.append(f"{label} の投稿ルール: NG")
         checks.problems += [f"{label} の投稿ルール: {p}" for p in exc.problems]
         return
     checks.lines.append(f"{label} の投稿ルール: OK")
+    if channel == "tiktok":
+        verdict = tiktok_verdict(tenant=tenant, choices=parsed.tiktok, content=content, now=now)
+        checks.lines += verdict.lines
+        checks.problems += verdict.problems
+        checks.creator = verdict.creator

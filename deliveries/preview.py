@@ -16,6 +16,7 @@ from deliveries.channels import posts as publishers
 from deliveries.channels.hubspot import publisher as hubspot
 from deliveries.channels.line.publisher import audience_plan
 from deliveries.channels.platform import PlatformError
+from deliveries.channels.tiktok import choices as tiktok_choices
 from deliveries.delivery import DeliveryFailed, delivery_render
 from deliveries.issues import IssueState
 from deliveries.models import CHANNEL_LABELS, ChannelAccount, ContentTask, DeliverySchedule
@@ -47,6 +48,8 @@ FIELD_LABELS = {
     "disable_comment": "コメントを無効にする",
     "disable_duet": "デュエットを無効にする",
     "disable_stitch": "スティッチを無効にする",
+    "brand_organic_toggle": "自社ブランドの宣伝",
+    "brand_content_toggle": "ブランドコンテンツ（他社との有償パートナーシップ）",
     "auto_add_music": "音楽を自動で付ける",
     "video_cover_timestamp_ms": "カバーにする位置（ミリ秒）",
     "photo_cover_index": "カバーにする写真（0 始まり）",
@@ -115,6 +118,24 @@ def _checks(
     )
     if preview.channel == "line":  # a platform post's rule problems are already post_check's
         preview.problems += [p for p in preview.checks.problems if p not in preview.problems]
+    elif preview.channel == "tiktok":
+        _tiktok_lines(preview, parsed)
+
+
+def _tiktok_lines(preview: Preview, parsed: ParsedTask) -> None:
+    """The creator (nickname, the privacy levels creator_info allows) and the body's choices."""
+    rules = f"{CHANNEL_LABELS['tiktok']} の投稿ルール"
+    checks = preview.checks
+    preview.problems += [p for p in checks.problems if not p.startswith(rules) and p not in preview.problems]
+    if preview.post is not None and not tiktok_choices.missing_choices(parsed.tiktok, preview.post["type"]):
+        # The post as the init sends it: the template's fields and exactly the body's choices.
+        preview.post = {**preview.post, **tiktok_choices.post_info(preview.post, parsed.tiktok)}
+    stated = tiktok_choices.choices_text(parsed.tiktok) or "配信メタに公開範囲などの指定なし"
+    preview.audience = f"{stated}。TikTok への投稿は宛先を選ばないため、人数は数えません"
+    if checks.creator is not None:
+        preview.account = f"{tiktok_choices.creator_name(checks.creator)}（{preview.account}）"
+        levels = tiktok_choices.levels_text(list(checks.creator.get("privacy_level_options") or []))
+        preview.audience += f"。このクリエイターが使える公開範囲: {levels}"
 
 
 def _line_messages(preview: Preview, tenant: Tenant, parsed: ParsedTask, override: dict | None) -> None:
@@ -151,9 +172,7 @@ def _channel_post(
             "アカウントのフォロワーなど（Instagram への投稿は宛先を選ばずに公開されるため、人数は数えません）"
         )
     elif channel == "tiktok":
-        level = (content or {}).get("privacy_level", "")
-        shown = f"公開範囲 {level}（{PRIVACY_LABELS.get(level, '不明')}）" if level else "公開範囲は未定"
-        preview.audience = f"{shown}。TikTok への投稿は宛先を選ばないため、人数は数えません"
+        pass  # said once the approval-time checks asked creator_info (_tiktok_lines)
     else:
         _hubspot_audience(preview, account, override.get("audience") or parsed.audience)
 

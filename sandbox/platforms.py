@@ -33,6 +33,10 @@ DEMO_BODIES = {
 }
 
 
+# TikTok's posting choices are the body's, never a default (the demo creator is unaudited).
+TIKTOK_DEMO_CHOICES = "- 公開範囲: SELF_ONLY\n- コメント: 不可\n- デュエット: 不可\n- スティッチ: 不可\n- 商用コンテンツ: なし\n"
+
+
 def demo_body(channel: str, publish_at: datetime) -> str:
     label, template, extra = DEMO_BODIES[channel]
     local = publish_at.astimezone(JST)
@@ -42,7 +46,8 @@ def demo_body(channel: str, publish_at: datetime) -> str:
         f"- 投稿日時: {local:%Y-%m-%d %H:%M} (JST)\n"
         "- 対象タグ: tag:active, !tag:opt_out\n"
         f"- テンプレ: {template}\n"
-        "\n## 文面 / 変数\n"
+        + (TIKTOK_DEMO_CHOICES if channel == "tiktok" else "")
+        + "\n## 文面 / 変数\n"
         f"- date: {local:%Y-%m-%d}\n"
         "- title: デモ新作\n" + extra
     )

@@ -11,11 +11,18 @@ UNCONFIRMED:
 - Accounts (``add_account``): access tokens with an expiry on ``clock`` and ONE current
   refresh token. ``POST /v2/oauth/token/`` rotates: a new access token and a new refresh
   token; the old refresh token answers 400 ``invalid_grant`` from then on.
-- ``creator_info`` returns ``privacy_level_options`` (unaudited app: SELF_ONLY only).
-- ``video/init`` / ``content/init`` (PULL_FROM_URL): a privacy level outside the options →
-  403 ``privacy_level_option_mismatch``; over the account's ``daily_cap`` → 403
-  ``spam_risk_too_many_posts``; otherwise a new ``publish_id`` (no idempotency: a second
-  init is a second post, which tests can see in ``inits()``).
+- ``creator_info`` returns the account's ``creator_nickname``, ``privacy_level_options``
+  (unaudited app: SELF_ONLY only) and ``comment_disabled`` / ``duet_disabled`` /
+  ``stitch_disabled`` (the creator's own settings).
+- ``post_info`` of an init is checked as the references describe it
+  (https://developers.tiktok.com/doc/content-posting-api-reference-direct-post,
+  https://developers.tiktok.com/doc/content-posting-api-reference-photo-post): the
+  interaction and commercial-content fields are booleans, a video title is at most 2,200
+  UTF-16 units and a photo title at most 90 (that figure is UNCONFIRMED in the official text,
+  which the stored copy cuts before it; third parties give it), a photo description at most
+  4,000; anything else → 400 ``invalid_params``. What TikTok answers to an interaction
+  allowed that the creator turned off is not documented: the fake accepts it and keeps the
+  body (``inits()``) for tests to see.
 - ``status/fetch`` answers PROCESSING_DOWNLOAD ``processing_fetches`` times, then
   PUBLISH_COMPLETE (``publicaly_available_post_id`` only for non-SELF_ONLY posts) or
   FAILED with ``fail_next_publish``'s reason.
@@ -80,6 +87,10 @@ class Account:
     privacy_level_options: list[str]
     daily_cap: int = 15
     posts: int = 0
+    nickname: str = "デモ"
+    comment_disabled: bool = False
+    duet_disabled: bool = False
+    stitch_disabled: bool = False
 
 
 @dataclass
@@ -218,11 +229,11 @@ class FakeTikTok(FakeServer):
             data = {
                 "creator_avatar_url": f"https://p16.tiktokcdn.com/fake/{account.open_id}.jpeg",
                 "creator_username": account.username,
-                "creator_nickname": "デモ",
+                "creator_nickname": account.nickname,
                 "privacy_level_options": list(account.privacy_level_options),
-                "comment_disabled": False,
-                "duet_disabled": False,
-                "stitch_disabled": False,
+                "comment_disabled": account.comment_disabled,
+                "duet_disabled": account.duet_disabled,
+                "stitch_disabled": account.stitch_disabled,
                 "max_video_post_duration_sec": 600,
             }
         return Reply(200, envelope(data))
@@ -248,7 +259,10 @@ class FakeTikTok(FakeServer):
         return self._init(request, "photo", body)
 
     def _init(self, request: Request, kind: str, body: Json) -> Reply:
-        level = (body.get("post_info") or {}).get("privacy_level")
+        post_info = body.get("post_info") if isinstance(body.get("post_info"), dict) else {}
+        if problem := _post_info_problem(kind, post_info):
+            raise tiktok_error(400, "invalid_params", problem)
+        level = post_info.get("privacy_level")
         with self._lock:
             account = self._account(request)
             if level not in account.privacy_level_options:
@@ -371,3 +385,30 @@ class FakeTikTok(FakeServer):
                 "token_type": "Bearer",
             }
         return Reply(200, answer, effect=True)
+
+
+POST_INFO_BOOLEANS = {
+    "video": (
+        "disable_comment",
+        "disable_duet",
+        "disable_stitch",
+        "brand_content_toggle",
+        "brand_organic_toggle",
+    ),
+    "photo": ("disable_comment", "auto_add_music", "brand_content_toggle", "brand_organic_toggle"),
+}
+POST_INFO_TEXTS = {"video": {"title": 2200}, "photo": {"title": 90, "description": 4000}}
+
+
+def _post_info_problem(kind: str, post_info: Json) -> str:
+    """What the references' post_info does not allow; empty when it is acceptable."""
+    for name in POST_INFO_BOOLEANS[kind]:
+        if name in post_info and not isinstance(post_info[name], bool):
+            return f"post_info.{name} must be a boolean"
+    for name, limit in POST_INFO_TEXTS[kind].items():
+        value = post_info.get(name, "")
+        if not isinstance(value, str):
+            return f"post_info.{name} must be a string"
+        if len(value.encode("utf-16-le")) // 2 > limit:
+            return f"post_info.{name} exceeds {limit} characters"
+    return ""

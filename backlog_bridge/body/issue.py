@@ -28,6 +28,7 @@ from backlog_bridge.body.sections import (
     split_sections,
 )
 from backlog_bridge.body.task import ParsedTask
+from backlog_bridge.body.tiktok import meta_tiktok
 
 
 def parse_issue(*, description: str | None, custom_fields: list[dict] | None = None) -> ParsedTask:
@@ -45,6 +46,7 @@ def parse_issue(*, description: str | None, custom_fields: list[dict] | None = N
     task.audience = meta_audience(items.get(KEY_AUDIENCE), task.channel, errors)
     task.template = meta_template(items.get(KEY_TEMPLATE), has_meta, errors)
     task.contact_group = meta_contact_group(items.get(KEY_CONTACT_GROUP), errors)
+    task.tiktok = meta_tiktok(items, task.channel, errors)
     task.variables = content_variables(find_section(sections, SECTION_VARIABLES, errors), errors)
     task.attachments = content_attachments(find_section(sections, SECTION_ATTACHMENTS, errors), errors)
     return task

@@ -72,6 +72,8 @@ class ParsedTask:
     attachments: list[Attachment] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     contact_group: str = ""
+    # TikTok's posting choices as written (backlog_bridge/body/tiktok.py); empty for other channels.
+    tiktok: dict = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -88,6 +90,7 @@ class ParsedTask:
             "attachments": [{"kind": a.kind, "value": a.value} for a in self.attachments],
             "errors": list(self.errors),
             "contact_group": self.contact_group,
+            "tiktok": dict(self.tiktok),
         }
 
     @classmethod
@@ -104,4 +107,5 @@ class ParsedTask:
             attachments=[Attachment(a["kind"], a["value"]) for a in data.get("attachments") or []],
             errors=list(data.get("errors") or []),
             contact_group=data.get("contact_group") or "",
+            tiktok=dict(data.get("tiktok") or {}),
         )

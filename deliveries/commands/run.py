@@ -233,7 +233,7 @@ def _target(channel: str, audience: str) -> str:
     if channel == "instagram":
         return "Instagram アカウントへの投稿（フォロワーなどに公開）"
     if channel == "tiktok":
-        return "TikTok アカウントへの投稿（公開範囲はテンプレの privacy_level）"
+        return "TikTok アカウントへの投稿（公開範囲は配信メタの指定）"
     return audience
 
 

@@ -750,3 +750,61 @@ def test_it_only_raises_value_error_from_the_value_parsers():
                 parse(text)
             except ValueError as exc:
                 assert str(exc)
+
+
+def _tiktok_body(*lines: str, channel: str = "TikTok") -> str:
+    return f"## 配信メタ\n- チャネル: {channel}\n- 投稿日時: 2026-05-15 10:00\n- テンプレ: clip\n" + "".join(
+        f"{line}\n" for line in lines
+    )
+
+
+def test_it_reads_tiktoks_posting_choices():
+    parsed = parse_issue(
+        description=_tiktok_body(
+            "- 公開範囲: public_to_everyone",
+            "- コメント： 許可",
+            "- デュエット: 不可",
+            "- スティッチ: 許可",
+            "- 商用コンテンツ: 自社",
+        )
+    )
+
+    assert parsed.ok, parsed.errors
+    assert parsed.tiktok == {
+        "privacy_level": "PUBLIC_TO_EVERYONE",
+        "comment": True,
+        "duet": False,
+        "stitch": True,
+        "commercial": "own",
+    }
+    assert ParsedTask.from_json(json.loads(json.dumps(parsed.to_json()))).tiktok == parsed.tiktok
+
+
+@pytest.mark.parametrize(
+    ("written", "level"), [("自分のみ", "SELF_ONLY"), ("フォロワー", "FOLLOWER_OF_CREATOR")]
+)
+def test_it_reads_the_privacy_level_by_the_name_tiktok_shows(written, level):
+    assert parse_issue(description=_tiktok_body(f"- 公開範囲: {written}")).tiktok == {"privacy_level": level}
+
+
+@pytest.mark.parametrize(
+    ("line", "error"),
+    [
+        ("- 公開範囲: PUBLIC", "公開範囲「PUBLIC」は使えません（PUBLIC_TO_EVERYONE / MUTUAL_FOLLOW_FRIENDS"),
+        ("- コメント: はい", "コメント「はい」は「許可」か「不可」で書いてください。"),
+        ("- 商用コンテンツ: 他社", "商用コンテンツ「他社」は使えません（なし / 自社 / ブランド のどれか）。"),
+    ],
+)
+def test_it_names_a_tiktok_choice_it_cannot_read(line, error):
+    parsed = parse_issue(description=_tiktok_body(line))
+
+    assert error in " ".join(parsed.errors)
+
+
+def test_it_refuses_tiktoks_choices_on_another_channel():
+    parsed = parse_issue(
+        description=_tiktok_body("- 公開範囲: SELF_ONLY", channel="LINE") + "- 対象タグ: tag:a\n"
+    )
+
+    assert any("公開範囲 は TikTok の投稿でだけ使えます（チャネル: line）" in e for e in parsed.errors)
+    assert parsed.tiktok == {}

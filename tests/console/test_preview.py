@@ -187,7 +187,9 @@ def test_it_draws_an_instagram_post_as_a_post_card(as_manager, fake_backlog, pum
     assert "人に配信" not in page
 
 
-def test_it_draws_a_tiktok_video_with_its_privacy_level(as_manager, fake_backlog, pump, tenant, tt_account):
+def test_it_draws_a_tiktok_video_with_the_creator_and_the_bodys_choices(
+    as_manager, fake_backlog, pump, tenant, tt_account
+):
     task = channel_task(fake_backlog, pump, tenant, "tiktok")
 
     page = as_manager.get(task_url("preview", task)).content.decode()
@@ -195,6 +197,9 @@ def test_it_draws_a_tiktok_video_with_its_privacy_level(as_manager, fake_backlog
     assert 'data-channel="tiktok"' in page and 'data-kind="video"' in page
     assert "https://cdn.example.jp/new.mp4" in page and "2026-12-10 の新作" in page
     assert "<dt>公開範囲</dt><dd>SELF_ONLY（自分のみ（非公開））</dd>" in page
+    assert "<dt>デュエットを無効にする</dt><dd>はい</dd>" in page
+    assert "デモ（@automedia_demo）" in page
+    assert "このクリエイターが使える公開範囲: SELF_ONLY（自分のみ）" in page
 
 
 def test_it_counts_the_hubspot_contacts_of_a_note(as_manager, fake_backlog, pump, tenant, hs_account):

@@ -20,7 +20,7 @@ import time_machine
 from deliveries.effects import effect_reports_run
 from deliveries.models import ChannelAccount, ChannelPost, ContentTask, EffectReport
 from tests.helpers.backlog import texts
-from tests.helpers.channels import TEMPLATES
+from tests.helpers.channels import channel_body
 from tests.helpers.deliveries import fire
 from tests.helpers.factories import ChannelAccountFactory, ChannelPostFactory, EffectReportFactory
 
@@ -31,7 +31,7 @@ MEDIA_ID = "17900000000000042"
 VIDEO_ID = "7400000000000000042"
 IG_METRICS = "views,reach,likes,comments,shares,saved,total_interactions"
 TT_FIELDS = "id,share_url,view_count,like_count,comment_count,share_count"
-PUBLIC_TIKTOK = {**TEMPLATES["tiktok"], "privacy_level": "PUBLIC_TO_EVERYONE"}
+PUBLIC_TIKTOK = channel_body("tiktok", tiktok={"公開範囲": "PUBLIC_TO_EVERYONE"})
 EMAIL = {"type": "email", "email_id": 4242}
 
 
@@ -69,7 +69,7 @@ def test_it_plans_a_24h_and_a_72h_report_after_an_instagram_post(approve_channel
 def test_it_plans_a_24h_and_a_72h_report_after_a_public_tiktok_post(approve_channel, tiktok, tt_account):
     tiktok.accounts["open-id-1"].privacy_level_options = ["PUBLIC_TO_EVERYONE", "SELF_ONLY"]
     tiktok.processing_fetches = 0
-    key = approve_channel("tiktok", content=PUBLIC_TIKTOK)
+    key = approve_channel("tiktok", body=PUBLIC_TIKTOK)
 
     assert fire(key) == "delivered"
 
@@ -129,7 +129,7 @@ def test_the_fake_tiktok_serves_video_statistics_for_an_effect_comment(
 ):
     tiktok.accounts["open-id-1"].privacy_level_options = ["PUBLIC_TO_EVERYONE", "SELF_ONLY"]
     tiktok.processing_fetches = 0
-    key = approve_channel("tiktok", content=PUBLIC_TIKTOK)
+    key = approve_channel("tiktok", body=PUBLIC_TIKTOK)
     fire(key)
     post_id = ChannelPost.objects.get(task__issue_key=key).post_id
     tiktok.set_video_stats(post_id, view_count=5000)

@@ -102,11 +102,21 @@ def test_import_errors_name_the_field(tmp_path):
             {"type": "image", "image_url": "https://x/y.jpg", "hashtags": []},
             "hashtags は instagram の image テンプレートでは使えない",
         ),
-        ("tiktok", {"type": "video", "video_url": "https://x/v.mp4"}, "privacy_level は"),
         (
             "tiktok",
-            {"type": "photo", "photo_urls": [], "privacy_level": "SELF_ONLY"},
-            "photo_urls は 1〜35 件",
+            {"type": "video", "video_url": "https://x/v.mp4", "privacy_level": "SELF_ONLY"},
+            "privacy_level はテンプレには書けません。課題本文の「## 配信メタ」に「- 公開範囲: …」",
+        ),
+        (
+            "tiktok",
+            {"type": "video", "video_url": "https://x/v.mp4", "disable_duet": True},
+            "disable_duet はテンプレには書けません",
+        ),
+        ("tiktok", {"type": "photo", "photo_urls": []}, "photo_urls は 1〜35 件"),
+        (
+            "tiktok",
+            {"type": "photo", "photo_urls": ["https://x/1.jpg"], "title": "あ" * 91},
+            "title が 91 文字あります（上限 90 文字）",
         ),
         (
             "tiktok",
@@ -114,7 +124,6 @@ def test_import_errors_name_the_field(tmp_path):
                 "type": "photo",
                 "photo_urls": ["https://x/1.jpg"],
                 "photo_cover_index": 3,
-                "privacy_level": "SELF_ONLY",
             },
             "photo_cover_index は 0〜0",
         ),

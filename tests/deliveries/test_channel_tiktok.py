@@ -11,12 +11,12 @@ from django.utils import timezone
 from deliveries.channels.tiktok.transport import VIDEO_INIT
 from deliveries.models import ChannelAccount, ChannelPost, DeliveryAttempt, DeliverySchedule
 from tests.helpers.backlog import texts
-from tests.helpers.channels import TEMPLATES, TT_REFRESH, TT_TOKEN
+from tests.helpers.channels import TT_REFRESH, TT_TOKEN, channel_body
 from tests.helpers.deliveries import DUE, fire
 
 pytestmark = pytest.mark.usefixtures("tt_account")
 
-PUBLIC = {**TEMPLATES["tiktok"], "privacy_level": "PUBLIC_TO_EVERYONE"}
+PUBLIC = channel_body("tiktok", tiktok={"公開範囲": "PUBLIC_TO_EVERYONE", "コメント": "許可"})
 
 
 def schedule_of(key: str) -> DeliverySchedule | None:
@@ -38,7 +38,7 @@ def audited(tiktok) -> None:
 def test_it_posts_once_and_comments_the_publish_id_post_id_and_url(approve_channel, tiktok, fake_backlog):
     audited(tiktok)
     tiktok.processing_fetches = 0
-    key = approve_channel("tiktok", content=PUBLIC)
+    key = approve_channel("tiktok", body=PUBLIC)
 
     assert fire(key) == "delivered"
 
@@ -47,7 +47,15 @@ def test_it_posts_once_and_comments_the_publish_id_post_id_and_url(approve_chann
         "source": "PULL_FROM_URL",
         "video_url": "https://cdn.example.jp/new.mp4",
     }
-    assert publish.body["post_info"] == {"title": "2026-12-10 の新作", "privacy_level": "PUBLIC_TO_EVERYONE"}
+    assert publish.body["post_info"] == {
+        "title": "2026-12-10 の新作",
+        "privacy_level": "PUBLIC_TO_EVERYONE",
+        "disable_comment": False,
+        "disable_duet": True,
+        "disable_stitch": True,
+        "brand_organic_toggle": False,
+        "brand_content_toggle": False,
+    }
     comment = texts(fake_backlog, key)[-1]
     assert f"publish_id: {publish.publish_id}" in comment and f"投稿ID: {publish.post_id}" in comment
     assert f"URL: https://www.tiktok.com/@automedia_demo/video/{publish.post_id}" in comment
@@ -88,14 +96,20 @@ def test_a_lost_answer_to_a_status_read_is_read_again(approve_channel, tiktok):
     assert len(tiktok.inits()) == 1
 
 
-def test_it_refuses_a_privacy_level_creator_info_does_not_allow(approve_channel, tiktok, fake_backlog):
-    key = approve_channel("tiktok", content=PUBLIC)
+def test_it_refuses_at_publishing_a_privacy_level_the_creator_no_longer_allows(
+    approve_channel, tiktok, fake_backlog
+):
+    audited(tiktok)
+    key = approve_channel("tiktok", body=PUBLIC)
+    tiktok.accounts["open-id-1"].privacy_level_options = ["SELF_ONLY"]
 
     assert fire(key) == "failed"
 
     comment = texts(fake_backlog, key)[-1]
-    assert "privacy_level「PUBLIC_TO_EVERYONE」はこのクリエイター（@automedia_demo）では使えません" in comment
-    assert "SELF_ONLY" in comment
+    assert (
+        "公開範囲「PUBLIC_TO_EVERYONE」はこのクリエイター（デモ（@automedia_demo））では使えません" in comment
+    )
+    assert "SELF_ONLY（自分のみ）" in comment
     assert tiktok.inits() == []
 
 
@@ -147,9 +161,10 @@ def test_it_waits_while_another_process_refreshes_the_token(approve_channel, tik
         expires_at=DUE - timedelta(hours=1), refresh_lease_until=DUE + timedelta(seconds=30)
     )
     key = approve_channel("tiktok")
+    asked_at_approval = len(tiktok.calls())
 
     assert "別の処理が更新中" in fire(key)
-    assert tiktok.refresh_calls == 0 and tiktok.calls() == []
+    assert tiktok.refresh_calls == 0 and len(tiktok.calls()) == asked_at_approval
 
 
 def test_the_daily_cap_ends_in_error_with_the_reason(approve_channel, tiktok, fake_backlog):
@@ -211,14 +226,21 @@ def test_it_posts_photos(approve_channel, tiktok):
         "title": "{{ date }}",
         "photo_urls": ["https://cdn.example.jp/1.jpg", "https://cdn.example.jp/2.jpg"],
         "photo_cover_index": 1,
-        "privacy_level": "SELF_ONLY",
     }
     tiktok.processing_fetches = 0
-    key = approve_channel("tiktok", content=content)
+    body = channel_body("tiktok", tiktok={"デュエット": None, "スティッチ": None, "商用コンテンツ": "自社"})
+    key = approve_channel("tiktok", content=content, body=body)
 
     assert fire(key) == "delivered"
     [publish] = tiktok.inits()
     assert publish.kind == "photo" and publish.body["source_info"]["photo_cover_index"] == 1
+    assert publish.body["post_info"] == {
+        "title": "2026-12-10",
+        "privacy_level": "SELF_ONLY",
+        "disable_comment": True,
+        "brand_organic_toggle": True,
+        "brand_content_toggle": False,
+    }
 
 
 def test_a_server_error_on_init_is_retried_as_tiktok_said_it_failed(approve_channel, tiktok):

@@ -224,13 +224,18 @@ def test_it_previews_an_instagram_post_and_says_its_audience_is_the_followers(
     assert instagram.calls() == []  # a preview publishes nothing and asks Instagram nothing
 
 
-def test_it_previews_a_tiktok_post_with_its_privacy_level(approve_channel, tt_account, say):
+def test_it_previews_a_tiktok_post_with_the_creator_and_the_bodys_choices(approve_channel, tt_account, say):
     key = approve_channel("tiktok")
 
     reply = say(key, "/automedia preview")
 
-    assert "- チャネル: TikTok（アカウント: open_id open-id-1）" in reply
-    assert "公開範囲 SELF_ONLY（自分のみ（非公開））" in reply and "人数は数えません" in reply
+    assert "- チャネル: TikTok（アカウント: デモ（@automedia_demo）（open_id open-id-1））" in reply
+    assert (
+        "公開範囲 SELF_ONLY（自分のみ）、コメント 不可、デュエット 不可、スティッチ 不可、商用コンテンツ なし"
+        in reply
+    )
+    assert "このクリエイターが使える公開範囲: SELF_ONLY（自分のみ）" in reply and "人数は数えません" in reply
+    assert "TikTok クリエイター: デモ（@automedia_demo）、使える公開範囲: SELF_ONLY（自分のみ）" in reply
     assert "タイトル: 2026-12-10 の新作" in reply and "動画: https://cdn.example.jp/new.mp4" in reply
 
 

@@ -44,14 +44,14 @@ LEAD_SECONDS = 6  # 投稿日時, from the approval
 DELIVER_TIMEOUT = 30.0
 IG_MEDIA = "/v25.0/{ig}/media"
 TIKTOK_STATUS = "/v2/post/publish/status/fetch/"
-# An audited app's public post (the repository's TikTok template is SELF_ONLY, which has no
-# public post id), imported in the stack as template `public_release`.
+# An audited app's public post (a SELF_ONLY post has no public post id): the template
+# imported in the stack as `public_release`, and the issue's choices (配信メタ).
 TIKTOK_PUBLIC = {
     "type": "video",
     "title": "{{ date }} 公開「{{ title }}」",
     "video_url": "{{ video_url }}",
-    "privacy_level": "PUBLIC_TO_EVERYONE",
 }
+TIKTOK_CHOICES = "- 公開範囲: PUBLIC_TO_EVERYONE\n- コメント: 許可\n- デュエット: 不可\n- スティッチ: 不可\n- 商用コンテンツ: なし\n"
 CONTACTS = [("fan1@example.jp", ["active"]), ("fan2@example.jp", ["active", "vip"])]
 OTHERS = [("fan3@example.jp", ["active", "opt_out"]), ("fan4@example.jp", ["inactive"])]
 
@@ -96,7 +96,9 @@ def approve(stack: Stack, channel: str, template: str, variables: dict[str, str]
         f"- 投稿日時: {publish_at:%Y-%m-%d %H:%M:%S} (JST)\n"
         "- 対象タグ: tag:active, !tag:opt_out\n"
         f"- テンプレ: {template}@{stack.channel_templates[channel][template]}\n"
-        "\n## 文面 / 変数\n" + "".join(f"- {k}: {v}\n" for k, v in variables.items())
+        + (TIKTOK_CHOICES if channel == "tiktok" else "")
+        + "\n## 文面 / 変数\n"
+        + "".join(f"- {k}: {v}\n" for k, v in variables.items())
     )
     issue = stack.backlog.create_issue(
         PROJECT, summary=f"{label} 新作告知", description=description, status="処理中"

@@ -28,22 +28,41 @@ TEMPLATES = {
         "type": "video",
         "title": "{{ date }} の新作",
         "video_url": "https://cdn.example.jp/{{ video }}",
-        "privacy_level": "SELF_ONLY",
     },
     "hubspot": {"type": "note", "body": "<p>{{ date }} 新作を配信しました</p>"},
 }
 VARIABLES = {"date": "2026-12-10", "image": "new.jpg", "video": "new.mp4"}
 
 
-def channel_body(channel: str, *, template: str = "post", audience: str = "tag:active, !tag:opt_out") -> str:
+# TikTok's posting choices in 配信メタ (a TikTok body states every one).
+TIKTOK_CHOICES = {
+    "公開範囲": "SELF_ONLY",
+    "コメント": "不可",
+    "デュエット": "不可",
+    "スティッチ": "不可",
+    "商用コンテンツ": "なし",
+}
+
+
+def channel_body(
+    channel: str,
+    *,
+    template: str = "post",
+    audience: str = "tag:active, !tag:opt_out",
+    tiktok: dict[str, str] | None = None,
+) -> str:
+    """`tiktok`: TikTok's choices over TIKTOK_CHOICES (a value of None leaves the line out)."""
     labels = {"instagram": "Instagram", "tiktok": "TikTok", "hubspot": "HubSpot"}
+    choices = {**TIKTOK_CHOICES, **(tiktok or {})} if channel == "tiktok" else {}
     return (
         "## 配信メタ\n"
         f"- チャネル: {labels[channel]}\n"
         "- 投稿日時: 2026-12-10 10:00 (JST)\n"
         f"- 対象タグ: {audience}\n"
         f"- テンプレ: {template}\n"
-        "\n## 文面 / 変数\n" + "".join(f"- {k}: {v}\n" for k, v in VARIABLES.items())
+        + "".join(f"- {k}: {v}\n" for k, v in choices.items() if v is not None)
+        + "\n## 文面 / 変数\n"
+        + "".join(f"- {k}: {v}\n" for k, v in VARIABLES.items())
     )
 
 

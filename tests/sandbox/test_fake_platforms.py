@@ -100,6 +100,63 @@ def test_tiktok_answers_a_video_query_with_the_asked_fields_of_the_users_own_pub
         assert answer["data"]["videos"] == [{"id": post_id, "view_count": 2310, "like_count": 154}]
 
 
+def test_tiktok_creator_info_carries_the_creators_nickname_and_settings():
+    with FakeTikTok() as fake:
+        account = fake.add_account("o1", access_token="a")
+        account.nickname, account.stitch_disabled = "山田", True
+        answer = httpx.post(
+            f"{fake.base_url}/v2/post/publish/creator_info/query/",
+            headers={"Authorization": "Bearer a"},
+            json={},
+        ).json()["data"]
+
+        assert (answer["creator_nickname"], answer["privacy_level_options"]) == ("山田", ["SELF_ONLY"])
+        assert (answer["comment_disabled"], answer["duet_disabled"], answer["stitch_disabled"]) == (
+            False,
+            False,
+            True,
+        )
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "reason"),
+    [
+        (
+            "/v2/post/publish/content/init/",
+            {"media_type": "PHOTO", "post_info": {"privacy_level": "SELF_ONLY", "title": "あ" * 91}},
+            "post_info.title exceeds 90",
+        ),
+        (
+            "/v2/post/publish/video/init/",
+            {"post_info": {"privacy_level": "SELF_ONLY", "disable_duet": "yes"}},
+            "post_info.disable_duet must be a boolean",
+        ),
+        (
+            "/v2/post/publish/video/init/",
+            {"post_info": {"privacy_level": "SELF_ONLY", "brand_content_toggle": 1}},
+            "post_info.brand_content_toggle must be a boolean",
+        ),
+    ],
+    ids=["photo-title-over-90", "duet-not-boolean", "brand-not-boolean"],
+)
+def test_tiktok_answers_invalid_params_for_a_post_info_the_references_refuse(path, body, reason):
+    with FakeTikTok() as fake:
+        fake.add_account("o1", access_token="a")
+        source = (
+            {"source": "PULL_FROM_URL", "photo_images": ["https://x/1.jpg"]}
+            if "content" in path
+            else {"source": "PULL_FROM_URL", "video_url": "https://x/v.mp4"}
+        )
+        answer = httpx.post(
+            f"{fake.base_url}{path}",
+            headers={"Authorization": "Bearer a"},
+            json={**body, "source_info": source},
+        )
+
+        assert answer.status_code == 400 and answer.json()["error"]["code"] == "invalid_params"
+        assert reason in answer.json()["error"]["message"] and fake.inits() == []
+
+
 def test_tiktok_rotates_refresh_tokens_and_refuses_the_old_one():
     with FakeTikTok() as fake:
         fake.add_account("o1", access_token="a", refresh_token="r0")

@@ -1,8 +1,9 @@
 """Publish one approval to TikTok (Direct Post, pulled from URL) exactly once.
 
 https://developers.tiktok.com/doc/content-posting-api-reference-direct-post:
-`creator_info` before each post (the template's privacy level must be one it allows;
-unaudited apps only SELF_ONLY); `init` returns the `publish_id`, saved at once; `status/fetch` is re-checked on the same schedule row
+`creator_info` before each post (the posting choices the issue body states must be ones it
+allows, deliveries/channels/tiktok/choices.py; unaudited apps only SELF_ONLY); the init's
+`post_info` carries exactly those choices; `init` returns the `publish_id`, saved at once; `status/fetch` is re-checked on the same schedule row
 until PUBLISH_COMPLETE or FAILED. `init` has no idempotency key and its `publish_id`
 is the only handle on the post: when the answer to an `init` is lost, automedia cannot
 read the state and never posts again on its own — the task ends in automediaエラー
@@ -33,6 +34,7 @@ from deliveries.channels.publisher import (
     recorded,
     save,
 )
+from deliveries.channels.tiktok.choices import creator_problems, missing_choices, post_info
 from deliveries.channels.tiktok.tokens import tiktok_access_token
 from deliveries.channels.tiktok.transport import (
     CONTENT_INIT,
@@ -55,17 +57,6 @@ UNCLEAR_INIT = (
     "TikTok への投稿依頼（init）の応答が届かなかったため、投稿されたかどうか確認できません。"
     "二重投稿を避けるため自動では再投稿しません。TikTok アプリで投稿を確認し、投稿されていなければもう一度承認してください。"
 )
-POST_INFO_KEYS = {
-    "video": (
-        "title",
-        "privacy_level",
-        "disable_comment",
-        "disable_duet",
-        "disable_stitch",
-        "video_cover_timestamp_ms",
-    ),
-    "photo": ("title", "description", "privacy_level", "disable_comment", "auto_add_music"),
-}
 Phase = ChannelPost.Phase
 
 
@@ -86,7 +77,7 @@ def account_problems(account: ChannelAccount, content: dict | None, now: datetim
     """What stops a post at this account, known without calling TikTok (commands, preview).
 
     An expired access token is no problem while the refresh token can renew it; whether the
-    template's privacy level is allowed is known only from `creator_info`, at publishing."""
+    body's posting choices are allowed is known only from `creator_info` (approval, publishing)."""
     if not account.open_id:
         return ["TikTok の open_id が設定されていません。"]
     if account.expires_at is None or account.expires_at > now:
@@ -131,9 +122,9 @@ def _init(ctx: Context, tt: TikTokTransport, post: ChannelPost) -> Done | Wait:
         return wait
     ctx.check_claim()
     save(post, phase=Phase.PUBLISHING)  # a lost answer from here on is not retried
-    post_info = {k: content[k] for k in POST_INFO_KEYS[content["type"]] if k in content}
+    info_sent = post_info(content, _choices(ctx))
     try:
-        publish_id = _call_init(tt, content, post_info)
+        publish_id = _call_init(tt, content, info_sent)
     except PlatformError as exc:
         record(ctx, tt, endpoint, error=exc)
         if exc.unclear:
@@ -145,7 +136,7 @@ def _init(ctx: Context, tt: TikTokTransport, post: ChannelPost) -> Done | Wait:
         tt,
         endpoint,
         key=publish_id,
-        summary={"type": content["type"], "privacy_level": content["privacy_level"]},
+        summary={"type": content["type"], "privacy_level": info_sent["privacy_level"]},
     )
     details = {**post.details, "creator_username": info.get("creator_username", "")}
     save(
@@ -159,11 +150,11 @@ def _init(ctx: Context, tt: TikTokTransport, post: ChannelPost) -> Done | Wait:
     return _await(ctx, tt, post)
 
 
-def _call_init(tt: TikTokTransport, content: dict, post_info: dict) -> str:
+def _call_init(tt: TikTokTransport, content: dict, info: dict) -> str:
     if content["type"] == "video":
-        return tt.video_init(post_info=post_info, video_url=content["video_url"])
+        return tt.video_init(post_info=info, video_url=content["video_url"])
     return tt.photo_init(
-        post_info=post_info, photo_urls=content["photo_urls"], cover_index=content.get("photo_cover_index", 0)
+        post_info=info, photo_urls=content["photo_urls"], cover_index=content.get("photo_cover_index", 0)
     )
 
 
@@ -171,15 +162,18 @@ def _creator_info(ctx: Context, tt: TikTokTransport, post: ChannelPost) -> dict:
     if wait := _minute_wait(ctx, CREATOR_INFO):
         raise Waiting(wait)
     info = recorded(ctx, tt, CREATOR_INFO, tt.creator_info)
-    options = list(info.get("privacy_level_options") or [])
-    level = ctx.content["privacy_level"]
-    if level not in options:
+    choices = _choices(ctx)
+    problems = missing_choices(choices, ctx.content["type"]) + creator_problems(choices, info)
+    if problems:
         raise PublishFailed(
-            f"privacy_level「{level}」はこのクリエイター（@{info.get('creator_username', '?')}）では使えません"
-            f"（使えるのは {' / '.join(options) or 'なし'}）。審査前の TikTok アプリでは SELF_ONLY しか使えません。"
-            "テンプレの privacy_level を直して、もう一度承認してください。"
+            " ".join(problems) + " 課題本文の「## 配信メタ」を直して、もう一度承認してください。"
         )
     return info
+
+
+def _choices(ctx: Context) -> dict:
+    """The posting choices of the approved body (its parse, kept on the task)."""
+    return dict((ctx.task.parsed or {}).get("tiktok") or {})
 
 
 def _await(ctx: Context, tt: TikTokTransport, post: ChannelPost) -> Done | Wait:

@@ -1,8 +1,13 @@
 """TikTok's template rules (shapes in deliveries/channel_templates.py).
 
-Titles up to 2,200 UTF-16 units (https://developers.tiktok.com/doc/content-posting-api-reference-direct-post),
-privacy levels from `creator_info` (https://developers.tiktok.com/doc/content-posting-api-reference-query-creator-info/),
-photos up to 35 (third-party: https://docs.getlate.dev/resources/media-guidelines/tiktok, UNCONFIRMED).
+Video titles up to 2,200 UTF-16 units (https://developers.tiktok.com/doc/content-posting-api-reference-direct-post);
+photo titles up to 90 and photo descriptions up to 4,000 (the photo reference,
+https://developers.tiktok.com/doc/content-posting-api-reference-photo-post, whose stored copy
+stops before the figure: the 90 is UNCONFIRMED there and given by third parties, e.g.
+https://docs.postsyncer.com/platforms/tiktok; one other says 150); photos up to 35
+(third-party: https://docs.getlate.dev/resources/media-guidelines/tiktok, UNCONFIRMED).
+The privacy level and the interactions are not the template's: TikTok's guidelines leave
+them to the person posting, so the issue body states them (deliveries/channels/tiktok/choices.py).
 """
 
 from __future__ import annotations
@@ -21,8 +26,16 @@ from deliveries.channel_templates import (
 from deliveries.templating import with_samples
 
 TIKTOK_TITLE_MAX = 2200
+TIKTOK_PHOTO_TITLE_MAX = 90
+TIKTOK_PHOTO_DESCRIPTION_MAX = 4000
 TIKTOK_PHOTOS = (1, 35)
-PRIVACY_LEVELS = ("PUBLIC_TO_EVERYONE", "MUTUAL_FOLLOW_FRIENDS", "FOLLOWER_OF_CREATOR", "SELF_ONLY")
+# Choices the issue body states (「## 配信メタ」), never a template.
+BODY_CHOICES = {
+    "privacy_level": "公開範囲",
+    "disable_comment": "コメント",
+    "disable_duet": "デュエット",
+    "disable_stitch": "スティッチ",
+}
 
 
 def validate(content: object) -> Problems:
@@ -39,29 +52,27 @@ def describe_text(content: dict) -> str:
     return content.get("title", "")
 
 
-def _privacy(content: dict) -> Problems:
-    level = content.get("privacy_level")
-    if level not in PRIVACY_LEVELS:
-        return [
-            f"privacy_level は {' / '.join(PRIVACY_LEVELS)} のどれかにしてください（今: {level!r}）。"
-            "審査前の TikTok アプリでは SELF_ONLY しか使えません。"
-        ]
-    return []
+def _no_choices(content: dict) -> Problems:
+    return [
+        f"{key} はテンプレには書けません。課題本文の「## 配信メタ」に「- {label}: …」と書いてください"
+        "（TikTok の規約により、公開範囲や操作の許可を前もって決めておくことはできません）。"
+        for key, label in BODY_CHOICES.items()
+        if key in content
+    ]
 
 
 def _tt_video(content: dict) -> Problems:
     return (
         text_field(content, "title", TIKTOK_TITLE_MAX, required=False, utf16=True)
         + url_field(content.get("video_url"), "video_url")
-        + _privacy(content)
-        + bool_fields(content, "disable_comment", "disable_duet", "disable_stitch")
+        + _no_choices(content)
         + int_field(content, "video_cover_timestamp_ms")
     )
 
 
 def _tt_photo(content: dict) -> Problems:
     photos = content.get("photo_urls")
-    problems = text_field(content, "title", TIKTOK_TITLE_MAX, required=False, utf16=True) + count_field(
+    problems = text_field(content, "title", TIKTOK_PHOTO_TITLE_MAX, required=False, utf16=True) + count_field(
         photos, "photo_urls", TIKTOK_PHOTOS
     )
     for number, url in enumerate(photos if isinstance(photos, list) else [], 1):
@@ -70,35 +81,19 @@ def _tt_photo(content: dict) -> Problems:
     return (
         problems
         + int_field(content, "photo_cover_index", high=last)
-        + text_field(content, "description", 4000, required=False, utf16=True)
-        + _privacy(content)
-        + bool_fields(content, "disable_comment", "auto_add_music")
+        + text_field(content, "description", TIKTOK_PHOTO_DESCRIPTION_MAX, required=False, utf16=True)
+        + _no_choices(content)
+        + bool_fields(content, "auto_add_music")
     )
 
 
 KINDS: Kinds = {
     "video": (
-        {
-            "title",
-            "video_url",
-            "privacy_level",
-            "disable_comment",
-            "disable_duet",
-            "disable_stitch",
-            "video_cover_timestamp_ms",
-        },
+        {"title", "video_url", "video_cover_timestamp_ms", *BODY_CHOICES},
         _tt_video,
     ),
     "photo": (
-        {
-            "title",
-            "photo_urls",
-            "photo_cover_index",
-            "description",
-            "privacy_level",
-            "disable_comment",
-            "auto_add_music",
-        },
+        {"title", "photo_urls", "photo_cover_index", "description", "auto_add_music", *BODY_CHOICES},
         _tt_photo,
     ),
 }

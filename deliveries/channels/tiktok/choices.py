@@ -1,0 +1,146 @@
+"""TikTok's posting choices (公開範囲, コメント, デュエット, スティッチ, 商用コンテンツ): the one home of
+their rules, used by the approval-time check, the preview and the init request.
+
+From TikTok's Direct Post guidelines (https://developers.tiktok.com/doc/content-sharing-guidelines/)
+and the Direct Post / photo references
+(https://developers.tiktok.com/doc/content-posting-api-reference-direct-post,
+https://developers.tiktok.com/doc/content-posting-api-reference-photo-post):
+- the person posting picks the privacy level among `creator_info`'s
+  `privacy_level_options`, with none chosen for them, and picks each interaction, none on
+  by default; an interaction the creator turned off in TikTok (`comment_disabled`,
+  `duet_disabled`, `stitch_disabled`) cannot be allowed;
+- the commercial content disclosure is answered: `brand_organic_toggle` (your own brand) or
+  `brand_content_toggle` (a paid partnership with another brand), both false for none;
+- a photo post has no duet or stitch (its `post_info` has `disable_comment` only).
+Branded content cannot be posted privately (`SELF_ONLY`): third-party pages say so
+(https://docs.rs/crate/zernio/latest/source/src/models/tik_tok_platform_data.rs); the
+official guideline text was not seen, so this rule is UNCONFIRMED.
+"""
+
+from __future__ import annotations
+
+from backlog_bridge.body.sections import SECTION_META
+from backlog_bridge.body.tiktok import (
+    ALLOWED,
+    DENIED,
+    KEY_COMMENT,
+    KEY_COMMERCIAL,
+    KEY_DUET,
+    KEY_PRIVACY,
+    KEY_STITCH,
+    PRIVACY_LEVELS,
+)
+
+NEEDED = {
+    "video": (
+        (KEY_PRIVACY, "privacy_level"),
+        (KEY_COMMENT, "comment"),
+        (KEY_DUET, "duet"),
+        (KEY_STITCH, "stitch"),
+        (KEY_COMMERCIAL, "commercial"),
+    ),
+    "photo": ((KEY_PRIVACY, "privacy_level"), (KEY_COMMENT, "comment"), (KEY_COMMERCIAL, "commercial")),
+}
+EXAMPLES = {
+    KEY_PRIVACY: "SELF_ONLY",
+    KEY_COMMENT: DENIED,
+    KEY_DUET: DENIED,
+    KEY_STITCH: DENIED,
+    KEY_COMMERCIAL: "なし",
+}
+CREATOR_OFF = {
+    "comment": (KEY_COMMENT, "comment_disabled"),
+    "duet": (KEY_DUET, "duet_disabled"),
+    "stitch": (KEY_STITCH, "stitch_disabled"),
+}
+
+
+def missing_choices(choices: dict, kind: str) -> list[str]:
+    """Every choice the post needs that the body does not state, each with an example line."""
+    missing = [(key, name) for key, name in NEEDED.get(kind, NEEDED["video"]) if name not in choices]
+    return [
+        f"TikTok の投稿には「## {SECTION_META}」の {key} が必要です（例: - {key}: {EXAMPLES[key]}）。"
+        "TikTok の規約により automedia は既定値を選びません。"
+        for key, _ in missing
+    ]
+
+
+def unused_choices(choices: dict, kind: str) -> list[str]:
+    """Choices that do not exist for this kind of post (a photo has no duet or stitch)."""
+    names = {name for _, name in NEEDED.get(kind, NEEDED["video"])}
+    keys = {"duet": KEY_DUET, "stitch": KEY_STITCH}
+    return [keys[name] for name in ("duet", "stitch") if name in choices and name not in names]
+
+
+def creator_problems(choices: dict, info: dict) -> list[str]:
+    """What `creator_info` does not allow of the stated choices."""
+    problems = []
+    options = [str(o) for o in info.get("privacy_level_options") or []]
+    level = choices.get("privacy_level")
+    if level is not None and level not in options:
+        problems.append(
+            f"{KEY_PRIVACY}「{level}」はこのクリエイター（{creator_name(info)}）では使えません"
+            f"（使えるのは {levels_text(options)}）。審査前の TikTok アプリでは SELF_ONLY しか使えません。"
+        )
+    for name, (key, flag) in CREATOR_OFF.items():
+        if choices.get(name) is True and info.get(flag) is True:
+            problems.append(
+                f"{key}「{ALLOWED}」はできません: クリエイター（{creator_name(info)}）が TikTok で{key}をオフにしています。"
+                f"「{DENIED}」にしてください。"
+            )
+    if choices.get("commercial") == "brand" and level == "SELF_ONLY":
+        problems.append(
+            f"{KEY_COMMERCIAL}「ブランド」（ブランドコンテンツ）は {KEY_PRIVACY}「SELF_ONLY」では投稿できません。"
+        )
+    return problems
+
+
+def post_info(content: dict, choices: dict) -> dict:
+    """The init request's `post_info`: the template's text fields and exactly the stated choices."""
+    kind = content["type"]
+    text_keys = (
+        ("title", "video_cover_timestamp_ms")
+        if kind == "video"
+        else ("title", "description", "auto_add_music")
+    )
+    info = {key: content[key] for key in text_keys if key in content}
+    info["privacy_level"] = choices["privacy_level"]
+    info["disable_comment"] = not choices["comment"]
+    if kind == "video":
+        info["disable_duet"] = not choices["duet"]
+        info["disable_stitch"] = not choices["stitch"]
+    info["brand_organic_toggle"] = choices["commercial"] == "own"
+    info["brand_content_toggle"] = choices["commercial"] == "brand"
+    return info
+
+
+def creator_name(info: dict) -> str:
+    nickname, username = info.get("creator_nickname") or "", info.get("creator_username") or ""
+    return f"{nickname}（@{username}）" if nickname else f"@{username or '?'}"
+
+
+def levels_text(options: list[str]) -> str:
+    return " / ".join(f"{o}（{PRIVACY_LEVELS.get(o, '不明')}）" for o in options) or "なし"
+
+
+def creator_line(info: dict) -> str:
+    """`TikTok クリエイター: デモ（@automedia_demo）、使える公開範囲: SELF_ONLY（自分のみ）`"""
+    return (
+        f"TikTok クリエイター: {creator_name(info)}、"
+        f"使える公開範囲: {levels_text([str(o) for o in info.get('privacy_level_options') or []])}"
+    )
+
+
+def choices_text(choices: dict) -> str:
+    """The stated choices for people: `公開範囲 SELF_ONLY（自分のみ）、コメント 不可、…`."""
+    parts = []
+    if "privacy_level" in choices:
+        level = choices["privacy_level"]
+        parts.append(f"{KEY_PRIVACY} {level}（{PRIVACY_LEVELS.get(level, '不明')}）")
+    for name, (key, _) in CREATOR_OFF.items():
+        if name in choices:
+            parts.append(f"{key} {ALLOWED if choices[name] else DENIED}")
+    if "commercial" in choices:
+        words = {"none": "なし", "own": "自社", "brand": "ブランド"}
+        parts.append(f"{KEY_COMMERCIAL} {words[choices['commercial']]}")
+    return "、".join(parts)
