@@ -226,7 +226,11 @@ def test_it_rejects_a_directory_without_templates(tmp_path):
 def test_it_imports_the_demo_theme_folder():
     out = run(settings.BASE_DIR / "templates" / "line")
 
-    assert [line.split("@")[0] for line in out.splitlines()] == ["announce_open", "reminder"]
+    assert [line.split("@")[0] for line in out.splitlines()] == [
+        "announce_open",
+        "reminder",
+        "reminder_mention",
+    ]
     assert all(line.endswith("(new)") for line in out.splitlines())
 
 

@@ -64,7 +64,7 @@ def build(kind: str, messages: list[dict], unit: str | None) -> tuple[str, dict]
 
 
 def test_it_has_the_demo_templates_to_check():
-    assert {"announce_open.json", "reminder.json"} <= {p.name for p in THEME_FILES}
+    assert {"announce_open.json", "reminder.json", "reminder_mention.json"} <= {p.name for p in THEME_FILES}
 
 
 @pytest.mark.parametrize("kind", ["push", "multicast"])

@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable
 from urllib.parse import urlsplit
 
 from backlog_bridge.body.task import Attachment
+from deliveries.channels.line.text_v2 import substitution_problems
 from deliveries.templating import RenderError, placeholders_fill, with_samples
 
 MAX_MESSAGES = 5
@@ -114,9 +115,6 @@ def _is_image_url(text: str) -> bool:
         and bool(parts.netloc)
         and parts.path.lower().endswith(IMAGE_SUFFIXES)
     )
-
-
-# --- validate ---------------------------------------------------------------------
 
 
 # --- validate ---------------------------------------------------------------------
@@ -342,7 +340,7 @@ _TEMPLATE_CHECKS: dict[str, Callable[[dict], list[str]]] = {
 
 _CHECKS: dict[str, Callable[[dict], list[str]]] = {
     "text": _text,
-    "textV2": _text,
+    "textV2": lambda m: _text(m) + substitution_problems(m),
     "image": _media,
     "video": _media,
     "audio": _audio,
