@@ -15,6 +15,9 @@ scheduled:
 - Instagram / TikTok / HubSpot: the channel's template rules
   (deliveries/channels/<kind>/templates.py, their one home), applied to the filled
   template; the publisher applies the same rules again before its first platform call.
+- Instagram: the account's rolling publishing limit (`content_publishing_limit`, 50 in
+  24 h) at the post's time, counting automedia's published and scheduled posts
+  (deliveries/channels/instagram/approval.py); over it refuses, with the count.
 - TikTok: the posting choices the body states (公開範囲, コメント, デュエット, スティッチ,
   商用コンテンツ), every one needed, checked against the creator's `creator_info`
   (deliveries/channels/tiktok/approval.py); TikTok not answering refuses nothing.
@@ -35,6 +38,7 @@ from core.models import Tenant
 from deliveries.channel_templates import render_channel_template
 from deliveries.channels import posts
 from deliveries.channels.base import TransportError
+from deliveries.channels.instagram.approval import instagram_verdict
 from deliveries.channels.line.publisher import audience_plan
 from deliveries.channels.line.templates import render_messages
 from deliveries.channels.line.transport import line_transport
@@ -85,13 +89,17 @@ def approval_check(
     override: dict | None = None,
     task: ContentTask | None = None,
 ) -> ApprovalChecks:
-    """Everything about this send that can be known now; calls LINE (validate, quota) and
-    TikTok's creator_info, no publishing endpoint."""
+    """Everything about this send that can be known now; calls LINE (validate, quota),
+    Instagram's content_publishing_limit and TikTok's creator_info, no publishing endpoint."""
     override = override or {}
     channel = parsed.channel or ("line" if override else None)
     checks = ApprovalChecks()
     if channel in posts.CHANNELS:
         _platform_rules(checks, tenant, channel, parsed, override, now)
+        if channel == "instagram" and checks.ok:
+            verdict = instagram_verdict(tenant=tenant, due_at=due_at, now=now, task=task)
+            checks.lines += verdict.lines
+            checks.problems += verdict.problems
     elif channel == "line":
         messages = _line_messages(checks, tenant, parsed, override)
         if messages is not None:
@@ -103,9 +111,10 @@ def approval_check(
 
 def approval_check_counts_others(*, tenant: Tenant, parsed: ParsedTask) -> bool:
     """Whether the check's verdict may depend on what other approvals scheduled: a LINE send
-    with a token gets a quota forecast, which counts the sends scheduled and not sent yet.
+    with a token gets a quota forecast, which counts the sends scheduled and not sent yet, and
+    an Instagram post counts the posts scheduled in its publishing window.
     Such an approval is checked only once the ones before it are registered."""
-    return parsed.channel == "line" and bool(tenant.line_channel_token)
+    return (parsed.channel == "line" and bool(tenant.line_channel_token)) or parsed.channel == "instagram"
 
 
 def approval_checks_store(*, task: ContentTask, checks: ApprovalChecks, now: datetime) -> None:

@@ -13,7 +13,11 @@ Meta's behaviour is UNCONFIRMED:
 - Containers: ``POST /{v}/{ig}/media`` (image, REELS, carousel items, CAROUSEL). Each
   answers IN_PROGRESS for ``processing_polls`` status reads, then FINISHED (or ERROR with
   ``fail_next_container``); EXPIRED 24 h after creation on ``clock``; PUBLISHED once
-  published. A media URL in ``unreachable_urls`` answers 9004/2207052.
+  published. A media URL in ``unreachable_urls`` answers 9004/2207052. ``is_ai_generated``
+  (the AI info label, June 2026, all versions:
+  https://developers.facebook.com/documentation/instagram-platform/changelog) must be a
+  boolean and, for a carousel, is set on the carousel container only; the fake's answer to
+  either mistake is code 100 (its choice).
 - ``POST /{v}/{ig}/media_publish``: not FINISHED → 9007/2207027; over the quota → code 9,
   subcode 2207042 (the fake's choice); a container already PUBLISHED → code 100, subcode
   2207008 (the fake's choice) and ``double_publishes`` counts it: tests assert it stays 0.
@@ -226,6 +230,13 @@ class FakeInstagram(FakeServer):
         return Reply(200, {"id": container_id}, effect=True)
 
     def _check_media(self, params: Json) -> None:
+        if "is_ai_generated" in params:
+            if params["is_ai_generated"] not in (True, False, "true", "false"):
+                raise ApiError(400, graph_error(100, "The parameter is_ai_generated must be a boolean"))
+            if str(params.get("is_carousel_item")).lower() == "true":
+                raise ApiError(
+                    400, graph_error(100, "Set is_ai_generated on the carousel container, not on its items")
+                )
         kind = str(params.get("media_type") or "IMAGE").upper()
         if kind == "CAROUSEL":
             children = [c for c in str(params.get("children") or "").split(",") if c]

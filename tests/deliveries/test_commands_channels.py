@@ -210,6 +210,7 @@ def test_it_previews_an_instagram_post_and_says_its_audience_is_the_followers(
     approve_channel, ig_account, instagram, say
 ):
     key = approve_channel("instagram")
+    asked_at_approval = len(instagram.calls())
 
     reply = say(key, "/automedia preview")
 
@@ -221,7 +222,11 @@ def test_it_previews_an_instagram_post_and_says_its_audience_is_the_followers(
     assert "キャプション: 2026-12-10 新作公開！" in reply and "画像: https://cdn.example.jp/new.jpg" in reply
     assert '"image_url": "https://cdn.example.jp/new.jpg"' in reply  # the JSON sent
     assert "問題: なし" in reply
-    assert instagram.calls() == []  # a preview publishes nothing and asks Instagram nothing
+    # A preview publishes nothing: it reads only the publishing limit, as an approval does.
+    assert [r.path for r in instagram.calls()[asked_at_approval:]] == [
+        "/v25.0/17841400000000001/content_publishing_limit"
+    ]
+    assert "Instagram の投稿枠: 2026-12-10 10:00:00 (JST) までの 24 時間で 1 / 50 件" in reply
 
 
 def test_it_previews_a_tiktok_post_with_the_creator_and_the_bodys_choices(approve_channel, tt_account, say):

@@ -100,6 +100,29 @@ def test_tiktok_answers_a_video_query_with_the_asked_fields_of_the_users_own_pub
         assert answer["data"]["videos"] == [{"id": post_id, "view_count": 2310, "like_count": 154}]
 
 
+@pytest.mark.parametrize(
+    ("params", "reason"),
+    [
+        ({"image_url": "https://x/1.jpg", "is_ai_generated": "maybe"}, "must be a boolean"),
+        (
+            {"image_url": "https://x/1.jpg", "is_carousel_item": True, "is_ai_generated": True},
+            "carousel container",
+        ),
+    ],
+    ids=["not-boolean", "on-a-carousel-item"],
+)
+def test_instagram_checks_the_ai_info_label_as_the_changelog_describes_it(params, reason):
+    with FakeInstagram() as fake:
+        answer = httpx.post(
+            f"{fake.base_url}/v25.0/{fake.ig_user_id}/media",
+            headers={"Authorization": "Bearer t"},
+            json=params,
+        )
+
+        assert answer.status_code == 400 and reason in answer.json()["error"]["message"]
+        assert fake.containers == {}
+
+
 def test_tiktok_creator_info_carries_the_creators_nickname_and_settings():
     with FakeTikTok() as fake:
         account = fake.add_account("o1", access_token="a")
