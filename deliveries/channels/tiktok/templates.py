@@ -2,7 +2,7 @@
 
 Video titles up to 2,200 UTF-16 units (https://developers.tiktok.com/doc/content-posting-api-reference-direct-post);
 photo titles up to 90 and photo descriptions up to 4,000 (the photo reference,
-https://developers.tiktok.com/doc/content-posting-api-reference-photo-post, whose stored copy
+https://developers.tiktok.com/doc/content-posting-api-reference-photo-post, whose text as read
 stops before the figure: the 90 is UNCONFIRMED there and given by third parties, e.g.
 https://docs.postsyncer.com/platforms/tiktok; one other says 150); photos up to 35
 (third-party: https://docs.getlate.dev/resources/media-guidelines/tiktok, UNCONFIRMED).
