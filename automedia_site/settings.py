@@ -369,7 +369,25 @@ LINEPUSH_ESCALATION_AFTER_HOURS = env.int("LINEPUSH_ESCALATION_AFTER_HOURS", def
 LINE_WEBHOOK_MAX_BYTES = 1024 * 1024
 # The lease of a stored webhook event (Backlog, LINE) a worker is processing, renewed likewise.
 EVENT_LEASE_SECONDS = env.int("EVENT_LEASE_SECONDS", default=5)
+# The retention policy (core/retention.py, `manage.py prune_records`, daily): processed
+# webhook events (done / ignored / rejected) go after RETENTION_EVENTS_DAYS; the audit
+# trail (delivery and LINE post attempts, delivery outcomes, comment commands, AI reviews)
+# after RETENTION_AUDIT_DAYS; a LINE user who blocked the account keeps only the id and
+# the blocked flag after RETENTION_UNFOLLOWED_DAYS. Pending or failed work is never removed.
+# Rows go in batches of RETENTION_BATCH_SIZE, each its own short transaction, with a pause
+# between batches so that deliveries write in between.
+RETENTION_EVENTS_DAYS = env.int("RETENTION_EVENTS_DAYS", default=30)
+RETENTION_AUDIT_DAYS = env.int("RETENTION_AUDIT_DAYS", default=400)
+RETENTION_UNFOLLOWED_DAYS = env.int("RETENTION_UNFOLLOWED_DAYS", default=30)
+RETENTION_BATCH_SIZE = env.int("RETENTION_BATCH_SIZE", default=500)
+RETENTION_BATCH_PAUSE_SECONDS = env.float("RETENTION_BATCH_PAUSE_SECONDS", default=0.05)
+if RETENTION_BATCH_PAUSE_SECONDS < 0:
+    raise ImproperlyConfigured("RETENTION_BATCH_PAUSE_SECONDS must not be negative")
 for _name in (
+    "RETENTION_EVENTS_DAYS",
+    "RETENTION_AUDIT_DAYS",
+    "RETENTION_UNFOLLOWED_DAYS",
+    "RETENTION_BATCH_SIZE",
     "SCHEDULER_BATCH",
     "DELIVERY_LEASE_SECONDS",
     "EVENT_LEASE_SECONDS",

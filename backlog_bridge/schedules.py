@@ -28,6 +28,8 @@ RECURRING = {
         "schedule_type": "H",
     },
     "automedia-linepush-quota-check": {"func": "linepush.tasks.quota_check_daily", "schedule_type": "D"},
+    # The retention policy (core/retention.py; manage.py prune_records).
+    "automedia-prune-records": {"func": "core.retention.records_prune_scheduled", "schedule_type": "D"},
     "automedia-linepush-event-retry": {
         "func": "linepush.tasks.retry_line_events",
         "schedule_type": "I",

@@ -15,10 +15,12 @@ class ConsoleConfig(AppConfig):
     def ready(self) -> None:
         # The dashboard's records, on the lower layers' signals (they never import console).
         from console import records
+        from core.retention import retention_rule_register
         from deliveries.signals import delivery_finished, scan_finished
 
         delivery_finished.connect(records.delivery_finished_received, dispatch_uid="console.delivery_outcome")
         scan_finished.connect(records.scan_finished_received, dispatch_uid="console.scan_record")
+        retention_rule_register(*records.RETENTION_RULES)
 
 
 class AutomediaAdminConfig(admin_apps.AdminConfig):

@@ -4,7 +4,10 @@ the lower layers' signals (`deliveries.signals.delivery_finished`,
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from console.models import DeliveryOutcome, ScanRun
+from core.retention import RetentionRule, days_ago
 
 # `delivery_run`'s final results (deliveries.delivery); anything else is not an end
 # (a retry, a deferral, a lost claim, a write-back still pending).
@@ -36,3 +39,11 @@ def delivery_finished_received(sender, *, tenant_id: int, task_id: int, result: 
 def scan_finished_received(sender, *, results: list, totals: dict[str, int], dry_run: bool, **kwargs) -> None:
     """deliveries.signals.scan_finished: keep the run for the dashboard."""
     scan_record(results=results, totals=totals, dry_run=dry_run)
+
+
+def _outcomes_expired(now: datetime):
+    return DeliveryOutcome.objects.filter(created_at__lt=days_ago(now, "RETENTION_AUDIT_DAYS"))
+
+
+# The retention policy (core/retention.py): outcomes are part of the audit trail.
+RETENTION_RULES = (RetentionRule(DeliveryOutcome._meta.db_table, _outcomes_expired),)

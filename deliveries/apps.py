@@ -9,7 +9,8 @@ class DeliveriesConfig(AppConfig):
     def ready(self) -> None:
         # backlog_bridge's event drain acts through these; it imports nothing of deliveries.
         from backlog_bridge.events import event_handlers_register, events_stranded_step
-        from deliveries import lifecycle
+        from core.retention import retention_rule_register
+        from deliveries import lifecycle, retention
         from deliveries.commands import run
         from deliveries.scheduler import schedules_step
         from deliveries.scheduler_steps import scheduler_step_register
@@ -18,3 +19,4 @@ class DeliveriesConfig(AppConfig):
         # run_scheduler's queues of the two lower layers (backlog_bridge cannot import this registry).
         scheduler_step_register(schedules_step)
         scheduler_step_register(events_stranded_step)
+        retention_rule_register(*retention.RULES)

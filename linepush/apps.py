@@ -8,11 +8,15 @@ class LinepushConfig(AppConfig):
 
     def ready(self) -> None:
         # linepush reacts to the delivery lifecycle below it, which imports nothing of linepush.
+        from core.retention import retention_rule_register
         from deliveries.contacts import line_contacts_register
         from deliveries.quota_forecast import quota_forecaster_register
         from deliveries.scheduler_steps import scheduler_step_register
         from deliveries.signals import delivery_failed, task_approved, token_expired
-        from linepush import checks  # noqa: F401 - registers the system checks
+        from linepush import (
+            checks,  # noqa: F401 - registers the system checks
+            retention,
+        )
         from linepush.events import line_events_stranded_step
         from linepush.forecast import approval_forecast
         from linepush.producers import (
@@ -30,3 +34,4 @@ class LinepushConfig(AppConfig):
         token_expired.connect(token_expired_received, dispatch_uid="linepush.token_expired")
         line_contacts_register(contacts_matching)
         quota_forecaster_register(approval_forecast)
+        retention_rule_register(*retention.RULES)

@@ -17,7 +17,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
-from django.db.models import F, Q
+from django.db.models import F, Q, Value
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from core.due import Lease, claim_one, release
@@ -28,6 +29,7 @@ from deliveries.channels.line.transport import LineTransport, line_transport
 from linepush.answers import answer_apply
 from linepush.event_shapes import line_event_fields_problem
 from linepush.models import LineContact, LineSource, LineWebhookEvent
+from linepush.retention import payload_blanked
 from linepush.services import push_settings
 
 logger = logging.getLogger(__name__)
@@ -92,8 +94,9 @@ def _gave_up(attempts: int, exc: Exception) -> str:
 
 
 def _finish(event: LineWebhookEvent, outcome: str, detail: str) -> None:
+    """The outcome, and the message's content blanked: nothing processes the event again."""
     LineWebhookEvent.objects.filter(pk=event.pk).update(
-        **LineWebhookEvent.finished(outcome=outcome, detail=detail)
+        **LineWebhookEvent.finished(outcome=outcome, detail=detail), payload=payload_blanked(event.payload)
     )
 
 
@@ -183,9 +186,8 @@ def _follow(tenant: Tenant, payload: dict, transport: LineTransport) -> str:
         return "no userId"
     contact, created = LineContact.objects.get_or_create(tenant=tenant, user_id=user_id)
     name = contact.display_name or _display_name(transport, user_id)
-    LineContact.objects.filter(pk=contact.pk).update(
-        blocked=False, display_name=name, followed_at=_occurred(payload), updated_at=timezone.now()
-    )
+    followed = {"display_name": name, "followed_at": _occurred(payload), "updated_at": timezone.now()}
+    LineContact.objects.filter(pk=contact.pk).update(blocked=False, blocked_at=None, **followed)
     replied = _registration_reply(tenant, payload.get("replyToken"), transport)
     return f"{'new' if created else 'known'} contact {user_id}; {replied}"
 
@@ -215,7 +217,9 @@ def _unfollow(tenant: Tenant, payload: dict, transport: LineTransport) -> str:
     if not user_id:
         return "no userId"
     contact, _ = LineContact.objects.get_or_create(tenant=tenant, user_id=user_id)
-    LineContact.objects.filter(pk=contact.pk).update(blocked=True, updated_at=timezone.now())
+    # A redelivered unfollow keeps the first block's time: the grace period runs from it.
+    blocked = {"blocked_at": Coalesce("blocked_at", Value(_occurred(payload))), "updated_at": timezone.now()}
+    LineContact.objects.filter(pk=contact.pk).update(blocked=True, **blocked)
     return f"blocked {user_id}"
 
 

@@ -11,8 +11,10 @@ import secrets
 from functools import lru_cache
 
 import re2
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
+from django.utils import timezone
 from django.utils.translation import gettext, pgettext_lazy
 from django.utils.translation import gettext_lazy as _
 
@@ -29,6 +31,8 @@ class LineContact(models.Model):
     display_name = models.CharField(_("表示名"), max_length=200, blank=True)
     tags = models.JSONField(_("タグ"), default=list, blank=True)
     blocked = models.BooleanField(_("ブロック中"), default=False)
+    # When the user blocked the account: the profile goes RETENTION_UNFOLLOWED_DAYS after it.
+    blocked_at = models.DateTimeField(_("ブロック日時"), null=True, blank=True)
     # A survey answer asked to be included in the next delivery (LineSurveyRule.next_delivery).
     wants_next_delivery = models.BooleanField(_("次回配信を希望"), default=False)
     followed_at = models.DateTimeField(_("友だち追加日時"), null=True, blank=True)
@@ -42,6 +46,41 @@ class LineContact(models.Model):
 
     def __str__(self) -> str:
         return self.display_name or self.user_id
+
+    def save(self, *args, **kwargs) -> None:
+        # A block set by hand in the admin starts the grace period too.
+        if not self.blocked:
+            self.blocked_at = None
+        elif self.blocked_at is None:
+            self.blocked_at = timezone.now()
+        super().save(*args, **kwargs)
+
+
+class LineErasure(models.Model):
+    """A LINE user's data erased on a request (linepush/erasure.py): who erased and when.
+    Whose data it was is not kept, since the user's id is what was erased."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="line_erasures")
+    erased_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        related_name="+",
+        verbose_name=_("実行者"),
+    )
+    # The account's name at the time, kept if the account is deleted later.
+    erased_by_name = models.CharField(_("実行者名"), max_length=150)
+    erased_at = models.DateTimeField(_("消去日時"), auto_now_add=True)
+    events = models.PositiveIntegerField(_("ID を消した受信イベント"), default=0)
+    attempts = models.PositiveIntegerField(_("ID を消した配信試行"), default=0)
+
+    class Meta:
+        verbose_name = pgettext_lazy("model", "LINE ユーザーデータの消去")
+        verbose_name_plural = pgettext_lazy("models", "LINE ユーザーデータの消去")
+        ordering = ["-erased_at"]
+
+    def __str__(self) -> str:
+        return f"{self.erased_by_name} {self.erased_at:%Y-%m-%d %H:%M}" if self.erased_at else "消去"
 
 
 def api_token_hash(token: str) -> str:

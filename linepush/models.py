@@ -26,6 +26,7 @@ from linepush.inbound_models import (  # noqa: F401
     LineAnswer,
     LineApiToken,
     LineContact,
+    LineErasure,
     LineSurveyRule,
     LineWebhookEvent,
 )

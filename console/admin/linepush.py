@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from django import forms
-from django.contrib import admin
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
+from django.template.response import TemplateResponse
 from django.urls import path
 from django.utils.translation import gettext_lazy as _
 
@@ -13,9 +15,11 @@ from console.access import RecordAdmin, ScopedInlineMixin, TenantScopedAdmin
 from console.actions import bulk_action, object_action
 from console.services import push_item_approve, push_item_reject, push_item_resume, push_item_retry
 from core.access import may_act, may_act_somewhere
+from linepush.erasure import line_user_erase
 from linepush.models import (
     LineApiToken,
     LineContact,
+    LineErasure,
     LineMonthlyUsage,
     LinePlan,
     LinePushAttempt,
@@ -35,6 +39,47 @@ class LineContactAdmin(TenantScopedAdmin):
     list_display = ("user_id", "display_name", "tenant", "blocked", "wants_next_delivery")
     list_filter = ("tenant", "blocked", "wants_next_delivery")
     search_fields = ("user_id", "display_name")
+    readonly_fields = ("blocked_at",)
+    actions = ["erase_personal_data"]
+
+    def get_actions(self, request: HttpRequest):
+        # An erasure cannot be undone and reaches every stored event: superusers only.
+        actions = super().get_actions(request)
+        if not request.user.is_superuser:
+            actions.pop("erase_personal_data", None)
+        return actions
+
+    @admin.action(description=_("LINE ユーザーのデータを消去する（本人の依頼）"))
+    def erase_personal_data(self, request, queryset: QuerySet[LineContact]) -> HttpResponse | None:
+        if not request.user.is_superuser:
+            raise PermissionDenied
+        contacts = list(queryset[:2])
+        if len(contacts) != 1:
+            self.message_user(request, _("消去するユーザーを 1 人だけ選んでください。"), messages.ERROR)
+            return None
+        if request.POST.get("confirmed") != "yes":
+            context = {
+                **self.admin_site.each_context(request),
+                "opts": self.model._meta,
+                "contact": contacts[0],
+            }
+            return TemplateResponse(request, "admin/linepush/linecontact/erase_confirmation.html", context)
+        erasure = line_user_erase(contact=contacts[0], by=request.user)
+        done = _(
+            "LINE ユーザーのデータを消去しました（受信イベント %(events)d 件、配信試行 %(attempts)d 件からID を削除）。"
+        )
+        self.message_user(
+            request, done % {"events": erasure.events, "attempts": erasure.attempts}, messages.SUCCESS
+        )
+        return None
+
+
+@admin.register(LineErasure)
+class LineErasureAdmin(RecordAdmin):
+    """Erasures on request: who and when (whose is not kept)."""
+
+    list_display = ("erased_at", "tenant", "erased_by_name", "events", "attempts")
+    list_filter = ("tenant",)
 
 
 class LineSourceForm(forms.ModelForm):

@@ -1,0 +1,113 @@
+"""The retention policy's kernel: rules the apps register, applied in short batches.
+
+Each app registers, in its `AppConfig.ready`, what the policy allows it to remove or
+strip (`RetentionRule`: a queryset of the rows due at a given time and what to do with
+them); `records_prune` (`manage.py prune_records`, and daily as a django-q2 schedule)
+applies every rule. The periods are settings (`RETENTION_*`), read when a rule runs.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import QuerySet
+from django.utils import timezone
+
+logger = logging.getLogger(__name__)
+
+DELETE = "deleted"
+
+
+@dataclass(frozen=True)
+class RetentionRule:
+    """`due(now)`: the rows the policy lets go at `now` (it must stay true of a row once
+    true, and never select pending or failed work). `strip`: None deletes the rows;
+    otherwise a function that rewrites one row in memory and returns the changed field
+    names, and `verb` says what it did ("text blanked")."""
+
+    table: str
+    due: Callable[[datetime], QuerySet]
+    strip: Callable[[object], list[str]] | None = None
+    verb: str = DELETE
+
+
+_RULES: list[RetentionRule] = []
+
+
+def retention_rule_register(*rules: RetentionRule) -> None:
+    """Called from an app's ready(); registering the same table and verb twice keeps one."""
+    for rule in rules:
+        if not any(r.table == rule.table and r.verb == rule.verb for r in _RULES):
+            _RULES.append(rule)
+
+
+def retention_rules() -> list[RetentionRule]:
+    return list(_RULES)
+
+
+def days_ago(now: datetime, setting: str) -> datetime:
+    return now - timedelta(days=getattr(settings, setting))
+
+
+def records_prune(*, now: datetime | None = None, dry_run: bool = False) -> list[tuple[str, str, int]]:
+    """Every rule applied once: [(table, verb, rows)] in registration order."""
+    now = now or timezone.now()
+    results = []
+    for rule in retention_rules():
+        rows = rule.due(now).count() if dry_run else _apply(rule, now)
+        results.append((rule.table, rule.verb, rows))
+        if rows and not dry_run:
+            logger.info("retention: %s %s %d", rule.table, rule.verb, rows)
+    return results
+
+
+def records_prune_scheduled() -> str:
+    """The daily django-q2 schedule's task; its result is what it did."""
+    return "; ".join(f"{table} {verb} {rows}" for table, verb, rows in records_prune())
+
+
+def _apply(rule: RetentionRule, now: datetime) -> int:
+    """Batch after batch, each its own short transaction, until none is due."""
+    size, pause = settings.RETENTION_BATCH_SIZE, settings.RETENTION_BATCH_PAUSE_SECONDS
+    total = 0
+    while True:
+        done, taken = _batch(rule, now, size)
+        total += done
+        # A short batch is the last; a batch that changed nothing would come back the same.
+        if taken < size or not done:
+            return total
+        if pause:
+            time.sleep(pause)  # let the deliveries' writes through between batches
+
+
+def _batch(rule: RetentionRule, now: datetime, size: int) -> tuple[int, int]:
+    """(rows changed, rows taken). On PostgreSQL the batch's rows are locked with SKIP
+    LOCKED, so two prunes at once take different rows instead of waiting on each other;
+    SQLite lets one writer in at a time anyway."""
+    due = rule.due(now).order_by("pk")
+    with transaction.atomic():
+        if connection.features.has_select_for_update_skip_locked:
+            due = due.select_for_update(skip_locked=True, of=("self",))
+        if rule.strip is None:
+            ids = list(due.values_list("pk", flat=True)[:size])
+            # The rule's condition again in the DELETE: a row that changed since is kept.
+            return (rule.due(now).filter(pk__in=ids).delete()[0] if ids else 0), len(ids)
+        rows = list(due[:size])
+        return _strip(rule, rows), len(rows)
+
+
+def _strip(rule: RetentionRule, rows: list) -> int:
+    changed, fields = [], set()
+    for row in rows:
+        if names := rule.strip(row):
+            changed.append(row)
+            fields.update(names)
+    if changed:
+        type(changed[0]).objects.bulk_update(changed, sorted(fields))
+    return len(changed)
