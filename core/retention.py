@@ -73,11 +73,13 @@ def records_prune_scheduled() -> str:
 
 
 def _apply(rule: RetentionRule, now: datetime) -> int:
-    """Batch after batch, each its own short transaction, until none is due."""
+    """Batch after batch, each its own short transaction, until none is due. Each batch
+    starts after the last row of the one before: a walk from the start would step over the
+    entries of every row deleted so far, which stay in the index until a vacuum."""
     size, pause = settings.RETENTION_BATCH_SIZE, settings.RETENTION_BATCH_PAUSE_SECONDS
-    total = 0
+    total, after = 0, None
     while True:
-        done, taken = _batch(rule, now, size)
+        done, taken, after = _batch(rule, now, size, after)
         total += done
         # A short batch is the last; a batch that changed nothing would come back the same.
         if taken < size or not done:
@@ -86,20 +88,23 @@ def _apply(rule: RetentionRule, now: datetime) -> int:
             time.sleep(pause)  # let the deliveries' writes through between batches
 
 
-def _batch(rule: RetentionRule, now: datetime, size: int) -> tuple[int, int]:
-    """(rows changed, rows taken). On PostgreSQL the batch's rows are locked with SKIP
-    LOCKED, so two prunes at once take different rows instead of waiting on each other;
-    SQLite lets one writer in at a time anyway."""
+def _batch(rule: RetentionRule, now: datetime, size: int, after) -> tuple[int, int, object]:
+    """(rows changed, rows taken, the last row's pk). On PostgreSQL the batch's rows are
+    locked with SKIP LOCKED, so two prunes at once take different rows instead of waiting
+    on each other; SQLite lets one writer in at a time anyway."""
     due = rule.due(now).order_by("pk")
+    if after is not None:
+        due = due.filter(pk__gt=after)
     with transaction.atomic():
         if connection.features.has_select_for_update_skip_locked:
             due = due.select_for_update(skip_locked=True, of=("self",))
         if rule.strip is None:
             ids = list(due.values_list("pk", flat=True)[:size])
             # The rule's condition again in the DELETE: a row that changed since is kept.
-            return (rule.due(now).filter(pk__in=ids).delete()[0] if ids else 0), len(ids)
+            deleted = rule.due(now).filter(pk__in=ids).delete()[0] if ids else 0
+            return deleted, len(ids), ids[-1] if ids else after
         rows = list(due[:size])
-        return _strip(rule, rows), len(rows)
+        return _strip(rule, rows), len(rows), rows[-1].pk if rows else after
 
 
 def _strip(rule: RetentionRule, rows: list) -> int:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from backlog_bridge.models import AIReview, BacklogEvent, CommandRun
+from backlog_bridge.models import HANDLED_TYPES, AIReview, BacklogEvent, CommandRun
 from console.access import RecordAdmin
+from console.filters import fixed_values_filter
 
 
 @admin.register(BacklogEvent)
@@ -20,7 +21,12 @@ class BacklogEventAdmin(RecordAdmin):
         "received_at",
         "processed_at",
     )
-    list_filter = ("tenant", "type", "outcome", "source")
+    list_filter = (
+        "tenant",
+        fixed_values_filter("type", BacklogEvent._meta.get_field("type").verbose_name, sorted(HANDLED_TYPES)),
+        "outcome",
+        "source",
+    )
     search_fields = ("issue_key", "activity_id")
     # Listed, not read from _meta: the fields of the abstract base would come first.
     readonly_fields = (

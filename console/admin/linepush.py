@@ -13,9 +13,11 @@ from django.utils.translation import gettext_lazy as _
 
 from console.access import RecordAdmin, ScopedInlineMixin, TenantScopedAdmin
 from console.actions import bulk_action, object_action
+from console.filters import fixed_values_filter
 from console.services import push_item_approve, push_item_reject, push_item_resume, push_item_retry
 from core.access import may_act, may_act_somewhere
 from linepush.erasure import line_user_erase
+from linepush.events import HANDLERS
 from linepush.models import (
     LineApiToken,
     LineContact,
@@ -318,7 +320,11 @@ class LineWebhookEventAdmin(RecordAdmin):
         "received_at",
         "processed_at",
     )
-    list_filter = ("outcome", "type", "tenant")
+    list_filter = (
+        "outcome",
+        fixed_values_filter("type", LineWebhookEvent._meta.get_field("type").verbose_name, sorted(HANDLERS)),
+        "tenant",
+    )
     readonly_fields = (
         "tenant",
         "webhook_event_id",
