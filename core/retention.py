@@ -55,12 +55,16 @@ def days_ago(now: datetime, setting: str) -> datetime:
     return now - timedelta(days=getattr(settings, setting))
 
 
-def records_prune(*, now: datetime | None = None, dry_run: bool = False) -> list[tuple[str, str, int]]:
-    """Every rule applied once: [(table, verb, rows)] in registration order."""
+def records_prune(
+    *, now: datetime | None = None, dry_run: bool = False, budget_s: float | None = None
+) -> list[tuple[str, str, int]]:
+    """Every rule applied once: [(table, verb, rows)] in registration order. Given
+    `budget_s`, it stops between batches once that long has passed (the next run goes on)."""
     now = now or timezone.now()
+    deadline = None if budget_s is None else time.monotonic() + budget_s
     results = []
     for rule in retention_rules():
-        rows = rule.due(now).count() if dry_run else _apply(rule, now)
+        rows = rule.due(now).count() if dry_run else _apply(rule, now, deadline)
         results.append((rule.table, rule.verb, rows))
         if rows and not dry_run:
             logger.info("retention: %s %s %d", rule.table, rule.verb, rows)
@@ -68,11 +72,14 @@ def records_prune(*, now: datetime | None = None, dry_run: bool = False) -> list
 
 
 def records_prune_scheduled() -> str:
-    """The daily django-q2 schedule's task; its result is what it did."""
-    return "; ".join(f"{table} {verb} {rows}" for table, verb, rows in records_prune())
+    """The daily django-q2 schedule's task; its result is what it did. It ends well
+    within django-q2's task timeout, which would kill it mid-run: a backlog larger than
+    one run takes is removed over the next days, or at once by `manage.py prune_records`."""
+    budget = settings.Q_CLUSTER["timeout"] * 0.8
+    return "; ".join(f"{table} {verb} {rows}" for table, verb, rows in records_prune(budget_s=budget))
 
 
-def _apply(rule: RetentionRule, now: datetime) -> int:
+def _apply(rule: RetentionRule, now: datetime, deadline: float | None = None) -> int:
     """Batch after batch, each its own short transaction, until none is due. Each batch
     starts after the last row of the one before: a walk from the start would step over the
     entries of every row deleted so far, which stay in the index until a vacuum."""
@@ -82,7 +89,7 @@ def _apply(rule: RetentionRule, now: datetime) -> int:
         done, taken, after = _batch(rule, now, size, after)
         total += done
         # A short batch is the last; a batch that changed nothing would come back the same.
-        if taken < size or not done:
+        if taken < size or not done or (deadline is not None and time.monotonic() > deadline):
             return total
         if pause:
             time.sleep(pause)  # let the deliveries' writes through between batches

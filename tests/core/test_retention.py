@@ -321,3 +321,15 @@ def test_a_prune_on_postgresql_skips_rows_another_holds_instead_of_waiting(setti
         other.join()
 
     assert remaining(BacklogEvent) == {held}
+
+
+def test_a_run_with_a_time_budget_stops_between_batches_once_it_is_spent(tenant, settings):
+    settings.RETENTION_BATCH_SIZE, settings.RETENTION_BATCH_PAUSE_SECONDS = 2, 0
+    backlog_events(tenant, Outcome.DONE, 6)
+
+    first = records_prune(budget_s=0)
+
+    assert ("backlog_bridge_backlogevent", "deleted", 2) in first  # one batch, then out of time
+    assert BacklogEvent.objects.count() == 4
+    records_prune()
+    assert BacklogEvent.objects.count() == 0
