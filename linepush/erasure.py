@@ -1,7 +1,7 @@
-"""A LINE user's data erased on their request (Japan's APPI): the contact row, and their
-id wherever automedia stored it: the LINE webhook events (any field, a mention or a
-member list too, with the message content blanked) and the recipients of LINE delivery
-attempts. The erasure itself is recorded as who and when (`LineErasure`), never whose.
+"""A LINE user's data erased on their request (Japan's APPI): the contact row and their
+survey answers, and their id wherever automedia stored it: the LINE webhook events (any
+field, a mention or a member list too, with the message content blanked) and the
+recipients of LINE delivery attempts. The erasure itself is recorded as who and when (`LineErasure`), never whose.
 
 Rows are rewritten in batches, each its own short transaction; run again, an erasure
 finds nothing left and removes what arrived in between.
@@ -16,7 +16,7 @@ from django.db.models import TextField
 from django.db.models.functions import Cast
 
 from deliveries.models import DeliveryAttempt
-from linepush.models import LineContact, LineErasure, LineWebhookEvent
+from linepush.models import LineAnswer, LineContact, LineErasure, LineWebhookEvent
 from linepush.retention import payload_blanked
 
 BATCH = 500
@@ -33,6 +33,7 @@ def line_user_erase(*, contact: LineContact, by) -> LineErasure:
         LogEntry.objects.filter(
             content_type=ContentType.objects.get_for_model(LineContact), object_id=str(contact.pk)
         ).update(object_repr=f"#{contact.pk}", change_message="")
+        LineAnswer.objects.filter(tenant_id=tenant_id, user_id=user_id).delete()
         LineContact.objects.filter(pk=contact.pk).delete()
         return LineErasure.objects.create(
             tenant_id=tenant_id,

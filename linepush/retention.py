@@ -5,17 +5,19 @@
   events go after RETENTION_EVENTS_DAYS. Pending and failed events are kept whole.
 - Post attempts go after RETENTION_AUDIT_DAYS, except those of a post still open or failed.
 - A user who blocked the account keeps only the id and the blocked flag (what delivery
-  needs to leave them out) once RETENTION_UNFOLLOWED_DAYS have passed since the block.
+  needs to leave them out) once RETENTION_UNFOLLOWED_DAYS have passed since the block;
+  their survey answers go then too.
+- A survey answer's text is blanked after RETENTION_EVENTS_DAYS (its ids and tags stay).
 """
 
 from __future__ import annotations
 
 from datetime import datetime
 
-from django.db.models import Q
+from django.db.models import Exists, OuterRef, Q
 
 from core.retention import RetentionRule, days_ago
-from linepush.models import LineContact, LinePushAttempt, LinePushItem, LineWebhookEvent
+from linepush.models import LineAnswer, LineContact, LinePushAttempt, LinePushItem, LineWebhookEvent
 
 # Of a message object (webhook.yml `MessageContent`), what a processed event keeps.
 MESSAGE_KEPT = ("id", "type", "quotedMessageId")
@@ -72,6 +74,27 @@ def _profiles_expired(now: datetime):
     )
 
 
+def _answers_texts_expired(now: datetime):
+    """A survey answer's text, kept while an edit of its message may still come."""
+    return LineAnswer.objects.filter(updated_at__lt=days_ago(now, "RETENTION_EVENTS_DAYS")).exclude(text="")
+
+
+def _answer_text_blank(answer: LineAnswer) -> list[str]:
+    answer.text = ""
+    return ["text"]
+
+
+def _answers_of_blocked(now: datetime):
+    """The survey answers of a user whose profile goes: the tags they added go with them."""
+    expired = LineContact.objects.filter(
+        tenant_id=OuterRef("tenant_id"),
+        user_id=OuterRef("user_id"),
+        blocked=True,
+        blocked_at__lt=days_ago(now, "RETENTION_UNFOLLOWED_DAYS"),
+    )
+    return LineAnswer.objects.filter(Exists(expired))
+
+
 def _profile_clear(contact: LineContact) -> list[str]:
     for name, value in PROFILE_CLEARED.items():
         setattr(contact, name, value)
@@ -83,4 +106,6 @@ RULES = (
     RetentionRule(LineWebhookEvent._meta.db_table, _texts_unblanked, _text_blank, "text blanked"),
     RetentionRule(LinePushAttempt._meta.db_table, _attempts_expired),
     RetentionRule(LineContact._meta.db_table, _profiles_expired, _profile_clear, "profile removed"),
+    RetentionRule(LineAnswer._meta.db_table, _answers_of_blocked),
+    RetentionRule(LineAnswer._meta.db_table, _answers_texts_expired, _answer_text_blank, "text blanked"),
 )

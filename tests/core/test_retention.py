@@ -74,6 +74,8 @@ def test_it_registers_a_rule_for_every_table_the_policy_names():
         ("linepush_linewebhookevent", "text blanked"),
         ("linepush_linepushattempt", "deleted"),
         ("linepush_linecontact", "profile removed"),
+        ("linepush_lineanswer", "deleted"),
+        ("linepush_lineanswer", "text blanked"),
         ("console_deliveryoutcome", "deleted"),
     }
 

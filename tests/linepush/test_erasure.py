@@ -10,7 +10,7 @@ from django.contrib.contenttypes.models import ContentType
 
 from deliveries.models import DeliveryAttempt
 from linepush.erasure import line_user_erase
-from linepush.models import LineContact, LineErasure, LineWebhookEvent
+from linepush.models import LineAnswer, LineContact, LineErasure, LineWebhookEvent
 from tests.helpers.factories import ContentTaskFactory, TenantFactory
 from tests.helpers.linepush import USER, shop
 
@@ -66,6 +66,8 @@ def test_it_removes_the_users_id_from_every_stored_event_and_keeps_the_others(te
     follow, message, joined = traces(tenant)
     untouched = event(tenant, 4, {"type": "follow", "source": {"type": "user", "userId": OTHER}})
     contact = LineContact.objects.create(tenant=tenant, user_id=USER, display_name="山田花子", tags=["vip"])
+    LineAnswer.objects.create(tenant=tenant, message_id="1", user_id=USER, timestamp=1, text="参加します")
+    kept = LineAnswer.objects.create(tenant=tenant, message_id="2", user_id=OTHER, timestamp=1, text="x")
 
     erasure = line_user_erase(contact=contact, by=admin_user)
 
@@ -81,6 +83,7 @@ def test_it_removes_the_users_id_from_every_stored_event_and_keeps_the_others(te
     ]
     assert untouched.payload["source"]["userId"] == OTHER
     assert not LineContact.objects.filter(user_id=USER).exists()
+    assert list(LineAnswer.objects.values_list("pk", flat=True)) == [kept.pk]
     assert erasure.events == 3
 
 

@@ -11,7 +11,7 @@ import time_machine
 from django.utils import timezone
 
 from core.retention import records_prune
-from linepush.models import LineContact, LineSurveyRule, LineWebhookEvent
+from linepush.models import LineAnswer, LineContact, LineSurveyRule, LineWebhookEvent
 from linepush.retention import payload_blanked
 from tests.helpers.linepush import USER, deliver, fixture, shop
 
@@ -139,3 +139,31 @@ def test_a_block_set_by_hand_starts_the_grace_period_and_an_unblock_ends_it(tena
     contact.blocked = False
     contact.save()
     assert contact.blocked_at is None
+
+
+def test_a_blocked_users_survey_answers_go_with_the_profile(client, tenant, line):
+    blocked_contact(client, tenant)
+    LineAnswer.objects.create(tenant=tenant, message_id="1", user_id=USER, timestamp=1, text="参加します")
+    other = LineAnswer.objects.create(
+        tenant=tenant, message_id="2", user_id="U" + "e" * 32, timestamp=1, text="x"
+    )
+
+    with time_machine.travel(timezone.now() + timedelta(days=31)):
+        records_prune()
+
+    assert list(LineAnswer.objects.values_list("pk", flat=True)) == [other.pk]
+
+
+def test_a_survey_answers_text_is_blanked_after_the_events_period_keeping_its_tags(tenant):
+    answer = LineAnswer.objects.create(
+        tenant=tenant, message_id="1", user_id=USER, timestamp=1, text="参加します", added_tags=["shoot_yes"]
+    )
+    recent = LineAnswer.objects.create(tenant=tenant, message_id="2", user_id=USER, timestamp=1, text="はい")
+    LineAnswer.objects.filter(pk=answer.pk).update(updated_at=timezone.now() - timedelta(days=31))
+
+    assert ("linepush_lineanswer", "text blanked", 1) in records_prune()
+
+    answer.refresh_from_db()
+    recent.refresh_from_db()
+    assert (answer.text, answer.added_tags, answer.message_id) == ("", ["shoot_yes"], "1")
+    assert recent.text == "はい"
