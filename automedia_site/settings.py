@@ -369,13 +369,8 @@ LINEPUSH_ESCALATION_AFTER_HOURS = env.int("LINEPUSH_ESCALATION_AFTER_HOURS", def
 LINE_WEBHOOK_MAX_BYTES = 1024 * 1024
 # The lease of a stored webhook event (Backlog, LINE) a worker is processing, renewed likewise.
 EVENT_LEASE_SECONDS = env.int("EVENT_LEASE_SECONDS", default=5)
-# The retention policy (core/retention.py, `manage.py prune_records`, daily): processed
-# webhook events (done / ignored / rejected) go after RETENTION_EVENTS_DAYS; the audit
-# trail (delivery and LINE post attempts, delivery outcomes, comment commands, AI reviews)
-# after RETENTION_AUDIT_DAYS; a LINE user who blocked the account keeps only the id and
-# the blocked flag after RETENTION_UNFOLLOWED_DAYS. Pending or failed work is never removed.
-# Rows go in batches of RETENTION_BATCH_SIZE, each its own short transaction, with a pause
-# between batches so that deliveries write in between.
+# The retention policy (core/retention.py, `manage.py prune_records`; what each period
+# covers: .env.example, README), in batches with a pause that lets deliveries write between.
 RETENTION_EVENTS_DAYS = env.int("RETENTION_EVENTS_DAYS", default=30)
 RETENTION_AUDIT_DAYS = env.int("RETENTION_AUDIT_DAYS", default=400)
 RETENTION_UNFOLLOWED_DAYS = env.int("RETENTION_UNFOLLOWED_DAYS", default=30)
