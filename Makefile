@@ -8,7 +8,7 @@ PORT   ?= 8000
 SANDBOX_BACKLOG := BACKLOG_ALLOWED_HOSTS=127.0.0.1,localhost
 SANDBOX_PLATFORMS := INSTAGRAM_GRAPH_BASE_URL=http://127.0.0.1:8083 TIKTOK_API_BASE_URL=http://127.0.0.1:8084 HUBSPOT_API_BASE_URL=http://127.0.0.1:8085 TIKTOK_CLIENT_KEY=sandbox-client-key TIKTOK_CLIENT_SECRET=sandbox-client-secret
 
-.PHONY: venv test run migrate seed lint format bench-webhook bench-scan bench-delivery bench-approval bench-linepush bench-http chaos clean
+.PHONY: venv test run migrate seed lint format bench-webhook bench-scan bench-delivery bench-approval bench-linepush bench-http bench-retention chaos clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -65,6 +65,9 @@ bench-linepush: venv
 
 bench-http: venv
 	$(PY) bench/http_client.py
+
+bench-retention: venv
+	$(PY) bench/retention.py $(BENCH_ARGS)
 
 # The chaos campaigns (README "Chaos campaign"): real processes, the fakes on loopback,
 # kill -9, Backlog outages, LINE failing and hanging; needs PostgreSQL and Redis on
