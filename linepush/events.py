@@ -94,10 +94,13 @@ def _gave_up(attempts: int, exc: Exception) -> str:
 
 
 def _finish(event: LineWebhookEvent, outcome: str, detail: str) -> None:
-    """The outcome, and the message's content blanked: nothing processes the event again."""
-    LineWebhookEvent.objects.filter(pk=event.pk).update(
-        **LineWebhookEvent.finished(outcome=outcome, detail=detail), payload=payload_blanked(event.payload)
-    )
+    """The outcome, and a message's content blanked: nothing processes the event again.
+    Only a message's payload is written back, so no other event's can undo an erasure
+    (linepush/erasure.py) that ran while it was processed."""
+    changes = LineWebhookEvent.finished(outcome=outcome, detail=detail)
+    if (blanked := payload_blanked(event.payload)) is not event.payload:
+        changes["payload"] = blanked
+    LineWebhookEvent.objects.filter(pk=event.pk).update(**changes)
 
 
 def line_events_retry(*, older_than: timedelta = timedelta(minutes=1)) -> int:
