@@ -10,6 +10,8 @@ scheduled:
   A 400 is LINE's verdict and refuses the approval, naming each `details[].property`
   and `message`; a 5xx, timeout or any other failure only means LINE could not be asked,
   which never blocks an approval.
+- LINE coupons: a `coupon` message names a running coupon of the tenant (the check
+  linepush registers with `line_message_check_register`).
 - LINE quota: the forecast of deliveries/quota_forecast.py (over a plan without extra
   messages refuses; over one with them states the overage and its cost).
 - Instagram / TikTok / HubSpot: the channel's template rules
@@ -29,6 +31,7 @@ the comment but refuses nothing: the delivery reports it if it is still so then.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -80,6 +83,16 @@ class ApprovalChecks:
         }
 
 
+# Checks of rendered LINE messages against what an app above keeps (linepush: a `coupon`
+# message must name a running coupon of the tenant); each returns its problems.
+LINE_MESSAGE_CHECKS: list[Callable[..., list[str]]] = []
+
+
+def line_message_check_register(check: Callable[..., list[str]]) -> None:
+    if check not in LINE_MESSAGE_CHECKS:  # ready() may run more than once in tests
+        LINE_MESSAGE_CHECKS.append(check)
+
+
 def approval_check(
     *,
     tenant: Tenant,
@@ -105,6 +118,9 @@ def approval_check(
         if messages is not None:
             expression = override.get("audience") or parsed.audience
             _line_validate(checks, tenant, messages, expression)
+            checks.problems += [
+                p for check in LINE_MESSAGE_CHECKS for p in check(tenant_id=tenant.pk, messages=messages)
+            ]
             _line_quota(checks, tenant, expression, due_at, now, task)
     return checks
 

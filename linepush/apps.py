@@ -9,6 +9,7 @@ class LinepushConfig(AppConfig):
     def ready(self) -> None:
         # linepush reacts to the delivery lifecycle below it, which imports nothing of linepush.
         from core.retention import retention_rule_register
+        from deliveries.approval_checks import line_message_check_register
         from deliveries.contacts import line_contacts_register
         from deliveries.quota_forecast import quota_forecaster_register
         from deliveries.scheduler_steps import scheduler_step_register
@@ -17,6 +18,7 @@ class LinepushConfig(AppConfig):
             checks,  # noqa: F401 - registers the system checks
             retention,
         )
+        from linepush.coupon_models import coupon_message_problems
         from linepush.events import line_events_stranded_step
         from linepush.forecast import approval_forecast
         from linepush.producers import (
@@ -35,3 +37,4 @@ class LinepushConfig(AppConfig):
         line_contacts_register(contacts_matching)
         quota_forecaster_register(approval_forecast)
         retention_rule_register(*retention.RULES)
+        line_message_check_register(coupon_message_problems)

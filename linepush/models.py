@@ -22,6 +22,7 @@ from core.models import Tenant
 from core.records import OutboundAttempt
 
 # Django registers an app's models from its models.py: these live in a module of their own.
+from linepush.coupon_models import LineCoupon  # noqa: F401
 from linepush.inbound_models import (  # noqa: F401
     LineAnswer,
     LineApiToken,

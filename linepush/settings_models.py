@@ -12,6 +12,7 @@ from django.utils.translation import gettext, pgettext_lazy
 from django.utils.translation import gettext_lazy as _
 
 from core.models import Tenant
+from linepush.coupon_models import coupon_message_problems
 
 
 class Trigger(models.TextChoices):
@@ -123,6 +124,12 @@ class LinePushSettings(models.Model):
     @property
     def zone(self) -> ZoneInfo:
         return ZoneInfo(self.timezone)
+
+    def clean(self) -> None:
+        if self.tenant_id and (
+            problems := coupon_message_problems(tenant_id=self.tenant_id, messages=self.registration_messages)
+        ):
+            raise ValidationError({"registration_messages": problems})
 
 
 class LineMonthlyUsage(models.Model):

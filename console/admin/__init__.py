@@ -1,6 +1,15 @@
 """The managers' screens: every ModelAdmin, one module per app whose models it shows
-(`console/admin/<app_label>.py`; deliveries' channel accounts and posts in channels.py).
+(`console/admin/<app_label>.py`; deliveries' channel accounts and posts in channels.py,
+LINE coupons in line_coupons.py).
 The admin URLs follow each model's app, not this package: /admin/deliveries/contenttask/
 is registered in console/admin/deliveries.py."""
 
-from console.admin import backlog_bridge, channels, console, core, deliveries, linepush  # noqa: F401 - registers
+from console.admin import (  # noqa: F401 - registers
+    backlog_bridge,
+    channels,
+    console,
+    core,
+    deliveries,
+    line_coupons,
+    linepush,
+)

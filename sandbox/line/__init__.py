@@ -49,6 +49,12 @@ What it models, and the choices made where LINE's behaviour is undocumented:
   or expired token is undocumented) and sends nothing.
 - Reply tokens are not issued by the fake: any non-empty token is accepted once; reusing one
   answers 400 ``Invalid reply token``.
+- Coupons (``/v2/bot/coupon``): a create body is checked against the spec's
+  ``CouponCreateRequest`` (400 with details) and answers a new ``couponId``; list (``status``,
+  ``limit`` 1-100, ``start`` as the page token), detail (404 for an unknown id) and close
+  (410 Gone for a closed coupon) keep the spec's response shapes. Coupons are kept until
+  ``reset``; a ``coupon`` message is sent whatever its ``couponId`` (LINE's answer to an
+  unknown or closed coupon is undocumented).
 - ``numOfCustomAggregationUnits`` counts the distinct unit names of accepted sends.
   Per-unit statistics come from ``set_unit_stats``; an unknown unit has all-null figures.
 - ``fail_next`` faults apply after authentication and before routing, in the order added.

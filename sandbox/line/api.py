@@ -1,5 +1,5 @@
 """The fake LINE's Messaging API endpoints: routing, body checks, sends, quota, statistics,
-groups and profiles."""
+groups, profiles and coupons (sandbox/line/coupons.py)."""
 
 from __future__ import annotations
 
@@ -44,11 +44,14 @@ class LineApi:
             "/v2/bot/message/quota/consumption": {"GET": self.consumption},
             "/v2/bot/message/aggregation/info": {"GET": self.aggregation_info},
             "/v2/bot/insight/message/event/aggregation": {"GET": self.unit_statistics},
+            "/v2/bot/coupon": {"GET": self._coupons("list"), "POST": self._coupons("create")},
         }
         patterns: list[tuple[str, str, _Handler]] = [
             ("GET", r"/v2/bot/group/(?P<group_id>[^/]+)/summary", self.group_summary),
             ("GET", r"/v2/bot/group/(?P<group_id>[^/]+)/members/count", self.group_member_count),
             ("GET", r"/v2/bot/profile/(?P<user_id>[^/]+)", self.profile),
+            ("GET", r"/v2/bot/coupon/(?P<coupon_id>[^/]+)", self._coupons("detail")),
+            ("PUT", r"/v2/bot/coupon/(?P<coupon_id>[^/]+)/close", self._coupons("close")),
             (
                 "POST",
                 r"/v2/bot/message/validate/(?P<kind>reply|push|multicast|narrowcast|broadcast)",
@@ -56,6 +59,15 @@ class LineApi:
             ),
         ]
         self._patterns = [(method, re.compile(path), handler) for method, path, handler in patterns]
+
+    def _coupons(self, name: str) -> _Handler:
+        """A coupon endpoint of sandbox/line/coupons.py, under the channel's lock."""
+
+        def handle(request: LineRequest, request_id: str, **params: str) -> LineReply:
+            with self._fake._lock:
+                return getattr(self._fake._coupons, name)(request, request_id, **params)
+
+        return handle
 
     def dispatch(self, request: LineRequest, request_id: str) -> LineReply:
         handler, params = self._resolve(request.method, request.path)

@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from sandbox.line.coupons import LineCoupons
 from sandbox.line.records import (
     DEFAULT_MEMBER_COUNT,
     INVALID_QUOTE_TOKEN,
@@ -55,6 +56,7 @@ class LineChannel:
         self._quota_type = "none"
         self._quota_value = 0
         self._total_usage = 0
+        self._coupons = LineCoupons()
         self._message_ids = itertools.count(600_000_000_000_000_000 + secrets.randbelow(10**15))
 
     # setup

@@ -178,3 +178,17 @@ def test_a_template_whose_variables_make_a_bubble_too_large_does_not_render():
         render_messages(messages=[flex(bubble("{{ body }}"))], variables={"body": "本文" * 6_000})
 
     assert raised.value.problems[0].endswith("バイトあります（LINE の上限は 30 KB = 30,000 バイト）。")
+
+
+def test_a_coupon_message_names_its_coupon_and_keeps_its_delivery_tag_within_30():
+    assert (
+        validate_line_messages(
+            [{"type": "coupon", "couponId": "01JYNW8JMQVFBNWF1APF8Z3FS7", "deliveryTag": "x" * 30}]
+        )
+        == []
+    )
+
+    assert validate_line_messages([{"type": "coupon", "deliveryTag": "x" * 31}]) == [
+        "1 件目のメッセージ: couponId がありません。",
+        "1 件目のメッセージ: deliveryTag が 31 文字あります（LINE の上限は 30 文字）。",
+    ]

@@ -349,7 +349,8 @@ _CHECKS: dict[str, Callable[[dict], list[str]]] = {
     "flex": _flex,
     "template": _template,
     "imagemap": lambda m: _alt_text(m) + _url(m, "baseUrl") + _required(m, "baseSize", "actions"),
-    "coupon": lambda m: _required(m, "couponId"),
+    # messaging-api.yml CouponMessage: `couponId`, and `deliveryTag` of at most 30 characters.
+    "coupon": lambda m: _required(m, "couponId") + _length(m, "deliveryTag", 30, required=False),
 }
 
 

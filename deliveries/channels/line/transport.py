@@ -1,4 +1,4 @@
-"""The one LINE Messaging API client (push, multicast, reply, validate, quota).
+"""The one LINE Messaging API client (push, multicast, reply, validate, quota, coupons).
 
 Facts from https://developers.line.biz/en/docs/messaging-api/retrying-api-request/,
 line/line-openapi (https://github.com/line/line-openapi, messaging-api.yml) and the
@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from datetime import date
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 from django.conf import settings
@@ -168,6 +169,29 @@ class LineTransport(HttpTransport):
             raise ValueError(f"until must be 0..{MAX_AGGREGATION_DAYS} days after since")
         params = {"customAggregationUnit": unit, "from": f"{since:%Y%m%d}", "to": f"{until:%Y%m%d}"}
         return self._get("/v2/bot/insight/message/event/aggregation", **params)
+
+    # Coupons (messaging-api.yml createCoupon, closeCoupon).
+
+    def coupon_create(self, body: dict) -> str:
+        """The new coupon's `couponId` (`CouponCreateRequest` → `CouponCreateResponse`)."""
+        response, _ = self.request("POST", "/v2/bot/coupon", json=body)
+        if not response.is_success:
+            self.raise_for(response, _reason(response))
+        coupon_id = _json(response).get("couponId")
+        if not isinstance(coupon_id, str) or not coupon_id:
+            raise TransportError(
+                "LINE の応答に couponId がありません。", permanent=True, status=response.status_code
+            )
+        return coupon_id
+
+    def coupon_close(self, coupon_id: str) -> bool:
+        """Close a coupon; False when LINE answers 410 Gone (closed or expired already)."""
+        response, _ = self.request("PUT", f"/v2/bot/coupon/{quote(coupon_id, safe='')}/close")
+        if response.status_code == 410:
+            return False
+        if not response.is_success:
+            self.raise_for(response, _reason(response))
+        return True
 
     def _get(self, path: str, **params) -> dict:
         response, _ = self.request("GET", path, params=params or None)

@@ -1,0 +1,198 @@
+"""LINE coupons: created at LINE (the fake checks each body against messaging-api.yml's
+CouponCreateRequest), stored with LINE's couponId, closed at LINE; a registration reply's
+`coupon` message must name a running coupon of the tenant."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from zoneinfo import ZoneInfo
+
+import pytest
+from django.core.exceptions import ValidationError
+from django.utils import timezone
+
+from backlog_bridge.body.issue import parse_issue
+from deliveries.approval_checks import approval_check
+from deliveries.channels.base import TransportError
+from deliveries.models import MessageTemplate
+from linepush.coupons import coupon_body, coupon_close, coupon_create
+from linepush.models import LineCoupon, LinePushSettings, LineWebhookEvent
+from tests.helpers.backlog import body
+from tests.helpers.factories import TenantFactory
+from tests.helpers.linepush import deliver, fixture, shop
+
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("httpx_engine")]
+
+JST = ZoneInfo("Asia/Tokyo")
+COUPON = "/v2/bot/coupon"
+
+
+@pytest.fixture
+def tenant(db):
+    return shop()
+
+
+def created(line) -> list:
+    return [r for r in line.requests if (r.method, r.path) == ("POST", COUPON)]
+
+
+def closes(line) -> list:
+    return [r.path for r in line.requests if r.method == "PUT"]
+
+
+def new_coupon(tenant, **fields) -> LineCoupon:
+    fields = {
+        "title": "友だち限定 100 円引き",
+        "reward": LineCoupon.Reward.DISCOUNT,
+        "price": LineCoupon.Price.FIXED,
+        "amount": 100,
+        "starts_at": datetime(2026, 12, 10, 0, 0, tzinfo=JST),
+        "ends_at": datetime(2026, 12, 31, 23, 59, tzinfo=JST),
+        **fields,
+    }
+    coupon = LineCoupon(tenant=tenant, **fields)
+    coupon.full_clean(exclude=["coupon_id"])
+    return coupon
+
+
+def test_it_creates_the_coupon_at_line_and_stores_its_id(tenant, line):
+    coupon = coupon_create(coupon=new_coupon(tenant, description="スタッフに提示してください"))
+
+    [request] = created(line)
+    assert request.body == {
+        "title": "友だち限定 100 円引き",
+        "description": "スタッフに提示してください",
+        "acquisitionCondition": {"type": "normal"},
+        "startTimestamp": 1796828400,  # 2026-12-10 00:00 JST
+        "endTimestamp": 1798729140,  # 2026-12-31 23:59 JST
+        "maxUseCountPerTicket": 1,
+        "timezone": "ASIA_TOKYO",
+        "visibility": "UNLISTED",
+        "reward": {"type": "discount", "priceInfo": {"type": "fixed", "fixedAmount": 100}},
+    }
+    stored = LineCoupon.objects.get()
+    assert stored.coupon_id == request.response["couponId"] == coupon.coupon_id
+    assert stored.status == "RUNNING"
+
+
+@pytest.mark.parametrize(
+    ("fields", "reward"),
+    [
+        (
+            {"reward": "cashBack", "price": "percentage", "amount": 10},
+            {"type": "cashBack", "priceInfo": {"type": "percentage", "percentage": 10}},
+        ),
+        ({"reward": "free", "price": "fixed", "amount": 500}, {"type": "free"}),
+        ({"reward": "gift", "price": "", "amount": None}, {"type": "gift"}),
+    ],
+    ids=["cash-back-percentage", "free-drops-the-price", "gift"],
+)
+def test_it_sends_each_kind_of_reward_as_the_spec_has_it(tenant, line, fields, reward):
+    coupon_create(coupon=new_coupon(tenant, **fields))
+
+    assert created(line)[0].body["reward"] == reward
+    assert created(line)[0].status == 200  # the fake checked it against CouponCreateRequest
+
+
+@pytest.mark.parametrize(
+    ("fields", "field"),
+    [
+        ({"ends_at": datetime(2026, 12, 1, tzinfo=JST)}, "ends_at"),
+        ({"price": ""}, "price"),
+        ({"price": "percentage", "amount": 100}, "amount"),
+        ({"title": "x" * 61}, "title"),
+    ],
+    ids=["ends-before-it-starts", "discount-without-price", "percentage-over-99", "title-over-60"],
+)
+def test_it_refuses_a_coupon_line_would_refuse_before_asking_line(tenant, line, fields, field):
+    with pytest.raises(ValidationError) as refused:
+        new_coupon(tenant, **fields)
+
+    assert field in refused.value.message_dict
+    assert created(line) == []
+
+
+def test_it_stores_nothing_when_line_refuses(tenant, line):
+    line.fail_next(400, path_prefix=COUPON, body={"message": "The request body has 1 error(s)"})
+
+    with pytest.raises(TransportError):
+        coupon_create(coupon=new_coupon(tenant))
+
+    assert not LineCoupon.objects.exists()
+
+
+def test_it_closes_a_coupon_at_line_once(tenant, line):
+    coupon = coupon_create(coupon=new_coupon(tenant))
+
+    assert coupon_close(coupon=coupon) is True
+    coupon.refresh_from_db()
+    assert coupon.status == "CLOSED" and coupon.closed_at is not None
+    assert closes(line) == [f"{COUPON}/{coupon.coupon_id}/close"]
+    assert coupon_close(coupon=coupon) is False  # closed already: LINE is not asked again
+    assert len(closes(line)) == 1
+
+
+def test_a_coupon_line_closed_already_ends_here_too(tenant, line):
+    coupon = coupon_create(coupon=new_coupon(tenant))
+    line.fail_next(410, path_prefix=f"{COUPON}/", body={"message": "Gone"})
+
+    assert coupon_close(coupon=coupon) is True
+    coupon.refresh_from_db()
+    assert coupon.status == "CLOSED"
+
+
+def test_the_registration_reply_may_send_a_running_coupon_of_the_tenant(client, tenant, line):
+    coupon = coupon_create(coupon=new_coupon(tenant))
+    reply = [
+        {"type": "text", "text": "友だち追加ありがとうございます"},
+        {"type": "coupon", "couponId": coupon.coupon_id},
+    ]
+    settings_row = LinePushSettings(tenant=tenant, registration_messages=reply)
+    settings_row.full_clean()
+    settings_row.save()
+
+    deliver(client, fixture("follow"))
+
+    [sent] = line.sent("/v2/bot/message/reply")
+    assert sent.status == 200 and sent.body["messages"][1] == {"type": "coupon", "couponId": coupon.coupon_id}
+    assert LineWebhookEvent.objects.get().outcome == "done"
+
+
+def test_the_registration_reply_may_not_name_a_closed_or_foreign_coupon(tenant, line):
+    closed = coupon_create(coupon=new_coupon(tenant))
+    coupon_close(coupon=closed)
+    foreign = coupon_create(coupon=new_coupon(TenantFactory(slug="other")))
+
+    for coupon_id in (closed.coupon_id, foreign.coupon_id, "01NOTACOUPON"):
+        row = LinePushSettings(
+            tenant=tenant, registration_messages=[{"type": "coupon", "couponId": coupon_id}]
+        )
+        with pytest.raises(ValidationError) as refused:
+            row.full_clean()
+        assert "配布中のクーポンではありません" in str(refused.value.message_dict["registration_messages"])
+
+
+def test_the_body_is_what_the_fake_checks_against_the_spec(tenant, line):
+    body = coupon_body(new_coupon(tenant, visibility="PUBLIC", max_use_per_ticket=-1))
+
+    assert (body["visibility"], body["maxUseCountPerTicket"]) == ("PUBLIC", -1)
+
+
+def test_approval_refuses_a_template_whose_coupon_is_not_running(tenant, line, settings):
+    settings.LINE_API_BASE_URL = line.base_url
+    running = coupon_create(coupon=new_coupon(tenant))
+    closed = coupon_create(coupon=new_coupon(tenant))
+    coupon_close(coupon=closed)
+    verdicts = {}
+    for rev, coupon in (("running", running), ("closed", closed)):
+        MessageTemplate.objects.create(
+            name="coupon_send", rev=rev, messages=[{"type": "coupon", "couponId": coupon.coupon_id}]
+        )
+        parsed = parse_issue(description=body(template=f"coupon_send@{rev}"))
+        now = timezone.now()
+        verdicts[rev] = approval_check(tenant=tenant, parsed=parsed, due_at=now, now=now).problems
+
+    assert verdicts["running"] == []
+    assert verdicts["closed"] == [
+        f"クーポン「{closed.coupon_id}」はこのテナントの配布中のクーポンではありません。"
+    ]
