@@ -352,6 +352,14 @@ SCHEDULER_BATCH = env.int("SCHEDULER_BATCH", default=200)
 # Claimed rows per `deliver_batch` task: django-q2's per-task cost is paid once per batch,
 # and a burst still spreads over the workers (200 claimed per pass = 20 tasks).
 DELIVERY_TASK_SIZE = env.int("DELIVERY_TASK_SIZE", default=10)
+# Preparing a send ahead of its second (deliveries/prepare.py): from this many seconds before
+# it is due (the issue read, an Instagram container made and waited on), and how old, at
+# most, the issue read a send relies on may be (it is read again shortly before the second).
+DELIVERY_PREPARE_SECONDS = env.int("DELIVERY_PREPARE_SECONDS", default=30)
+DELIVERY_RECHECK_SECONDS = env.float("DELIVERY_RECHECK_SECONDS", default=3.0)
+# Write-backs one task takes for one tenant: written one after another (Backlog asks for one
+# user's calls in series), on the default queue, paced by Backlog's rate-limit headers.
+WRITEBACK_BATCH = env.int("WRITEBACK_BATCH", default=20)
 HEALTH_HEARTBEAT_MAX_AGE = env.int("HEALTH_HEARTBEAT_MAX_AGE", default=30)
 HEALTH_OVERDUE_MAX_SECONDS = env.int("HEALTH_OVERDUE_MAX_SECONDS", default=60)
 # Set in production: /metrics then answers only `Authorization: Bearer <METRICS_TOKEN>`.
@@ -384,6 +392,8 @@ for _name in (
     "RETENTION_UNFOLLOWED_DAYS",
     "RETENTION_BATCH_SIZE",
     "SCHEDULER_BATCH",
+    "WRITEBACK_BATCH",
+    "DELIVERY_PREPARE_SECONDS",
     "DELIVERY_LEASE_SECONDS",
     "EVENT_LEASE_SECONDS",
     "LINEPUSH_LEASE_SECONDS",
@@ -393,6 +403,6 @@ for _name in (
 ):
     if globals()[_name] < 1:
         raise ImproperlyConfigured(f"{_name} must be at least 1")
-for _name in ("SCHEDULER_POLL_SECONDS", "SCHEDULER_HELD_POLL_SECONDS"):
+for _name in ("SCHEDULER_POLL_SECONDS", "SCHEDULER_HELD_POLL_SECONDS", "DELIVERY_RECHECK_SECONDS"):
     if globals()[_name] <= 0:  # 0 would make run_scheduler spin
         raise ImproperlyConfigured(f"{_name} must be more than 0")

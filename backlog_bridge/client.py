@@ -377,6 +377,17 @@ def _pairs(mapping: dict | None) -> list[tuple[str, Any]]:
 _shared = ClientCache(lambda base_url, api_key: BacklogClient(base_url=base_url, api_key=api_key))
 
 
+_paced = ClientCache(
+    lambda base_url, api_key: BacklogClient(base_url=base_url, api_key=api_key, pacer=Pacer())
+)
+
+
+def paced_client(tenant) -> BacklogClient:
+    """The worker process's kept-alive client for this tenant's space whose calls are paced by
+    Backlog's rate-limit headers (its Pacer remembers the budget between tasks)."""
+    return _paced.get(tenant.backlog_base_url, tenant.backlog_api_key)
+
+
 def shared_client(tenant) -> BacklogClient:
     """The worker process's kept-alive client for this tenant's space (never close it):
     for loops that call Backlog once or twice per row (deliveries, webhook drains)."""

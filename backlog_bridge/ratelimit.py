@@ -89,6 +89,15 @@ class Pacer:
         self._sleep(wait)
         self.waited += wait
 
+    def wait_needed(self, group: str) -> float:
+        """Seconds until the group's window restarts if its budget is down to the reserve, else
+        0; unlike `before`, for a caller that does something else than sleep meanwhile."""
+        with self._lock:
+            budget = self._budgets.get(group)
+            if budget is None or budget.remaining > int(budget.limit * self.reserve):
+                return 0.0
+            return max(0.0, min(budget.reset + RESET_MARGIN - self._clock(), MAX_PACING_WAIT))
+
     def knows(self, group: str) -> bool:
         with self._lock:
             return group in self._budgets

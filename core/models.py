@@ -33,6 +33,9 @@ def validate_operators(value: list) -> None:
         raise ValidationError(_("操作を許可するユーザーは文字列のリストで指定してください。"))
 
 
+DEFAULT_MAX_CONCURRENT_DELIVERIES = 200
+
+
 class Tenant(models.Model):
     class PublishTimePolicy(models.TextChoices):
         INVALIDATE = "invalidate", _("承認を取り消す（invalidate）")
@@ -67,7 +70,12 @@ class Tenant(models.Model):
         choices=PublishTimePolicy.choices,
         default=PublishTimePolicy.INVALIDATE,
     )
-    max_concurrent_deliveries = models.PositiveSmallIntegerField(_("同時配信数の上限"), default=4)
+    # Sends of this tenant claimed at once (queued for or running on the deliverers): room for
+    # a whole campaign due at one second, and a bound that keeps one tenant's burst from
+    # filling the queue ahead of another tenant's post due at the same second.
+    max_concurrent_deliveries = models.PositiveSmallIntegerField(
+        _("同時配信数の上限"), default=DEFAULT_MAX_CONCURRENT_DELIVERIES
+    )
     # Set when LINE answers 401/403: the token needs renewing (shown in the admin).
     line_token_invalid_at = models.DateTimeField(_("LINE トークン無効検知"), null=True, blank=True)
     last_activity_id = models.BigIntegerField(_("取り込み済みの最新アクティビティID"), null=True, blank=True)

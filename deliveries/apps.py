@@ -12,11 +12,15 @@ class DeliveriesConfig(AppConfig):
         from core.retention import retention_rule_register
         from deliveries import lifecycle, retention
         from deliveries.commands import run
+        from deliveries.prepare import prepare_step
         from deliveries.scheduler import schedules_step
         from deliveries.scheduler_steps import scheduler_step_register
+        from deliveries.writeback_queue import writebacks_step
 
         event_handlers_register({**lifecycle.EVENT_HANDLERS, **run.EVENT_HANDLERS})
         # run_scheduler's queues of the two lower layers (backlog_bridge cannot import this registry).
         scheduler_step_register(schedules_step)
+        scheduler_step_register(writebacks_step)
+        scheduler_step_register(prepare_step)
         scheduler_step_register(events_stranded_step)
         retention_rule_register(*retention.RULES)

@@ -3,8 +3,9 @@
 Order of work (seed 000/001): claim → lock per (tenant, issue) →
 idempotency (自動配信実行日時) → re-check in Backlog (still approved, unchanged,
 quiet hours) → render → publish (deliveries/channels/<kind>/publisher.py: LINE sends
-each chunk with a deterministic X-Line-Retry-Key) → record → write back in one PATCH
-(deliveries/writeback.py) → delete the schedule. A Backlog failure is retried on Backlog's
+each chunk with a deterministic X-Line-Retry-Key) → record and give the row back at the
+write-back stage; the write-backs' queue (deliveries/writeback_queue.py) then writes it back
+in one PATCH (deliveries/writeback.py) and deletes the schedule. A Backlog failure is retried on Backlog's
 own short schedule, never on the channel's (deliveries/retry.py). No transaction or row
 lock is held across an HTTP call; every step tolerates running twice.
 """
@@ -41,6 +42,7 @@ from deliveries.writeback import writeback_run
 logger = logging.getLogger(__name__)
 
 WRITEBACK_QUEUED = "sent; write-back queued"
+FAILED_QUEUED = "failed; write-back queued"
 
 # A permanent failure: the task ends in automediaエラー with `reason`. One class for every
 # channel's publisher and for the run itself; the name is what callers import.
@@ -59,7 +61,6 @@ class Run:
     now: datetime
     channel: str = "line"  # the channel whose publisher takes over
     issue: dict | None = None  # the issue as read for the whole batch (batch_reads.issues_prefetch)
-    sends_follow: bool = False  # the batch still has sends to make after this one
     holds_lock: bool = False  # the delivery lock of (tenant, issue) is this run's to release
     fresh: bool = False  # its batch found no post and no accepted send of this approval yet
     writes: GroupCommit = field(default_factory=GroupCommit)  # its batch's (core/group_commit.py)
@@ -101,21 +102,21 @@ def delivery_run(
     token: str,
     schedule: DeliverySchedule | None = None,
     issue: dict | None = None,
-    sends_follow: bool = False,
     locked: bool = False,
     fresh: bool = False,
     writes: GroupCommit | None = None,
+    backlog: BacklogClient | None = None,
 ) -> str:
     """`schedule`: the row (with its task and tenant) as its batch read it under `token`
     moments ago; without it, it is read here. `issue`: the issue's JSON read moments ago
     for a whole batch (deliveries/batch_reads.py); without it, the re-check reads the issue itself.
-    `sends_follow`: the batch holds other claimed sends after this one, so other
-    deliveries are due (see `_sent`). `locked`: the batch already took this issue's
+    `locked`: the batch already took this issue's
     delivery lock under `token` (deliveries/locks.py `locks_take`). `fresh`: the batch,
     holding the claim and the lock, found neither a platform post nor an accepted LINE send
     of this approval (`batch_reads.sent_before`), so the run does not ask again. `writes`: the
     batch's group commit, which commits the run's records (a send's, the write-back's) with
-    the other rows' (see `_sent`). Every write of the run checks the claim's token."""
+    the other rows' (see `_sent`). `backlog`: the client to use (the write-backs' queue
+    passes a paced one). Every write of the run checks the claim's token."""
     if schedule is None:
         schedule = (
             DeliverySchedule.objects.select_related("task", "tenant")
@@ -129,7 +130,6 @@ def delivery_run(
         token=token,
         now=timezone.now(),
         issue=issue,
-        sends_follow=sends_follow,
         holds_lock=locked,
         fresh=fresh,
         writes=writes or GroupCommit(),
@@ -143,7 +143,7 @@ def delivery_run(
         return "locked"
     run.holds_lock = True
     try:
-        backlog = shared_client(run.tenant)
+        backlog = backlog or shared_client(run.tenant)
         if schedule.stage == DeliverySchedule.Stage.WRITEBACK:
             return _writeback(run, backlog)
         return _deliver(run, backlog)
@@ -162,7 +162,7 @@ def _deliver(run: Run, backlog: BacklogClient) -> str:
         else:
             state = issue_read(client=backlog, issue_key=run.task.issue_key)
     except BacklogError as exc:
-        return _backlog_retry_or_fail(run, exc, backlog)
+        return _backlog_retry_or_fail(run, exc)
     _backlog_answered(run)
     # Once a platform publish call may have gone out, only its outcome is read: an edit
     # or quiet hours must not strand a post that is (probably) already public.
@@ -193,7 +193,7 @@ def _recheck(run: Run, state: IssueState | None, backlog: BacklogClient) -> str:
         run.release(due_at=quiet.due_at)
         return f"deferred to {quiet.due_at.isoformat()}"
     if quiet.action == QuietAction.REJECT:
-        return _fail(run, DeliveryFailed(f"配信時刻が静粛時間帯です。{quiet.verdict.message}"), backlog)
+        return _fail(run, DeliveryFailed(f"配信時刻が静粛時間帯です。{quiet.verdict.message}"))
     return ""
 
 
@@ -243,14 +243,14 @@ def _publish(
         )
         step = posts.publish_step(channel=run.channel, ctx=ctx)
     except DeliveryFailed as exc:
-        return _fail(run, exc, backlog)
+        return _fail(run, exc)
     except ClaimLost:
         return "claim lost"
     except TransportError as exc:
-        return _retry_or_fail(run, exc, backlog)
+        return _retry_or_fail(run, exc)
     if isinstance(step, Wait):
         return _wait(run, step, backlog)
-    return _published(run, step, backlog)
+    return _published(run, step)
 
 
 def _wait(run: Run, step: Wait, backlog: BacklogClient) -> str:
@@ -264,43 +264,35 @@ def _wait(run: Run, step: Wait, backlog: BacklogClient) -> str:
     return f"waiting until {step.due_at.isoformat()}: {step.reason}"
 
 
-def _published(run: Run, step: Done, backlog: BacklogClient) -> str:
+def _published(run: Run, step: Done) -> str:
     now = timezone.now()
     if run.channel == "line":  # recipients and request ids, as the write-back comment names them
         outcome = {"ok": True, "delivered_at": iso_jst(now), **step.summary}
     else:
         outcome = {"ok": True, "delivered_at": iso_jst(now), "channel": run.channel, "post": step.summary}
-    return _sent(run, now, outcome, backlog, records=step.records)
+    return _sent(run, now, outcome, records=step.records)
 
 
-def _sent(run: Run, now: datetime, outcome: dict, backlog: BacklogClient, *, records: list) -> str:
-    """The message / post is out: 自動配信実行日時 and the write-back stage in one
-    transaction, shared with the batch's other rows that recorded a send meanwhile (one
-    statement per table for them all: deliveries/sent.py), then the write-back. While other
-    deliveries are due (a burst), the row is given back due now instead, so every send of
-    the burst goes out before the write-backs (which are then claimed behind them)."""
-    later = _others_due(run)
-    moved = Moved(schedule=run.schedule, token=run.token, outcome=outcome, release=later)
+def _sent(run: Run, now: datetime, outcome: dict, *, records: list) -> str:
+    """The message / post is out: 自動配信実行日時 and the row's move to the write-back stage,
+    given back due now, in one transaction shared with the batch's other rows that recorded a
+    send meanwhile (one statement per table for them all: deliveries/sent.py). The
+    write-back is the write-backs' queue's (deliveries/writeback_queue.py): it never holds
+    this worker or the tenant's room for sends."""
+    moved = Moved(schedule=run.schedule, token=run.token, outcome=outcome, release=True)
     run.writes.write(Together(sends_record, Sent(moved=moved, at=now, attempts=records)))
-    run.holds_lock = run.holds_lock and not later
+    run.holds_lock = False  # given back with the move
     run.task.delivered_at = now
     metrics.delivery_ended("sent", run.channel)
-    return WRITEBACK_QUEUED if later else _writeback(run, backlog)
-
-
-def _others_due(run: Run) -> bool:
-    if run.sends_follow:  # known without a query
-        return True
-    due = DeliverySchedule.objects.filter(stage=DeliverySchedule.Stage.DELIVER, due_at__lte=run.now)
-    return due.exclude(pk=run.schedule.pk).exists()
+    return WRITEBACK_QUEUED
 
 
 # -- outcomes ------------------------------------------------------------------------
 
 
-def _retry_or_fail(run: Run, exc: TransportError, backlog: BacklogClient | None = None) -> str:
+def _retry_or_fail(run: Run, exc: TransportError) -> str:
     if exc.permanent:
-        return _fail(run, DeliveryFailed(exc.message, auth=exc.auth), backlog)
+        return _fail(run, DeliveryFailed(exc.message, auth=exc.auth))
     delay = next_delay(run.schedule.attempts, exc.retry_after)
     if delay is None:
         return _fail(
@@ -308,24 +300,23 @@ def _retry_or_fail(run: Run, exc: TransportError, backlog: BacklogClient | None 
             DeliveryFailed(
                 f"再試行の上限（{run.schedule.attempts} 回）に達しました。最後のエラー: {exc.message}"
             ),
-            backlog,
         )
     run.release(due_at=timezone.now() + delay, attempts=run.schedule.attempts + 1, last_error=exc.message)
     metrics.delivery_ended("retry", run.task.channel)
     return f"retry in {int(delay.total_seconds())}s"
 
 
-def _backlog_retry_or_fail(run: Run, exc: BacklogError, backlog: BacklogClient) -> str:
+def _backlog_retry_or_fail(run: Run, exc: BacklogError) -> str:
     """The re-read before sending failed. Backlog is retried within seconds on a budget of its
     own (deliveries/retry.py); the channel's retries (`attempts`) are left for the channel."""
     if not exc.retryable:
-        return _fail(run, DeliveryFailed(str(exc)), backlog)
+        return _fail(run, DeliveryFailed(str(exc)))
     now = timezone.now()
     since = run.schedule.backlog_failing_since or now
     if backlog_budget_spent(now - since):
         minutes = int((now - since).total_seconds() // 60)
         reason = f"Backlog に {minutes} 分間接続できず、配信前の再確認ができませんでした。最後のエラー: {exc}"
-        return _fail(run, DeliveryFailed(reason), backlog)  # written back once Backlog answers
+        return _fail(run, DeliveryFailed(reason))  # written back once Backlog answers
     delay = backlog_delay(now - since, exc.retry_after)
     run.release(due_at=now + delay, last_error=str(exc), backlog_failing_since=since)
     metrics.delivery_ended("backlog_retry", run.task.channel)
@@ -338,17 +329,17 @@ def _backlog_answered(run: Run) -> None:
         DeliverySchedule.objects.filter(pk=run.schedule.pk).update(backlog_failing_since=None)
 
 
-def _fail(run: Run, exc: DeliveryFailed, backlog: BacklogClient | None) -> str:
+def _fail(run: Run, exc: DeliveryFailed) -> str:
     if exc.auth:
         _token_expired(run, exc.reason)
     channel = {"channel": run.channel} if run.channel != "line" else {}
     outcome = {"ok": False, "reason": exc.reason, "auth": exc.auth, **channel}
-    to_writeback([Moved(schedule=run.schedule, token=run.token, outcome=outcome)])
+    if run.holds_lock:  # before the row is free: its write-back must not find it locked
+        lock_release(tenant=run.tenant, issue_key=run.task.issue_key, owner=run.token)
+        run.holds_lock = False
+    to_writeback([Moved(schedule=run.schedule, token=run.token, outcome=outcome, release=True)])
     metrics.delivery_ended("failed", run.task.channel)
-    if backlog is None:
-        run.release(due_at=timezone.now())
-        return "failed; write-back queued"
-    return _writeback(run, backlog)
+    return FAILED_QUEUED
 
 
 def _token_expired(run: Run, reason: str) -> None:

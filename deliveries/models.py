@@ -124,6 +124,11 @@ class DeliverySchedule(models.Model):
     backlog_failing_since = models.DateTimeField(_("Backlog 障害の開始"), null=True, blank=True)
     # What to write back to Backlog once delivery has ended (kept until Backlog accepts it).
     outcome = models.JSONField(_("配信結果"), default=dict, blank=True)
+    # Preparing ahead of the due second (deliveries/prepare.py): when the row next wants a
+    # preparing pass (None: nothing more before it is due), and what the last one found
+    # (the issue as Backlog answered it, and when).
+    prepare_at = models.DateTimeField(_("事前準備の予定"), null=True, blank=True, db_index=True)
+    prepared = models.JSONField(_("事前準備の結果"), default=dict, blank=True)
     created_at = models.DateTimeField(_("作成日時"), auto_now_add=True)
     updated_at = models.DateTimeField(_("更新日時"), auto_now=True)
 

@@ -1,6 +1,9 @@
 """Claiming due schedules under a lease (core/due.py), safely from several processes at once,
 within each tenant's concurrency limit; the loop's wake-up time and heartbeat.
 
+Only sends are claimed here: a row at the write-back stage is the write-backs' queue
+(deliveries/writebacks.py), which never takes a tenant's delivery capacity.
+
 A claim is a short lease (DELIVERY_LEASE_SECONDS) that the worker's keeper renews while
 it works (core/keeper.py): if the worker dies, the row is due again, and no longer counts
 against its tenant's capacity, within one lease.
@@ -17,11 +20,12 @@ from django.db.models import Count, Min, Q
 from django_q.brokers import Broker, get_broker
 from django_q.tasks import async_task
 
-from core.due import Lease, claim, release, renew, take_over
+from core.due import Lease, any_free, claim, release, renew, take_over
 from core.keeper import Held, held_claim
 from core.models import Tenant
 from core.orm_broker import enqueued_together
 from deliveries.models import DeliverySchedule, SchedulerHeartbeat
+from deliveries.scheduler_steps import Pass
 
 DELIVERY_QUEUE = "deliveries"  # settings.Q_CLUSTER["ALT_CLUSTERS"]
 
@@ -33,28 +37,65 @@ def lease_length() -> timedelta:
 SCHEDULE_LEASE = Lease(length=lease_length)  # lease_until / claimed_by
 
 
-def schedules_claim(*, now: datetime, limit: int = 50) -> list[tuple[int, str]]:
-    """Claim up to `limit` due rows; returns (schedule id, claim token) pairs, one token per
-    DELIVERY_TASK_SIZE rows in order: the rows `schedules_step` hands to one task."""
-    due = (
-        DeliverySchedule.objects.filter(due_at__lte=now)
-        .only("id", "tenant_id", "lease_until")
-        .order_by("due_at")
-    )
-    choose = lambda candidates: _within_capacity(candidates, now)  # noqa: E731
+class Capacity:
+    """The tenants' room for more claimed sends in one pass: what each may still take, read
+    once (every live claim counted by tenant, then the limits of those tenants), and whether
+    a due row was left for lack of room (the pass then answers HELD: a freed slot is
+    refilled within SCHEDULER_HELD_POLL_SECONDS, not after the poll)."""
+
+    def __init__(self, now: datetime) -> None:
+        self.busy = _in_flight(now)
+        self.limits = _limits(set(self.busy))
+        self.held_back = False
+
+    def full(self) -> list[int]:
+        return [tenant_id for tenant_id, n in self.busy.items() if n >= self.limits.get(tenant_id, 1)]
+
+    def choose(self, candidates: list[DeliverySchedule]) -> list[DeliverySchedule]:
+        self.limits |= _limits({c.tenant_id for c in candidates} - set(self.limits))
+        chosen = []
+        for row in candidates:
+            if self.busy[row.tenant_id] < self.limits.get(row.tenant_id, 1):
+                self.busy[row.tenant_id] += 1
+                chosen.append(row)
+            else:
+                self.held_back = True
+        return chosen
+
+
+def schedules_claim(
+    *, now: datetime, limit: int = 50, tenants: list[int] | None = None, capacity: Capacity | None = None
+) -> list[tuple[int, str]]:
+    """Claim up to `limit` due sends; returns (schedule id, claim token) pairs, one token per
+    DELIVERY_TASK_SIZE rows in order: the rows `schedules_step` hands to one task. The rows
+    of a tenant at its limit are not read at all, so another tenant's row due at the same
+    second is never stuck behind them. `tenants`: only these tenants' rows (a batch's refill)."""
+    capacity = capacity or Capacity(now)
+    due = DeliverySchedule.objects.filter(due_at__lte=now, stage=DeliverySchedule.Stage.DELIVER)
+    if tenants is not None:
+        due = due.filter(tenant_id__in=tenants)
+    if full := capacity.full():
+        due = due.exclude(tenant_id__in=full)
+        capacity.held_back = capacity.held_back or any_free(
+            DeliverySchedule.objects.filter(
+                due_at__lte=now, stage=DeliverySchedule.Stage.DELIVER, tenant_id__in=full
+            ),
+            now=now,
+            lease=SCHEDULE_LEASE,
+        )
     return claim(
-        due,
+        due.only("id", "tenant_id", "lease_until").order_by("due_at"),
         now=now,
         lease=SCHEDULE_LEASE,
         limit=limit,
         read=limit * 2,
-        choose=choose,
+        choose=capacity.choose,
         queued=True,
-        group=_task_size(),
+        group=task_size(),
     )
 
 
-def _task_size() -> int:
+def task_size() -> int:
     return max(1, settings.DELIVERY_TASK_SIZE)
 
 
@@ -79,40 +120,37 @@ def delivery_broker() -> Broker:
     return get_broker(DELIVERY_QUEUE)
 
 
-def schedules_step(*, now: datetime, limit: int) -> bool:
+def schedules_step(*, now: datetime, limit: int) -> bool | Pass:
     """run_scheduler's step for due schedules: claim them and hand them, a few per task,
-    to django-q2 `deliver_batch` tasks."""
-    claimed = schedules_claim(now=now, limit=limit)
-    size = _task_size()
+    to django-q2 `deliver_batch` tasks. HELD when a tenant's limit left due rows behind."""
+    capacity = Capacity(now)
+    claimed = schedules_claim(now=now, limit=limit, capacity=capacity)
+    size = task_size()
     broker = delivery_broker()
     with enqueued_together(broker):
         for start in range(0, len(claimed), size):
             batch = claimed[start : start + size]
             async_task("deliveries.tasks.deliver_batch", batch, cluster=DELIVERY_QUEUE, broker=broker)
-    return bool(claimed)
+    if claimed:
+        return Pass.WORKED
+    return Pass.HELD if capacity.held_back else Pass.IDLE
 
 
 def _in_flight(now: datetime) -> Counter:
+    """Claimed sends per tenant (queued for or running on a deliverer)."""
     rows = (
-        DeliverySchedule.objects.filter(SCHEDULE_LEASE.held(now)).values("tenant_id").annotate(n=Count("id"))
+        DeliverySchedule.objects.filter(SCHEDULE_LEASE.held(now), stage=DeliverySchedule.Stage.DELIVER)
+        .values("tenant_id")
+        .annotate(n=Count("id"))
     )
     return Counter({r["tenant_id"]: r["n"] for r in rows})
 
 
-def _within_capacity(candidates: list[DeliverySchedule], now: datetime) -> list[DeliverySchedule]:
-    """Per-tenant concurrency limit (Tenant.max_concurrent_deliveries)."""
-    busy = _in_flight(now)
-    limits = dict(
-        Tenant.objects.filter(pk__in={c.tenant_id for c in candidates}).values_list(
-            "pk", "max_concurrent_deliveries"
-        )
-    )
-    chosen = []
-    for row in candidates:
-        if busy[row.tenant_id] < limits.get(row.tenant_id, 1):
-            busy[row.tenant_id] += 1
-            chosen.append(row)
-    return chosen
+def _limits(tenant_ids: set[int]) -> dict[int, int]:
+    """Tenant.max_concurrent_deliveries of these tenants."""
+    if not tenant_ids:
+        return {}
+    return dict(Tenant.objects.filter(pk__in=tenant_ids).values_list("pk", "max_concurrent_deliveries"))
 
 
 def lease_renew(*, schedule_id: int, token: str, now: datetime) -> bool:
@@ -134,8 +172,9 @@ def next_wakeup(*, now: datetime, poll: float) -> float:
     agg = DeliverySchedule.objects.aggregate(
         free=Min("due_at", filter=Q(lease_until__isnull=True, due_at__gt=now)),
         leased=Min("lease_until", filter=Q(lease_until__gt=now)),
+        prepare=Min("prepare_at", filter=Q(prepare_at__gt=now)),  # deliveries/prepare.py
     )
-    times = [t for t in (agg["free"], agg["leased"]) if t is not None]
+    times = [t for t in (agg["free"], agg["leased"], agg["prepare"]) if t is not None]
     if not times:
         return poll
     return max(0.0, min(poll, (min(times) - now).total_seconds()))

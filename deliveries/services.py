@@ -9,6 +9,7 @@ from django.db.models import F
 from core.models import Tenant
 from deliveries.issues import IssueState
 from deliveries.models import ContentTask, DeliverySchedule
+from deliveries.prepare import prepare_from
 
 # seed 000: a delivery is scheduled at(max(投稿日時, now+5s)); "send now" is at(now+5s),
 # through the same scheduler.
@@ -34,6 +35,8 @@ def schedule_upsert(*, task: ContentTask, due_at: datetime, reason: str) -> Deli
             "attempts": 0,
             "last_error": "",
             "backlog_failing_since": None,
+            "prepare_at": prepare_from(due_at),  # what was prepared for an earlier registration goes
+            "prepared": {},
         },
     )
     return schedule

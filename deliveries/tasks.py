@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-import threading
+import time
 
 from django.utils import timezone
 
@@ -15,12 +15,18 @@ from deliveries.delivery import delivery_run
 from deliveries.effects import effect_reports_run
 from deliveries.locks import locks_take
 from deliveries.models import DeliverySchedule
+from deliveries.prepare import prepare_run, prepared_issue
 from deliveries.scan import scan_alert, scan_run, scan_totals
-from deliveries.scheduler import schedules_take
+from deliveries.scheduler import schedules_claim, schedules_take, task_size
 from deliveries.signals import delivery_finished
 from deliveries.tokens import channel_tokens_upkeep
+from deliveries.writeback_queue import writebacks_run
 
 logger = logging.getLogger(__name__)
+
+# How long a batch's task goes on refilling its tenants' room before it leaves the rest to
+# the scheduler (the worker is then free for other tenants' tasks).
+REFILL_SECONDS = 10.0
 
 
 def deliver(schedule_id: int, token: str) -> str:
@@ -33,11 +39,28 @@ def deliver_batch(claims: list[tuple[int, str]]) -> list[str]:
     django-q2's own cost per task is paid once per batch, and the rows run concurrently
     (one thread each), so one slow platform call delays none of the others. The keeper
     renews every row's claim until its run ends. One delivery's unexpected error does not
-    stop the others; its row is claimed again when its lease expires."""
+    stop the others; its row is claimed again when its lease expires.
+
+    Then the task refills the room its rows freed: it claims its tenants' next due sends
+    itself and runs them, until none is due or REFILL_SECONDS have passed, so a tenant at
+    its limit waits for no scheduler pass (work-conserving)."""
+    started = time.monotonic()
+    results, tenants = _run(claims)
+    while tenants and time.monotonic() - started < REFILL_SECONDS:
+        more = schedules_claim(now=timezone.now(), limit=task_size(), tenants=sorted(tenants))
+        if not more:
+            break
+        tenants = _run(more)[1]
+    return results
+
+
+def _run(claims: list[tuple[int, str]]) -> tuple[list[str], set[int]]:
+    """The rows' results, and the tenants whose sends they were."""
     taken = schedules_take(claims=claims, now=timezone.now())
     with keeper.keeping(*taken.values()):
         batch = _Batch(taken)
-        return in_threads(batch.run, claims)
+        results = in_threads(batch.run, claims)
+    return results, {batch.owners[pk][0] for pk in batch.sends if pk in batch.owners}
 
 
 class _Batch:
@@ -52,15 +75,19 @@ class _Batch:
         rows = DeliverySchedule.objects.select_related("task").filter(pk__in=list(taken))
         self.schedules = {row.pk: row for row in rows if row.claimed_by == taken[row.pk].owner}
         tenants = Tenant.objects.in_bulk({row.tenant_id for row in self.schedules.values()})
-        self.owners, self.sends, to_read = {}, set(), {}
+        self.owners, self.sends, to_read, now = {}, set(), {}, timezone.now()
+        self.issues = {}  # read ahead of the due second (deliveries/prepare.py), else now
         for pk, row in self.schedules.items():
             row.tenant = tenants[row.tenant_id]
             self.owners[pk] = (row.tenant_id, row.task_id)
             if row.stage == DeliverySchedule.Stage.DELIVER:
                 self.sends.add(pk)
-                if row.task.issue_id is not None:
+                if (issue := prepared_issue(row, now)) is not None:
+                    self.issues[pk] = issue
+                elif row.task.issue_id is not None:
                     to_read[pk] = (row.tenant_id, row.task.issue_id)
-        self.issues = issues_prefetch(rows=to_read, tenants=tenants) if len(to_read) > 1 else {}
+        if len(to_read) > 1:
+            self.issues |= issues_prefetch(rows=to_read, tenants=tenants)
         owner = next(iter(taken.values())).owner if taken else ""
         keys = {pk: (row.tenant_id, row.task.issue_key) for pk, row in self.schedules.items()}
         locked = locks_take(keys=list(keys.values()), owner=owner, now=timezone.now())
@@ -69,14 +96,7 @@ class _Batch:
         mine = [self.schedules[pk].task for pk in self.sends & self.locked]
         sent = sent_before(tasks=mine)
         self.fresh = {pk for pk in self.sends & self.locked if self.schedules[pk].task_id not in sent}
-        self.running = len(self.sends)
-        self.lock = threading.Lock()
         self.writes = GroupCommit()
-
-    def others_sending(self) -> bool:
-        """Another send of the batch is still running (asked by a run that has just sent)."""
-        with self.lock:
-            return self.running > 1
 
     def run(self, claim: tuple[int, str]) -> str:
         schedule_id, _ = claim
@@ -91,7 +111,6 @@ class _Batch:
                 locked=schedule_id in self.locked,
                 fresh=schedule_id in self.fresh,
                 issue=self.issues.get(schedule_id),
-                sends_follow=_Asked(self.others_sending) if schedule_id in self.sends else False,
                 writes=self.writes,
             )
         except Exception:
@@ -99,22 +118,21 @@ class _Batch:
             result = "error"
         finally:
             keeper.drop(held)
-            with self.lock:
-                self.running -= schedule_id in self.sends
         if schedule_id in self.owners:  # the dashboard's outcomes per day
             tenant_id, task_id = self.owners[schedule_id]
             delivery_finished.send(deliver_batch, tenant_id=tenant_id, task_id=task_id, result=result)
         return result
 
 
-class _Asked:
-    """A truth value read when it is tested (delivery's `sends_follow`, asked after a send)."""
+def writeback_batch(claims: list[tuple[int, str]]) -> list[str]:
+    """One tenant's due write-backs, written back in order on the default queue
+    (deliveries/writeback_queue.py)."""
+    return writebacks_run(claims)
 
-    def __init__(self, ask) -> None:
-        self.ask = ask
 
-    def __bool__(self) -> bool:
-        return self.ask()
+def prepare_batch(ids: list[int]) -> int:
+    """Sends due soon, prepared ahead of their second on the default queue (deliveries/prepare.py)."""
+    return prepare_run(ids)
 
 
 def effect_reports() -> int:

@@ -30,6 +30,17 @@ def publish_step(*, channel: str, ctx: Context) -> Done | Wait:
         return waiting.wait
 
 
+def prepares(channel: str) -> bool:
+    """Whether the channel has work to do ahead of the due second (deliveries/prepare.py)."""
+    return hasattr(channel_part(channel, "publisher"), "prepare")
+
+
+def prepare_step(*, channel: str, ctx: Context) -> datetime | None:
+    """The channel's work ahead of the due second, which publishes nothing; when it wants
+    to look again (None: ready)."""
+    return channel_part(channel, "publisher").prepare(ctx)
+
+
 def post_render(*, tenant: Tenant, channel: str, parsed: ParsedTask, override: dict | None = None) -> dict:
     """The channel template filled with the issue's 文面 / 変数 and validated (RenderError names the field)."""
     override = override or {}

@@ -56,7 +56,10 @@ def test_it_changes_only_the_rows_that_hold_the_where_columns():
     )
 
     assert changed == 1
-    assert list(Tenant.objects.order_by("slug").values_list("max_concurrent_deliveries", flat=True)) == [9, 4]
+    assert list(Tenant.objects.order_by("slug").values_list("max_concurrent_deliveries", flat=True)) == [
+        9,
+        200,
+    ]
     assert rows_update(Tenant, [a.pk], same={"name": "x"}, where={"line_token_invalid_at": None}) == 1
     assert rows_update(Tenant, [a.pk], same={"name": "y"}, where={"line_token_invalid_at": AT}) == 0
     assert Tenant.objects.get(pk=a.pk).name == "x"
@@ -91,7 +94,7 @@ def test_it_inserts_rows_as_save_would_and_sets_their_keys():
         assert stored.slug == tenant.slug
         assert stored.backlog_api_key == tenant.backlog_api_key  # encrypted by its field, read back
         assert stored.webhook_token == tenant.webhook_token and stored.webhook_token  # the field's default
-        assert (stored.operators, stored.quiet_hours, stored.max_concurrent_deliveries) == ([], {}, 4)
+        assert (stored.operators, stored.quiet_hours, stored.max_concurrent_deliveries) == ([], {}, 200)
         assert stored.created_at >= before and stored.created_at == tenant.created_at  # auto_now_add
         assert not tenant._state.adding
     with connection.cursor() as cursor:

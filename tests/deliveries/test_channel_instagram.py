@@ -68,29 +68,39 @@ def test_it_records_every_platform_call(approve_channel, instagram):
     assert set(DeliveryAttempt.objects.values_list("channel", flat=True)) == {"instagram"}
 
 
-def test_it_rechecks_a_container_in_progress_about_once_a_minute(approve_channel, instagram):
-    instagram.processing_polls = 2
-    key = approve_channel("instagram")
-
-    first = fire(key)
-    due = schedule_of(key).due_at
-    second = fire(key)
-
-    assert first.startswith("waiting until") and second.startswith("waiting until")
-    assert timedelta(seconds=59) < due - DUE < timedelta(seconds=62)
-    assert schedule_of(key).attempts == 0
-    assert fire(key) == "delivered"
-    assert containers_created(instagram) == 1 and len(instagram.published()) == 1
-    assert post_of(key).checks == 3
-
-
-def test_it_gives_up_when_processing_takes_more_than_five_minutes(approve_channel, instagram, fake_backlog):
+def test_it_rechecks_a_young_container_every_two_seconds_then_about_once_a_minute(approve_channel, instagram):
     instagram.processing_polls = 100
     key = approve_channel("instagram")
 
-    results = [fire(key) for _ in range(6)]
+    first = fire(key)
+    soon = schedule_of(key).due_at
+    results = [fire(key) for _ in range(30)]  # two-second looks for the container's first minute
+    later = schedule_of(key).due_at
+    fire(key)
 
-    assert all(r.startswith("waiting") for r in results[:5]) and results[5] == "failed"
+    assert first.startswith("waiting until") and all(r.startswith("waiting until") for r in results)
+    assert timedelta(seconds=1.9) < soon - DUE < timedelta(seconds=3)
+    assert timedelta(seconds=59) < schedule_of(key).due_at - later < timedelta(seconds=62)
+    assert schedule_of(key).attempts == 0  # waiting is not a retry
+    instagram.processing_polls = 0
+    for container in instagram.containers.values():
+        container.polls_left = 0
+    assert fire(key) == "delivered"
+    assert containers_created(instagram) == 1 and len(instagram.published()) == 1
+
+
+def test_it_gives_up_when_processing_takes_more_than_five_minutes(approve_channel, instagram, fake_backlog):
+    instagram.processing_polls = 1000
+    key = approve_channel("instagram")
+
+    results = []
+    while (schedule := schedule_of(key)) is not None:
+        last = schedule.due_at
+        results.append(fire(key))
+
+    # Every two seconds in the first minute, then once a minute, until five minutes have passed.
+    assert all(r.startswith("waiting") for r in results[:-1]) and results[-1] == "failed"
+    assert len(results) < 40 and timedelta(minutes=5) <= last - DUE < timedelta(minutes=6)
     assert "5 分以内に終わりませんでした" in texts(fake_backlog, key)[-1]
     assert instagram.publish_calls() == []
 

@@ -23,7 +23,7 @@ from deliveries.models import ContentTask, DeliveryAttempt, DeliverySchedule
 from deliveries.retry import BACKLOG_BUDGET, BACKLOG_CAP, BACKLOG_JITTER
 from deliveries.scheduler import schedules_claim
 from tests.helpers.backlog import texts
-from tests.helpers.deliveries import DUE, MULTICAST, fire
+from tests.helpers.deliveries import DUE, MULTICAST, fire, write_backs, written_back
 
 pytestmark = pytest.mark.usefixtures("httpx_engine")  # respx sees only httpx
 
@@ -56,8 +56,11 @@ def run_until_ended(key: str, *, limit: timedelta = timedelta(minutes=5)) -> lis
     while (schedule := schedule_of(key)) is not None and schedule.due_at < DUE + limit:
         at = schedule.due_at + timedelta(seconds=0.01)
         with time_machine.travel(at, tick=True):
-            [(schedule_id, token)] = schedules_claim(now=timezone.now())
-            result = delivery_run(schedule_id=schedule_id, token=token)
+            if schedule.stage == DeliverySchedule.Stage.WRITEBACK:  # the write-backs' queue's
+                result = write_backs().get(schedule.pk, "not claimed")
+            else:
+                [(schedule_id, token)] = schedules_claim(now=timezone.now())
+                result = written_back(schedule_id, delivery_run(schedule_id=schedule_id, token=token))
         left = schedule_of(key)
         runs.append((at, result, left.attempts if left and left.stage == "deliver" else 0))
     return runs

@@ -22,7 +22,7 @@ from deliveries.delivery import WRITEBACK_QUEUED
 from deliveries.models import ContentTask, DeliveryAttempt, DeliveryLock, DeliverySchedule
 from deliveries.scheduler import schedules_claim
 from tests.helpers.backlog import body
-from tests.helpers.deliveries import make_schedule
+from tests.helpers.deliveries import make_schedule, write_backs
 from tests.helpers.factories import TenantFactory
 
 PUSHES = "/v2/bot/message/multicast"
@@ -35,19 +35,18 @@ def claim_all() -> list[tuple[int, str]]:
 
 
 def test_it_sends_a_burst_first_and_writes_each_back_once_after(approved, line, fake_backlog, tenant):
-    tenant.max_concurrent_deliveries = 10
-    tenant.save()
     keys = [approved(body()) for _ in range(3)]
     claims = claim_all()
 
     due = DeliverySchedule.objects.order_by("due_at").first().due_at
     with time_machine.travel(due + timedelta(seconds=0.5), tick=True):
-        # While others are due, a sent delivery leaves its write-back for the next claim.
-        assert tasks.deliver_batch(claims) == [WRITEBACK_QUEUED, WRITEBACK_QUEUED, "delivered"]
+        # A sent delivery leaves its write-back to the write-backs' queue.
+        assert tasks.deliver_batch(claims) == [WRITEBACK_QUEUED] * 3
         assert len([r for r in line.requests if r.path == PUSHES]) == 3
-        assert len([r for r in fake_backlog.requests if r.method == "PATCH"]) == 1
+        assert not [r for r in fake_backlog.requests if r.method == "PATCH"]
+        assert schedules_claim(now=timezone.now()) == []  # a write-back is not a send
 
-        assert tasks.deliver_batch(schedules_claim(now=timezone.now())) == ["delivered"] * 2
+        assert sorted(write_backs().values()) == ["delivered"] * 3
 
     assert len([r for r in line.requests if r.path == PUSHES]) == 3
     assert not DeliverySchedule.objects.filter(task__issue_key__in=keys).exists()
@@ -56,8 +55,6 @@ def test_it_sends_a_burst_first_and_writes_each_back_once_after(approved, line, 
 
 
 def test_a_batch_makes_its_rows_writes_through_one_group_commit(approved, line, tenant, monkeypatch):
-    tenant.max_concurrent_deliveries = 10
-    tenant.save()
     [approved(body()) for _ in range(3)]
     claims = claim_all()
     groups = []
@@ -75,14 +72,10 @@ def test_a_batch_makes_its_rows_writes_through_one_group_commit(approved, line, 
     monkeypatch.setattr(tasks, "GroupCommit", Counted)
     due = DeliverySchedule.objects.order_by("due_at").first().due_at
     with time_machine.travel(due + timedelta(seconds=0.5), tick=True):
-        assert tasks.deliver_batch(claims) == [WRITEBACK_QUEUED, WRITEBACK_QUEUED, "delivered"]
-        # Each send's record; the last row also wrote back: its "tried" mark and its finish.
-        assert [group.handed for group in groups] == [3 + 2]
-        assert tasks.deliver_batch(schedules_claim(now=timezone.now())) == ["delivered"] * 2
-
-    assert [group.handed for group in groups] == [5, 2 * 2]  # the write-backs, in the next batch's group
+        assert tasks.deliver_batch(claims) == [WRITEBACK_QUEUED] * 3
+        assert [group.handed for group in groups] == [3]  # each send's record, in one group
     assert DeliveryAttempt.objects.count() == 3
-    assert not DeliverySchedule.objects.exists()
+    assert DeliverySchedule.objects.filter(stage=DeliverySchedule.Stage.WRITEBACK).count() == 3
 
 
 def test_one_delivery_that_crashes_does_not_stop_the_others(approved, line, tenant):
@@ -121,7 +114,7 @@ def test_a_batch_re_reads_its_issues_in_one_backlog_call(approved, line, fake_ba
     with time_machine.travel(due + timedelta(seconds=0.5), tick=True):
         results = tasks.deliver_batch(claims)
 
-    assert results == [WRITEBACK_QUEUED, "no longer approved", "delivered"]
+    assert results == [WRITEBACK_QUEUED, "no longer approved", WRITEBACK_QUEUED]
     reads = [r for r in fake_backlog.requests if r.method == "GET" and r.path.startswith("/api/v2/issues")]
     assert [r.path for r in reads] == [
         "/api/v2/issues",
@@ -144,17 +137,8 @@ def sql_of_one_batch_of_three(approved, tenant) -> list[str]:
         time_machine.travel(due + timedelta(seconds=0.5), tick=True),
         CaptureQueriesContext(connection) as sql,
     ):
-        assert tasks.deliver_batch(claims) == [WRITEBACK_QUEUED, WRITEBACK_QUEUED, "delivered"]
+        assert tasks.deliver_batch(claims) == [WRITEBACK_QUEUED] * 3
     return [q["sql"] for q in sql.captured_queries]
-
-
-def test_a_send_followed_by_others_in_its_batch_does_not_ask_the_database_whether_others_are_due(
-    approved, line, tenant
-):
-    table = DeliverySchedule._meta.db_table
-    sql = sql_of_one_batch_of_three(approved, tenant)
-    asked = [q for q in sql if q.startswith(f'SELECT 1 AS "a" FROM "{table}"')]
-    assert len(asked) == 1  # only the batch's last send looks for other due rows
 
 
 def test_a_live_workers_keeper_keeps_its_claim_across_a_platform_call_longer_than_the_lease(
@@ -176,7 +160,7 @@ def test_a_live_workers_keeper_keeps_its_claim_across_a_platform_call_longer_tha
         time_machine.travel(due + timedelta(seconds=0.5), tick=False) as clock,
         mock.patch.object(LineTransport, "_send", slow),
     ):
-        assert tasks.deliver_batch(schedules_claim(now=timezone.now())) == ["delivered"]
+        assert tasks.deliver_batch(schedules_claim(now=timezone.now())) == [WRITEBACK_QUEUED]
 
     assert claimable == [[]] * 9  # nobody could take the row meanwhile
     assert len([r for r in line.requests if r.path == PUSHES]) == 1
@@ -271,8 +255,41 @@ def test_a_chunk_accepted_before_another_failed_is_not_sent_again_by_the_next_ba
         assert tasks.deliver_batch(claim_all()) == ["retry in 30s"]
 
     with time_machine.travel(due + timedelta(seconds=31), tick=True):
-        assert tasks.deliver_batch(schedules_claim(now=timezone.now())) == ["delivered"]
+        assert tasks.deliver_batch(schedules_claim(now=timezone.now())) == [WRITEBACK_QUEUED]
 
     pushed = [r.body["to"] for r in line.requests if r.path == "/v2/bot/message/push"]
     assert sorted(pushed) == ["Cabc123", "Cdef456"]  # each group once
     assert sorted(DeliveryAttempt.objects.values_list("outcome", flat=True)) == ["retry", "sent", "sent"]
+
+
+def test_a_batch_refills_the_room_its_sends_freed_without_waiting_for_a_scheduler_pass(
+    approved, line, tenant
+):
+    tenant.max_concurrent_deliveries = 2
+    tenant.save()
+    [approved(body()) for _ in range(5)]
+    claims = claim_all()
+    assert len(claims) == 2  # the tenant's limit
+
+    due = DeliverySchedule.objects.order_by("due_at").first().due_at
+    with time_machine.travel(due + timedelta(seconds=0.5), tick=True):
+        assert tasks.deliver_batch(claims) == [WRITEBACK_QUEUED] * 2  # its own rows' results
+
+    # The task went on with the tenant's next due sends, two at a time, as room freed.
+    assert len([r for r in line.requests if r.path == PUSHES]) == 5
+    assert not DeliverySchedule.objects.filter(stage=DeliverySchedule.Stage.DELIVER).exists()
+
+
+def test_a_batch_refills_only_within_its_tenants_limit(approved, line, tenant):
+    tenant.max_concurrent_deliveries = 2
+    tenant.save()
+    [approved(body()) for _ in range(3)]
+    [first, _] = claim_all()
+    due = DeliverySchedule.objects.order_by("due_at").first().due_at
+
+    with time_machine.travel(due + timedelta(seconds=0.5), tick=True):
+        assert tasks.deliver_batch([first]) == [WRITEBACK_QUEUED]
+
+    # The other claim still holds its room: the refill took one row, not two.
+    assert len([r for r in line.requests if r.path == PUSHES]) == 2
+    assert DeliverySchedule.objects.filter(stage=DeliverySchedule.Stage.DELIVER).count() == 1

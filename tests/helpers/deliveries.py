@@ -12,10 +12,11 @@ import time_machine
 from django.utils import timezone
 
 from core.timeutil import JST
-from deliveries.delivery import delivery_run
+from deliveries.delivery import FAILED_QUEUED, WRITEBACK_QUEUED, delivery_run
 from deliveries.models import DeliverySchedule
 from deliveries.scheduler import schedules_claim
-from deliveries.tasks import deliver
+from deliveries.tasks import deliver, writeback_batch
+from deliveries.writeback_queue import writebacks_claim
 from tests.helpers.factories import ContentTaskFactory, TenantFactory
 
 DUE = datetime(2026, 12, 10, 10, 0, tzinfo=JST)
@@ -37,19 +38,39 @@ def approve_issue(fake_backlog, pump, tenant, *, summary: str, description: str)
 
 
 def fire(key: str, *, late: float = 0.01) -> str:
-    """Let the scheduler claim the schedule at its due time and run the task."""
+    """Let the scheduler claim the schedule at its due time and run the task; a send that
+    ended is then written back by the write-backs' queue, whose result is returned."""
     schedule = DeliverySchedule.objects.get(task__issue_key=key)
     with time_machine.travel(schedule.due_at + timedelta(seconds=late), tick=True):
+        if schedule.stage == DeliverySchedule.Stage.WRITEBACK:  # the write-backs' queue's
+            return write_backs().get(schedule.pk, "not claimed")
         [(schedule_id, token)] = schedules_claim(now=timezone.now())
-        return delivery_run(schedule_id=schedule_id, token=token)
+        return written_back(schedule_id, delivery_run(schedule_id=schedule_id, token=token))
 
 
 def run_task(key: str) -> str:
-    """The scheduler's claim, then the django-q2 task itself (deliveries.tasks.deliver)."""
+    """The scheduler's claim, then the django-q2 task itself (deliveries.tasks.deliver), then
+    the write-back's task."""
     schedule = DeliverySchedule.objects.get(task__issue_key=key)
     with time_machine.travel(schedule.due_at + timedelta(seconds=0.01), tick=True):
         [(schedule_id, token)] = schedules_claim(now=timezone.now())
-        return deliver(schedule_id, token)
+        return written_back(schedule_id, deliver(schedule_id, token))
+
+
+def written_back(schedule_id: int, result: str) -> str:
+    """After a send or failure that queued its write-back: the write-back's result (the
+    write-backs' queue claims what is due and runs it as `writeback_batch` would)."""
+    if result not in (WRITEBACK_QUEUED, FAILED_QUEUED):
+        return result
+    return write_backs().get(schedule_id, result)
+
+
+def write_backs() -> dict[int, str]:
+    """Every due write-back, run now: {schedule id: result}."""
+    results = {}
+    for rows in writebacks_claim(now=timezone.now(), limit=200):
+        results |= dict(zip([pk for pk, _ in rows], writeback_batch(rows), strict=True))
+    return results
 
 
 def make_schedule(tenant=None, *, due_in: float = -1.0, **fields) -> DeliverySchedule:

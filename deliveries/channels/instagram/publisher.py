@@ -39,6 +39,10 @@ from deliveries.channels.publisher import (
 from deliveries.models import ChannelAccount, ChannelPost
 
 RECHECK = timedelta(seconds=60)
+# While a container is young, its status is read this often, so that an image container made
+# ahead is published the moment it is FINISHED; after FAST_PROCESSING, once a minute (Meta).
+FAST_RECHECK = timedelta(seconds=2)
+FAST_PROCESSING = timedelta(minutes=1)
 PROCESSING_LIMIT = timedelta(minutes=5)
 QUOTA_UNKNOWN_RECHECK = timedelta(hours=1)
 Phase = ChannelPost.Phase
@@ -64,7 +68,37 @@ def _step(ctx: Context, ig: InstagramTransport, account: ChannelAccount, post: C
         if wait := _quota_wait(ctx, ig, account, post):
             return wait
         _create_containers(ctx, ig, account, post)
+    if _known_finished(post, ctx.now):  # seen FINISHED ahead of the due second: publish now
+        return _publish(ctx, ig, account, post)
     return _await_container(ctx, ig, account, post)
+
+
+def _known_finished(post: ChannelPost, now: datetime) -> bool:
+    """A container read FINISHED stays so until it is published or 24 hours old (EXPIRED);
+    an hour's margin for the clock."""
+    made = post.processing_since
+    return post.platform_status == "FINISHED" and made is not None and now - made < timedelta(hours=23)
+
+
+def prepare(ctx: Context) -> datetime | None:
+    """Ahead of the due second: the container made and looked at until FINISHED (creating a
+    container publishes nothing, and it stays valid for 24 hours). When to look again, or
+    None once it is FINISHED, or when the due run has to decide (quota, a dead container)."""
+    account = account_for(ctx.tenant, ChannelAccount.Channel.INSTAGRAM)
+    _check_token(account, ctx.now)
+    post = post_for(ctx, account)
+    if post.is_committed() or _known_finished(post, ctx.now):
+        return None
+    ig = InstagramTransport(token=account.access_token)
+    try:
+        if not post.container_id:
+            if _quota_wait(ctx, ig, account, post):
+                return None  # the due run waits for the quota, and says so
+            _create_containers(ctx, ig, account, post)
+        code, _ = _read_status(ctx, ig, post)
+    finally:
+        ig.close()
+    return ctx.now + FAST_RECHECK if code not in ("FINISHED", "EXPIRED", "ERROR", "PUBLISHED") else None
 
 
 def account_problems(account: ChannelAccount, content: dict | None, now: datetime) -> list[str]:
@@ -153,7 +187,11 @@ def _await_container(
             f"（コンテナ {post.container_id}、状態 {code or '不明'}、確認 {post.checks} 回）。"
             "動画の長さ・形式を確認して、もう一度承認してください。"
         )
-    return Wait(ctx.now + RECHECK, f"Instagram のメディア処理待ち（{code}、{post.checks} 回目の確認）")
+    young = ctx.now - (post.processing_since or ctx.now) < FAST_PROCESSING
+    return Wait(
+        ctx.now + (FAST_RECHECK if young else RECHECK),
+        f"Instagram のメディア処理待ち（{code}、{post.checks} 回目の確認）",
+    )
 
 
 def _read_status(ctx: Context, ig: InstagramTransport, post: ChannelPost) -> tuple[str, str]:

@@ -1,0 +1,165 @@
+"""Preparing a send before its due second, so that at the second only the publish is left.
+
+From DELIVERY_PREPARE_SECONDS before a send is due, run_scheduler's prepare step hands its
+row to a task on the default queue, which reads the issues of a tenant from Backlog (one call
+per 100) and lets the channel prepare what publishes nothing: an Instagram container made and
+looked at until FINISHED. Two thirds of DELIVERY_RECHECK_SECONDS before the due second the
+issue is read once more. The send relies on that read when it is at most
+DELIVERY_RECHECK_SECONDS old and reads the issue itself otherwise (docs/ARCHITECTURE.md).
+A change Backlog reports by webhook re-registers or removes the schedule at any time, which
+drops what was prepared (deliveries/services.py `schedule_upsert`).
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+from django_q.brokers import Broker, get_broker
+from django_q.tasks import async_task
+
+from backlog_bridge.client import BacklogError, shared_client
+from core.models import Tenant
+from core.orm_broker import enqueued_together
+from deliveries.channels import posts
+from deliveries.channels.publisher import Context, PublishFailed
+from deliveries.issues import issue_state
+from deliveries.models import DeliverySchedule
+from deliveries.scheduler import SCHEDULE_LEASE
+
+logger = logging.getLogger(__name__)
+
+DELIVER = DeliverySchedule.Stage.DELIVER
+HOLD = timedelta(seconds=10)  # a handed-out row's next pass if its task is lost
+ISSUES_PER_READ = 100  # Backlog's issue list answers up to 100 ids per call
+
+
+def prepare_from(due_at: datetime) -> datetime:
+    """When a send due at `due_at` is first prepared (a time already past: at once)."""
+    return due_at - timedelta(seconds=settings.DELIVERY_PREPARE_SECONDS)
+
+
+def _recheck_at(due_at: datetime) -> datetime:
+    return due_at - timedelta(seconds=settings.DELIVERY_RECHECK_SECONDS * 2 / 3)
+
+
+def _wanted(now: datetime):
+    return DeliverySchedule.objects.filter(
+        SCHEDULE_LEASE.free(now), stage=DELIVER, prepare_at__lte=now, due_at__gt=now
+    )
+
+
+def prepare_claim(*, now: datetime, limit: int) -> list[int]:
+    """The rows that want preparing now, held for HOLD so no other pass hands them out too:
+    one read when there are none, else a short transaction (rows locked on PostgreSQL; on
+    SQLite the IMMEDIATE transaction runs alone)."""
+    if not _wanted(now).exists():
+        return []
+    with transaction.atomic():
+        rows = _wanted(now).order_by("due_at")
+        if connection.vendor == "postgresql":
+            rows = rows.select_for_update(skip_locked=True)
+        ids = list(rows.values_list("pk", flat=True)[:limit])
+        _wanted(now).filter(pk__in=ids).update(prepare_at=now + HOLD)
+    return ids
+
+
+@functools.cache
+def prepare_broker() -> Broker:
+    """The default queue's broker, made once per process (see scheduler.delivery_broker)."""
+    return get_broker()
+
+
+def prepare_step(*, now: datetime, limit: int) -> bool:
+    """run_scheduler's step: hand the rows that want preparing to `prepare_batch` tasks."""
+    ids = prepare_claim(now=now, limit=limit)
+    broker = prepare_broker()
+    with enqueued_together(broker):
+        for start in range(0, len(ids), ISSUES_PER_READ):
+            async_task("deliveries.tasks.prepare_batch", ids[start : start + ISSUES_PER_READ], broker=broker)
+    return bool(ids)
+
+
+# -- the task ----------------------------------------------------------------------------
+
+
+def prepare_run(ids: list[int]) -> int:
+    """Read the rows' issues, let their channels prepare, note what was found and when the
+    row wants its next pass. Returns how many rows were prepared."""
+    rows = list(DeliverySchedule.objects.select_related("task", "tenant").filter(pk__in=ids, stage=DELIVER))
+    issues = _issues(rows)
+    now = timezone.now()
+    done = 0
+    for row in rows:
+        issue = issues.get(row.task.issue_id)
+        again = _channel_prepare(row, issue, now) if issue is not None else None
+        prepared = {"issue": issue, "read_at": now.isoformat()} if issue is not None else {}
+        # Not over a schedule registered anew meanwhile (its `updated_at` moved).
+        done += DeliverySchedule.objects.filter(pk=row.pk, updated_at=row.updated_at, stage=DELIVER).update(
+            prepared=prepared, prepare_at=_next_pass(row.due_at, now, again)
+        )
+    return done
+
+
+def _issues(rows: list[DeliverySchedule]) -> dict[int, dict]:
+    """{issue id: issue JSON}: one Backlog call per tenant and 100 issues. An issue missing
+    from the answer (deleted, or the call failed) is left to the send, which reads it."""
+    by_tenant: dict[int, tuple[Tenant, list[int]]] = {}
+    for row in rows:
+        if row.task.issue_id is not None:
+            by_tenant.setdefault(row.tenant_id, (row.tenant, []))[1].append(row.task.issue_id)
+    found: dict[int, dict] = {}
+    for tenant, wanted in by_tenant.values():
+        for start in range(0, len(wanted), ISSUES_PER_READ):
+            try:
+                answer = shared_client(tenant).issues_by_id(wanted[start : start + ISSUES_PER_READ])
+            except BacklogError as exc:
+                logger.warning("preparing %s: reading issues failed: %s", tenant.slug, exc)
+                continue
+            found |= {issue["id"]: issue for issue in answer if issue.get("id") in wanted}
+    return found
+
+
+def _channel_prepare(row: DeliverySchedule, issue: dict, now: datetime) -> datetime | None:
+    """The channel's preparation of this approval, if the issue is as approved; when it
+    wants to look again (None: ready, or nothing to prepare)."""
+    state = issue_state(issue)
+    task = row.task
+    if not state.approved or state.fingerprint != task.approval_fingerprint or state.delivered_at:
+        return None  # the send decides (and the webhook of the change has its own path)
+    channel = state.parsed.channel
+    if channel not in posts.CHANNELS or not posts.prepares(channel):
+        return None
+    try:
+        content = posts.post_content(tenant=row.tenant, channel=channel, parsed=state.parsed)
+        ctx = Context(tenant=row.tenant, task=task, content=content, audience=state.parsed.audience, now=now)
+        return posts.prepare_step(channel=channel, ctx=ctx)
+    except PublishFailed as exc:
+        logger.info("preparing %s: %s (the send reports it)", task.issue_key, exc.reason)
+    except Exception:  # a preparation is never needed: the send does the same, at its second
+        logger.exception("preparing %s failed", task.issue_key)
+    return None
+
+
+def _next_pass(due_at: datetime, now: datetime, again: datetime | None) -> datetime | None:
+    """The channel's next look, else the re-read before the due second, else none."""
+    times = [t for t in (again, _recheck_at(due_at)) if t is not None and now < t < due_at]
+    return min(times, default=None)
+
+
+# -- at the due second ----------------------------------------------------------------------
+
+
+def prepared_issue(row: DeliverySchedule, now: datetime) -> dict | None:
+    """The issue as read ahead for a first try, if that read is recent enough to rely on."""
+    if row.attempts or row.backlog_failing_since is not None or not row.prepared.get("issue"):
+        return None
+    read_at = parse_datetime(row.prepared.get("read_at") or "")
+    if read_at is None or now - read_at > timedelta(seconds=settings.DELIVERY_RECHECK_SECONDS):
+        return None
+    return row.prepared["issue"]

@@ -1,0 +1,119 @@
+"""The write-backs' queue: schedules at the write-back stage, claimed apart from the sends.
+
+A send ends by giving its row back at the write-back stage (deliveries/delivery.py). This
+queue claims those rows one tenant at a time (Backlog asks for one user's calls in series)
+and hands them to a task on the default queue, never to a deliverer: a write-back takes
+neither a send's capacity nor its worker. The task writes them back in order through a
+client paced by Backlog's `X-RateLimit-*` headers; when the update budget is spent it gives
+the rest back due at the window's reset instead of sleeping in the worker.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections import Counter
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.utils import timezone
+from django_q.brokers import Broker, get_broker
+from django_q.tasks import async_task
+
+from backlog_bridge.client import BacklogClient, paced_client
+from core.due import claim
+from core.keeper import keeper
+from core.orm_broker import enqueued_together
+from deliveries.delivery import delivery_run
+from deliveries.models import DeliverySchedule
+from deliveries.scheduler import SCHEDULE_LEASE, lease_release, schedules_take
+from deliveries.signals import delivery_finished
+
+logger = logging.getLogger(__name__)
+
+WRITEBACK = DeliverySchedule.Stage.WRITEBACK
+
+
+def writebacks_claim(*, now: datetime, limit: int) -> list[list[tuple[int, str]]]:
+    """Claim due write-backs of the tenants that have none under way, at most
+    WRITEBACK_BATCH each: one list of (schedule id, token) per tenant, oldest first."""
+    busy = (
+        DeliverySchedule.objects.filter(SCHEDULE_LEASE.held(now), stage=WRITEBACK)
+        .values_list("tenant_id", flat=True)
+        .distinct()
+    )
+    due = (
+        DeliverySchedule.objects.filter(stage=WRITEBACK, due_at__lte=now)
+        .exclude(tenant_id__in=list(busy))
+        .only("id", "tenant_id", "lease_until")
+        .order_by("due_at")
+    )
+    tenant_of: dict[int, int] = {}
+
+    def choose(candidates: list[DeliverySchedule]) -> list[DeliverySchedule]:
+        taken: Counter = Counter()
+        for row in candidates:
+            if taken[row.tenant_id] < settings.WRITEBACK_BATCH:
+                taken[row.tenant_id] += 1
+                tenant_of[row.pk] = row.tenant_id
+        return [row for row in candidates if row.pk in tenant_of]
+
+    claimed = claim(
+        due, now=now, lease=SCHEDULE_LEASE, limit=limit, read=limit * 2, choose=choose, queued=True
+    )
+    by_tenant: dict[int, list[tuple[int, str]]] = {}
+    for pk, token in claimed:
+        by_tenant.setdefault(tenant_of[pk], []).append((pk, token))
+    return list(by_tenant.values())
+
+
+@functools.cache
+def writeback_broker() -> Broker:
+    """The default queue's broker, made once per process (see scheduler.delivery_broker)."""
+    return get_broker()
+
+
+def writebacks_step(*, now: datetime, limit: int) -> bool:
+    """run_scheduler's step for due write-backs: one `writeback_batch` task per tenant."""
+    batches = writebacks_claim(now=now, limit=limit)
+    broker = writeback_broker()
+    with enqueued_together(broker):
+        for rows in batches:
+            async_task("deliveries.tasks.writeback_batch", rows, broker=broker)
+    return bool(batches)
+
+
+def writebacks_run(claims: list[tuple[int, str]]) -> list[str]:
+    """One tenant's write-backs, one after another (`writeback_batch`'s work)."""
+    taken = schedules_take(claims=claims, now=timezone.now())
+    rows = DeliverySchedule.objects.select_related("task", "tenant").filter(pk__in=list(taken))
+    schedules = {row.pk: row for row in rows if row.claimed_by == taken[row.pk].owner}
+    results = []
+    with keeper.keeping(*taken.values()):
+        for pk, _ in claims:
+            schedule = schedules.get(pk)
+            if schedule is None:
+                results.append("not claimed")
+                continue
+            backlog = paced_client(schedule.tenant)
+            if wait := _budget_wait(backlog):
+                results.append(_later(schedule, taken[pk].owner, wait))
+                continue
+            result = delivery_run(schedule_id=pk, token=taken[pk].owner, schedule=schedule, backlog=backlog)
+            keeper.drop(taken[pk])
+            # The dashboard's outcome per day (console keeps "delivered" and "failed").
+            delivery_finished.send(
+                writebacks_run, tenant_id=schedule.tenant_id, task_id=schedule.task_id, result=result
+            )
+            results.append(result)
+    return results
+
+
+def _budget_wait(backlog: BacklogClient) -> float:
+    return backlog.pacer.wait_needed("update") if backlog.pacer is not None else 0.0
+
+
+def _later(schedule: DeliverySchedule, token: str, wait: float) -> str:
+    """Backlog's update budget is spent: due again when its window restarts."""
+    lease_release(schedule_id=schedule.pk, token=token, due_at=timezone.now() + timedelta(seconds=wait))
+    return f"write-back paced: {wait:.1f}s"

@@ -1,0 +1,115 @@
+"""Preparing a send ahead of its due second: the issue read early (one Backlog call per
+tenant), read once more just before the second, an Instagram container made ahead."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+import time_machine
+from django.utils import timezone
+
+from deliveries import tasks
+from deliveries.delivery import WRITEBACK_QUEUED
+from deliveries.models import ChannelPost, DeliverySchedule
+from deliveries.prepare import prepare_claim, prepare_run
+from deliveries.scheduler import schedules_claim
+from tests.helpers.backlog import body
+from tests.helpers.deliveries import DUE, MULTICAST
+
+ISSUE_READS = "/api/v2/issues"
+
+
+def prepare_at(moment) -> list[int]:
+    """run_scheduler's prepare step at `moment`, its task run at once: the rows it prepared."""
+    with time_machine.travel(moment, tick=False):
+        ids = prepare_claim(now=timezone.now(), limit=200)
+        prepare_run(ids)
+    return ids
+
+
+def send_at(moment) -> list[str]:
+    with time_machine.travel(moment, tick=True):
+        return tasks.deliver_batch(schedules_claim(now=timezone.now()))
+
+
+def issue_reads(fake_backlog) -> list:
+    return [r for r in fake_backlog.requests if r.method == "GET" and r.path.startswith(ISSUE_READS)]
+
+
+def test_it_reads_a_tenants_issues_ahead_in_one_call_and_the_send_reads_none(approved, fake_backlog, line):
+    keys = [approved(body()) for _ in range(3)]
+    fake_backlog.reset_requests()
+
+    assert len(prepare_at(DUE - timedelta(seconds=30))) == 3  # DELIVERY_PREPARE_SECONDS ahead
+    assert prepare_at(DUE - timedelta(seconds=10)) == []  # nothing more until the re-read
+    assert len(prepare_at(DUE - timedelta(seconds=2))) == 3  # the re-read, 2/3 of 3 s before
+    [first, again] = issue_reads(fake_backlog)
+    assert first.path == again.path == ISSUE_READS and len(first.query["id[]"]) == 3
+    fake_backlog.reset_requests()
+
+    assert send_at(DUE + timedelta(seconds=0.2)) == [WRITEBACK_QUEUED] * 3
+
+    assert issue_reads(fake_backlog) == []  # at the second only the sends
+    assert len(line.sent(MULTICAST)) == 3
+    assert not DeliverySchedule.objects.filter(task__issue_key__in=keys, stage="deliver").exists()
+
+
+def test_a_status_taken_back_after_the_first_read_still_stops_the_send(approved, fake_backlog, line):
+    key = approved(body())
+    prepare_at(DUE - timedelta(seconds=30))
+    fake_backlog.update_issue(key, status="処理中")  # its webhook is lost (never pumped)
+
+    prepare_at(DUE - timedelta(seconds=2))
+
+    assert send_at(DUE + timedelta(seconds=0.2)) == ["no longer approved"]
+    assert line.sent(MULTICAST) == []
+
+
+def test_a_body_edited_after_the_last_read_is_caught_by_its_webhook(
+    approved, fake_backlog, line, tenant, pump
+):
+    key = approved(body())
+    prepare_at(DUE - timedelta(seconds=30))
+    prepare_at(DUE - timedelta(seconds=2))
+
+    with time_machine.travel(DUE - timedelta(seconds=1), tick=False):
+        fake_backlog.update_issue(key, description=body().replace("date: 2026-12-10", "date: 2026-12-11"))
+        pump(tenant)  # the webhook of the edit, processed before the second
+
+    results = send_at(DUE + timedelta(seconds=0.2))
+    assert WRITEBACK_QUEUED not in results and line.sent(MULTICAST) == []
+
+
+def test_a_read_older_than_the_recheck_window_is_not_relied_on(approved, fake_backlog, line):
+    key = approved(body())
+    prepare_at(DUE - timedelta(seconds=30))  # the re-read before the second never ran
+    fake_backlog.update_issue(key, status="処理中")
+    fake_backlog.reset_requests()
+
+    assert send_at(DUE + timedelta(seconds=0.2)) == ["no longer approved"]
+    assert [r.path for r in issue_reads(fake_backlog)] == [f"{ISSUE_READS}/{key}"]  # read at the second
+
+
+@pytest.mark.usefixtures("ig_account")
+def test_an_instagram_container_is_made_ahead_and_published_at_the_second(approve_channel, instagram):
+    instagram.processing_polls = 3  # IN_PROGRESS for three status reads
+    key = approve_channel("instagram")
+    moment = DUE - timedelta(seconds=30)
+    while prepare_at(moment):
+        moment += timedelta(seconds=2)  # each pass asks for the next one 2 s later
+        assert moment < DUE
+    post = ChannelPost.objects.get(task__issue_key=key)
+    assert post.container_id and post.platform_status == "FINISHED" and instagram.published() == []
+    before = len(instagram.calls())
+
+    assert send_at(DUE + timedelta(seconds=0.1)) == [WRITEBACK_QUEUED]
+
+    at_the_second = [(r.method, r.path.rsplit("/", 1)[-1]) for r in instagram.calls()[before:]]
+    # No container made, no status read: the quota, the publish, then the permalink.
+    assert at_the_second == [
+        ("GET", "content_publishing_limit"),
+        ("POST", "media_publish"),
+        ("GET", instagram.published()[0]["id"]),
+    ]
+    assert ChannelPost.objects.get(task__issue_key=key).phase == ChannelPost.Phase.DONE
