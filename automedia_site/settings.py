@@ -170,6 +170,17 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
             "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
         }
     )
+# PostgreSQL: a pool per process, whatever its thread count (core/db.py); core.W001 warns
+# when DATABASE_PROCESSES (how many of each Procfile process run) could exceed the server.
+DATABASE_POOL_MAX_SIZE = env.int("DATABASE_POOL_MAX_SIZE", default=3)
+_processes = {"web": 1, "worker": 1, "deliverer": 1, "scheduler": 1}
+DATABASE_PROCESSES = {k: int(n) for k, n in env.dict("DATABASE_PROCESSES", default=_processes).items()}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and DATABASE_POOL_MAX_SIZE > 0:
+    # A thread waits `timeout` s for a free connection. Django needs CONN_MAX_AGE 0 with a
+    # pool; no health check per checkout (the pool drops a connection that comes back broken).
+    _pool = {"min_size": 1, "max_size": DATABASE_POOL_MAX_SIZE, "timeout": 30}
+    DATABASES["default"].setdefault("OPTIONS", {})["pool"] = _pool
+    DATABASES["default"].update(CONN_MAX_AGE=0, CONN_HEALTH_CHECKS=False)
 # Persistent connections: opening one (and the WAL pragmas on SQLite) costs more than
 # a whole webhook request otherwise.
 DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("CONN_MAX_AGE", default=60))
@@ -352,13 +363,11 @@ SCHEDULER_BATCH = env.int("SCHEDULER_BATCH", default=200)
 # Claimed rows per `deliver_batch` task: django-q2's per-task cost is paid once per batch,
 # and a burst still spreads over the workers (200 claimed per pass = 20 tasks).
 DELIVERY_TASK_SIZE = env.int("DELIVERY_TASK_SIZE", default=10)
-# Preparing a send ahead of its second (deliveries/prepare.py): from this many seconds before
-# it is due (the issue read, an Instagram container made and waited on), and how old, at
-# most, the issue read a send relies on may be (it is read again shortly before the second).
+# Preparing a send (deliveries/prepare.py): from this many seconds before it is due, and the
+# oldest issue read a send relies on (read again shortly before the second).
 DELIVERY_PREPARE_SECONDS = env.int("DELIVERY_PREPARE_SECONDS", default=30)
 DELIVERY_RECHECK_SECONDS = env.float("DELIVERY_RECHECK_SECONDS", default=3.0)
-# Write-backs one task takes for one tenant: written one after another (Backlog asks for one
-# user's calls in series), on the default queue, paced by Backlog's rate-limit headers.
+# A tenant's write-backs per task, in series on the default queue (deliveries/writeback_queue.py).
 WRITEBACK_BATCH = env.int("WRITEBACK_BATCH", default=20)
 HEALTH_HEARTBEAT_MAX_AGE = env.int("HEALTH_HEARTBEAT_MAX_AGE", default=30)
 HEALTH_OVERDUE_MAX_SECONDS = env.int("HEALTH_OVERDUE_MAX_SECONDS", default=60)

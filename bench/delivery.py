@@ -356,12 +356,15 @@ def move_due(
     burst: list[str],
     args: argparse.Namespace,
     campaign: list[str] | None = None,
+    round_seconds: tuple[list[str], tuple[float, ...]] | None = None,
 ) -> float:
     """Move every row's due_at into the measured window, in one transaction; returns the
     window's start (epoch s), chosen in that transaction WINDOW_LEAD_S ahead. Steady row i is
     due at start + i / rate, every burst row at start + steady seconds + BURST_GAP_S, every
-    campaign row CAMPAIGN_GAP_S after the burst."""
+    campaign row CAMPAIGN_GAP_S after the burst; `round_seconds` (keys, offsets): key i at
+    start + offsets[i % len(offsets)] (several due at the same round second)."""
     campaign = campaign or []
+    rounds, offsets = round_seconds or ([], (0.0,))
     code = (
         "import time\n"
         "from datetime import datetime, timezone\n"
@@ -369,10 +372,11 @@ def move_due(
         "from deliveries.models import DeliverySchedule as S\n"
         "from deliveries.prepare import prepare_from\n"
         f"steady, burst, campaign = {steady!r}, {burst!r}, {campaign!r}\n"
+        f"rounds, offsets = {rounds!r}, {offsets!r}\n"
         "def at(ts): return datetime.fromtimestamp(ts, timezone.utc)\n"
         "with transaction.atomic():\n"
         "    rows = {s.task.issue_key: s for s in S.objects.select_related('task')}\n"
-        "    assert len(rows) == len(steady) + len(burst) + len(campaign)\n"
+        "    assert len(rows) == len(steady) + len(burst) + len(campaign) + len(rounds)\n"
         "    assert all(s.lease_until is None for s in rows.values())\n"
         f"    start = time.time() + {WINDOW_LEAD_S!r}\n"
         "    for i, key in enumerate(steady):\n"
@@ -381,6 +385,8 @@ def move_due(
         f"        rows[key].due_at = at(start + {args.steady_seconds!r} + {BURST_GAP_S!r})\n"
         "    for key in campaign:\n"
         f"        rows[key].due_at = at(start + {args.steady_seconds!r} + {BURST_GAP_S + CAMPAIGN_GAP_S!r})\n"
+        "    for i, key in enumerate(rounds):\n"
+        "        rows[key].due_at = at(start + offsets[i % len(offsets)])\n"
         "    for s in rows.values():  # prepared ahead from then on, as if registered for that time\n"
         "        s.prepare_at = prepare_from(s.due_at)\n"
         "    S.objects.bulk_update(list(rows.values()), ['due_at', 'prepare_at'], batch_size=500)\n"

@@ -10,3 +10,6 @@ from django.utils.translation import gettext_lazy as _
 class CoreConfig(AppConfig):
     name = "core"
     verbose_name = _("テナントとアクセス")
+
+    def ready(self) -> None:
+        from core import db  # noqa: F401 - the connection check and the pool's fork hook

@@ -19,6 +19,8 @@ import httpx
 import pycurl
 from django.conf import settings
 
+from core.db import connection_release
+
 # The CA file both engines verify with (certifi's), looked up once at import, in the
 # process that forks the workers: not by each worker's first calls, several threads at once.
 CA_BUNDLE = certifi.where()
@@ -89,9 +91,20 @@ def http_client(*, base_url: str, headers: dict[str, str], timeout: float, trans
     An explicit httpx `transport`, and respx (which only sees httpx), need "httpx"."""
     if transport is not None or settings.OUTBOUND_HTTP_CLIENT == "httpx":
         return httpx.Client(
-            base_url=base_url, headers=headers, timeout=timeout, transport=transport, verify=ssl_context()
+            base_url=base_url,
+            headers=headers,
+            timeout=timeout,
+            transport=transport,
+            verify=ssl_context(),
+            event_hooks={"request": [_before_call]},
         )
     return CurlClient(base_url=base_url, headers=headers, timeout=timeout)
+
+
+def _before_call(request=None) -> None:
+    """Before each call, both engines: a thread waiting on the network holds no pooled
+    database connection (core/db.py)."""
+    connection_release()
 
 
 class CurlClient:
@@ -127,6 +140,7 @@ class CurlClient:
             # libcurl would send a stored token's line break as is: a header of its own.
             raise httpx.LocalProtocolError("a header name or value holds a line break or NUL")
         answer = _Answer()
+        _before_call()
         curl = self._take()
         try:
             _prepare(curl, method.upper(), target, body, sent, self._timeout_ms, answer)

@@ -36,6 +36,7 @@ from django.db import close_old_connections, connection
 from django.db.models import Model, Q
 from django.utils import timezone
 
+from core.db import connection_release
 from core.due import Lease
 
 logger = logging.getLogger(__name__)
@@ -172,8 +173,8 @@ class ConnectionCheck:
 
 
 class _Pool:
-    """The threads of `in_threads`. They outlive a batch and keep their database connection
-    between calls (closed by `close_old_connections` after CONN_MAX_AGE, or when a thread
+    """The threads of `in_threads`. They outlive a batch and, without a connection pool,
+    keep their database connection between calls (closed by `close_old_connections` after CONN_MAX_AGE, or when a thread
     has been idle for IDLE_SECONDS), so a burst does not open a connection per row. A thread
     is started only when no idle one is left: the pool grows to the most calls ever running
     at once in this process (a batch's size times its concurrent batches)."""
@@ -219,6 +220,7 @@ class _Pool:
             except BaseException as exc:  # handed to the caller, as a pool would
                 future.set_exception(exc)
             finally:
+                connection_release()  # with a connection pool: back to it for the next thread
                 with self._lock:
                     self._idle += 1
 
