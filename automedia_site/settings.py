@@ -353,12 +353,10 @@ SANDBOX_HUBSPOT_URL = env.str("SANDBOX_HUBSPOT_URL", default="http://127.0.0.1:8
 # sleep, and health thresholds.
 DELIVERY_LEASE_SECONDS = env.int("DELIVERY_LEASE_SECONDS", default=5)
 SCHEDULER_POLL_SECONDS = env.float("SCHEDULER_POLL_SECONDS", default=0.5)
-# The sleep instead while a queue holds due rows back only until the workers start what
-# waits for them (the group posts' LINEPUSH_MAX_IN_FLIGHT): they free room every few ms.
+# The sleep instead while due rows wait only for room (a queue's or a tenant's cap).
 SCHEDULER_HELD_POLL_SECONDS = env.float("SCHEDULER_HELD_POLL_SECONDS", default=0.05)
-# Rows run_scheduler claims per pass and queue (its --batch). A pass costs a dozen queries
-# whatever its size (the group posts' rate windows and quota, the tenants' capacity), so a
-# burst or a drain takes few passes; 200 rather than 50 (docs/BENCHMARKS.md, issue 17).
+# Rows run_scheduler claims per pass and queue (its --batch): a pass costs a dozen queries
+# whatever its size, so a burst or a drain takes few passes.
 SCHEDULER_BATCH = env.int("SCHEDULER_BATCH", default=200)
 # Claimed rows per `deliver_batch` task: django-q2's per-task cost is paid once per batch,
 # and a burst still spreads over the workers (200 claimed per pass = 20 tasks).
@@ -396,18 +394,9 @@ RETENTION_BATCH_PAUSE_SECONDS = env.float("RETENTION_BATCH_PAUSE_SECONDS", defau
 if RETENTION_BATCH_PAUSE_SECONDS < 0:
     raise ImproperlyConfigured("RETENTION_BATCH_PAUSE_SECONDS must not be negative")
 for _name in (
-    "RETENTION_EVENTS_DAYS",
-    "RETENTION_AUDIT_DAYS",
-    "RETENTION_UNFOLLOWED_DAYS",
-    "RETENTION_BATCH_SIZE",
-    "SCHEDULER_BATCH",
-    "WRITEBACK_BATCH",
-    "DELIVERY_PREPARE_SECONDS",
-    "DELIVERY_LEASE_SECONDS",
-    "EVENT_LEASE_SECONDS",
-    "LINEPUSH_LEASE_SECONDS",
-    "LINEPUSH_BATCH_SIZE",
-    "LINEPUSH_MAX_IN_FLIGHT",
+    *("RETENTION_EVENTS_DAYS", "RETENTION_AUDIT_DAYS", "RETENTION_UNFOLLOWED_DAYS", "RETENTION_BATCH_SIZE"),
+    *("SCHEDULER_BATCH", "WRITEBACK_BATCH", "DELIVERY_PREPARE_SECONDS", "DELIVERY_LEASE_SECONDS"),
+    *("EVENT_LEASE_SECONDS", "LINEPUSH_LEASE_SECONDS", "LINEPUSH_BATCH_SIZE", "LINEPUSH_MAX_IN_FLIGHT"),
     "LINEPUSH_SEND_LANES",
 ):
     if globals()[_name] < 1:

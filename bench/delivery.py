@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import math
 import os
 import shutil
 import signal
@@ -46,6 +47,7 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench import platform_phases  # noqa: E402
 from bench.machine import calibration  # noqa: E402
 from sandbox.backlog import RecordedRequest as BacklogRequest  # noqa: E402
 from sandbox.cpu import named_cpu_seconds  # noqa: E402
@@ -70,6 +72,7 @@ BURST_TARGET_S = 2.5
 # after a real round trip (the fake's latency), after the big burst has settled.
 CAMPAIGN_TARGET_S = 1.0
 CAMPAIGN_GAP_S = 30.0  # from the burst's due time to the campaign's
+INSTAGRAM_TARGET_S = 2.0  # media_publish after the due second, containers made ahead
 BURST_POLL_S = 0.05
 BURST_CPUS_TARGET = 1.6  # of the machine's CPUs busy with automedia's processes during the burst
 BURST_CPU_MS_TARGET = 6.0  # CPU per delivery during the burst, every automedia process and the fakes
@@ -147,6 +150,8 @@ class DatabaseRun:
     machine_busy: float | None  # … and over the burst
     # ERROR lines of each process's log from the window's start (the steady phase) to the end
     log_errors: dict[str, list[str]] = field(default_factory=dict)
+    instagram: dict = field(default_factory=dict)  # bench/platform_phases.py instagram_lateness
+    writeback: dict = field(default_factory=dict)  # … writeback_pacing: the campaign's write-backs
 
 
 PROCESSES = ("web", "worker", "deliverer", "scheduler")
@@ -406,10 +411,10 @@ def queued_tasks(stack: Stack) -> int:
     return int(stack.shell("from django_q.models import OrmQ; print(OrmQ.objects.count())"))
 
 
-def settle(stack: Stack, count: int) -> None:
+def settle(stack: Stack, count: int, timeout: float = SETTLE_TIMEOUT_S) -> None:
     """Wait until every delivery was written back and both queues are empty (the write-backs'
     own webhooks processed), so the comparison runs on an idle stack."""
-    stack.wait_for(lambda: written_back(stack) >= count, SETTLE_TIMEOUT_S, 0.5, f"{count} write-backs")
+    stack.wait_for(lambda: written_back(stack) >= count, timeout, 0.5, f"{count} write-backs")
     stack.wait_for(lambda: queued_tasks(stack) == 0, SETTLE_TIMEOUT_S, 1.0, "empty django-q2 queues")
 
 
@@ -566,6 +571,9 @@ def run_database(args: argparse.Namespace, database: str, broker: str, tmp: Path
     with Stack(tmp_dir=tmp / database, database_url=url, env=env) as stack:
         stack.add_tenant(SLUG, PROJECT)
         standard_plan(stack)  # the LINE plan the agency pays for; every other setting is the default
+        if args.instagram:
+            stack.add_channel_accounts(SLUG)
+            stack.instagram.processing_seconds = args.instagram_processing
         start_processes(stack, args.delivery_workers)
         samples["started"] = sample(stack)
         groups = register(stack, steady_n + args.burst + args.campaign, args.register)
@@ -580,6 +588,9 @@ def run_database(args: argparse.Namespace, database: str, broker: str, tmp: Path
         burst_at = start + args.steady_seconds + BURST_GAP_S
         burst_groups = {groups[k]: burst_at for k in burst_keys}
         campaign_groups = {groups[k]: burst_at + CAMPAIGN_GAP_S for k in campaign_keys}
+        # Instagram: approved now (a minute or more ahead), due between the burst and the campaign.
+        ig_due = float(math.ceil(burst_at + CAMPAIGN_GAP_S / 2))
+        ig_keys = platform_phases.instagram_approve(stack, PROJECT, args.instagram, ig_due)
         samples["window"] = sample(stack)
         logged = {name: len(stack.log(name)) for name in PROCESSES}  # startup's lines are not counted
         if steady_groups:
@@ -604,10 +615,26 @@ def run_database(args: argparse.Namespace, database: str, broker: str, tmp: Path
         settle(stack, steady_n + args.burst)
         samples["settled"] = sample(stack)
         expired = claims_expired(metrics_dir) - expired_before
+        if ig_keys:
+            stack.wait_for(
+                lambda: platform_phases.instagram_published(stack) >= len(ig_keys), 90, 0.5, "Instagram posts"
+            )
+        limited_since = (
+            platform_phases.update_limit_set(stack, args.update_limit) if args.update_limit else 0.0
+        )
         if campaign_groups:
             campaign(stack, campaign_groups, args.campaign_latency)
-            settle(stack, len(keys))
+            settle(stack, len(keys) + len(ig_keys), SETTLE_TIMEOUT_S + 2 * platform_phases.WINDOW_S)
         samples["campaign done"] = sample(stack)
+        instagram = platform_phases.instagram_lateness(stack, ig_due) if ig_keys else {}
+        writeback = (
+            platform_phases.writeback_pacing(
+                stack, campaign_keys, burst_at + CAMPAIGN_GAP_S, args.update_limit, limited_since
+            )
+            if args.update_limit and campaign_keys
+            else {}
+        )
+        stack.backlog.set_rate_limits(read=10**6, update=10**6)  # the comparison is not paced
 
         compare_groups = [new_group() for _ in range(steady_n)]
         start = schedule_django_q(stack, compare_groups, args.steady_rate)
@@ -640,6 +667,8 @@ def run_database(args: argparse.Namespace, database: str, broker: str, tmp: Path
         halves,
         busy,
         {name: lines for name, lines in errors.items() if lines},
+        instagram,
+        writeback,
     )
 
 
@@ -709,6 +738,7 @@ def print_table(runs: list[DatabaseRun]) -> None:
             f"schedules claimed again after their lease ran out (burst due -> settled; the sends and "
             f"their write-backs are {2 * burst.n} claims): {run.claims_expired}"
         )
+        print_platforms(run)
         print(
             f"ERROR lines in the processes' logs, steady start -> end: {sum(map(len, run.log_errors.values()))}"
         )
@@ -716,6 +746,32 @@ def print_table(runs: list[DatabaseRun]) -> None:
             for line in lines[:5]:
                 print(f"  {name}: {line[:300]}")
     print(f"{os.cpu_count()} CPUs; load average = the 1-minute figure at the end of each phase")
+
+
+def print_platforms(run: DatabaseRun) -> None:
+    """The Instagram posts (target: media_publish at most INSTAGRAM_TARGET_S after due, once,
+    never refused as not ready) and the campaign's write-backs under Backlog's update limit."""
+    ig = run.instagram
+    if ig:
+        met = (
+            ig["published"] == ig["publish_calls"]
+            and not ig["double_publishes"]
+            and ig["max_s"] is not None
+            and 0.0 <= ig["first_s"]
+            and ig["max_s"] <= INSTAGRAM_TARGET_S
+        )
+        print(
+            f"Instagram: {ig['published']} published with {ig['publish_calls']} media_publish calls "
+            f"({ig['refused_not_ready']} refused as not ready), media_publish {fmt(ig['first_s'])}-"
+            f"{fmt(ig['max_s'])} s after due; target <= {INSTAGRAM_TARGET_S} s {'met' if met else 'MISSED'}"
+        )
+    wb = run.writeback
+    if wb:
+        print(
+            f"campaign write-backs under {wb['limit_per_min']} writes/min: {wb['written']} of {wb['of']} "
+            f"done {fmt(wb['done_s'], 1)} s after due (allowed {wb['allowed_s']:.0f} s), 429s {wb['429s']}; "
+            f"{'met' if wb['met'] else 'MISSED'}"
+        )
 
 
 PHASE_ROW = "{:<34} {:>7} {:>6} " + " {:>9}" * (len(PROCESSES) + 2)
@@ -788,6 +844,24 @@ def parse_args() -> argparse.Namespace:
         type=float,
         default=0.08,
         help="seconds the fake LINE takes to answer a campaign push",
+    )
+    parser.add_argument(
+        "--instagram",
+        type=int,
+        default=5,
+        help="Instagram posts approved a minute or more ahead, due at one second",
+    )
+    parser.add_argument(
+        "--instagram-processing",
+        type=float,
+        default=8.0,
+        help="seconds the fake Instagram takes per container",
+    )
+    parser.add_argument(
+        "--update-limit",
+        type=int,
+        default=60,
+        help="Backlog writes a minute the fake enforces from the campaign on (0: none)",
     )
     parser.add_argument("--delivery-workers", type=int, default=4, help="DELIVERY_WORKERS of the deliverer")
     parser.add_argument(

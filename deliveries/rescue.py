@@ -35,6 +35,7 @@ from deliveries.approval_checks import approval_check_counts_others
 from deliveries.issues import IssueState, issue_state
 from deliveries.lifecycle import ConcurrentChange, issue_reconcile, task_mirror
 from deliveries.models import ContentTask, DeliverySchedule
+from deliveries.prepare import prepare_from
 from deliveries.services import approval_fields, schedule_due_at
 
 RECOVERABLE = (BacklogError, BacklogConfigError, ConcurrentChange)
@@ -149,9 +150,11 @@ def _task(tenant: Tenant, new: _New, now) -> ContentTask:
 
 
 def _schedule(tenant: Tenant, task: ContentTask, new: _New, now) -> DeliverySchedule:
+    due_at = schedule_due_at(publish_at=new.plan.publish_at, now=now)
     return DeliverySchedule(
         name=DeliverySchedule.name_for(tenant, task.issue_key),
         tenant=tenant,
-        due_at=schedule_due_at(publish_at=new.plan.publish_at, now=now),
+        due_at=due_at,
+        prepare_at=prepare_from(due_at),  # as schedule_upsert sets it
         reason=DeliverySchedule.Reason.SCAN,
     )

@@ -16,6 +16,7 @@ from collections import Counter
 from datetime import datetime, timedelta
 
 from django.conf import settings
+from django.db.models import Q
 from django.utils import timezone
 from django_q.brokers import Broker, get_broker
 from django_q.tasks import async_task
@@ -32,13 +33,18 @@ from deliveries.signals import delivery_finished
 logger = logging.getLogger(__name__)
 
 WRITEBACK = DeliverySchedule.Stage.WRITEBACK
+PACED = "Backlog の更新枠の回復待ち"  # last_error of a write-back given back until the window restarts
 
 
 def writebacks_claim(*, now: datetime, limit: int) -> list[list[tuple[int, str]]]:
     """Claim due write-backs of the tenants that have none under way, at most
     WRITEBACK_BATCH each: one list of (schedule id, token) per tenant, oldest first."""
+    # Under way, or waiting for Backlog's window to restart (what one process's pacer
+    # learnt holds for every process: the budget is the API key's).
     busy = (
-        DeliverySchedule.objects.filter(SCHEDULE_LEASE.held(now), stage=WRITEBACK)
+        DeliverySchedule.objects.filter(
+            Q(SCHEDULE_LEASE.held(now)) | Q(last_error=PACED, due_at__gt=now), stage=WRITEBACK
+        )
         .values_list("tenant_id", flat=True)
         .distinct()
     )
@@ -115,5 +121,10 @@ def _budget_wait(backlog: BacklogClient) -> float:
 
 def _later(schedule: DeliverySchedule, token: str, wait: float) -> str:
     """Backlog's update budget is spent: due again when its window restarts."""
-    lease_release(schedule_id=schedule.pk, token=token, due_at=timezone.now() + timedelta(seconds=wait))
+    lease_release(
+        schedule_id=schedule.pk,
+        token=token,
+        due_at=timezone.now() + timedelta(seconds=wait),
+        last_error=PACED,
+    )
     return f"write-back paced: {wait:.1f}s"

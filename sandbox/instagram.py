@@ -11,8 +11,9 @@ Meta's behaviour is UNCONFIRMED:
   ``access_token``; ``expire_token`` makes one answer OAuthException 190 (HTTP 400).
   ``GET /refresh_access_token`` issues a new 60-day token (the old one keeps working).
 - Containers: ``POST /{v}/{ig}/media`` (image, REELS, carousel items, CAROUSEL). Each
-  answers IN_PROGRESS for ``processing_polls`` status reads, then FINISHED (or ERROR with
-  ``fail_next_container``); EXPIRED 24 h after creation on ``clock``; PUBLISHED once
+  answers IN_PROGRESS for ``processing_polls`` status reads and for ``processing_seconds``
+  on ``clock`` after its creation (real images take seconds, videos longer), then FINISHED
+  (or ERROR with ``fail_next_container``); EXPIRED 24 h after creation on ``clock``; PUBLISHED once
   published. A media URL in ``unreachable_urls`` answers 9004/2207052. ``is_ai_generated``
   (the AI info label, June 2026, all versions:
   https://developers.facebook.com/documentation/instagram-platform/changelog) must be a
@@ -85,6 +86,7 @@ class Container:
     created_at: float
     polls_left: int
     final_status: str = "FINISHED"
+    ready_at: float = 0.0  # IN_PROGRESS until then (clock)
     status_code: str = "IN_PROGRESS"
     media_id: str = ""
 
@@ -111,6 +113,7 @@ class FakeInstagram(FakeServer):
         self.quota_total = 50
         self.quota_usage = 0
         self.processing_polls = 0
+        self.processing_seconds = 0.0
         self.unreachable_urls: set[str] = set()
         self.double_publishes = 0
         self.insights: dict[str, dict[str, int | None]] = {}
@@ -224,8 +227,9 @@ class FakeInstagram(FakeServer):
         with self._lock:
             container_id = str(next(self._ids))
             final = self._next_status.pop(0) if self._next_status else "FINISHED"
+            now = self.clock()
             self.containers[container_id] = Container(
-                container_id, params, self.clock(), self.processing_polls, final
+                container_id, params, now, self.processing_polls, final, ready_at=now + self.processing_seconds
             )
         return Reply(200, {"id": container_id}, effect=True)
 
@@ -267,6 +271,8 @@ class FakeInstagram(FakeServer):
         if container.polls_left > 0:
             if poll:
                 container.polls_left -= 1
+            return "IN_PROGRESS"
+        if self.clock() < container.ready_at:
             return "IN_PROGRESS"
         container.status_code = container.final_status
         return container.status_code

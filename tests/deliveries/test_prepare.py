@@ -10,6 +10,7 @@ import time_machine
 from django.utils import timezone
 
 from deliveries import tasks
+from deliveries.channels.tiktok.transport import CREATOR_INFO, VIDEO_INIT
 from deliveries.delivery import WRITEBACK_QUEUED
 from deliveries.models import ChannelPost, DeliverySchedule
 from deliveries.prepare import prepare_claim, prepare_run
@@ -113,3 +114,19 @@ def test_an_instagram_container_is_made_ahead_and_published_at_the_second(approv
         ("GET", instagram.published()[0]["id"]),
     ]
     assert ChannelPost.objects.get(task__issue_key=key).phase == ChannelPost.Phase.DONE
+
+
+@pytest.mark.usefixtures("tt_account")
+def test_tiktoks_creator_info_is_read_ahead_and_at_the_second_only_the_init_is_left(approve_channel, tiktok):
+    key = approve_channel("tiktok")
+    before = len(tiktok.calls(CREATOR_INFO))  # the approval's own check
+
+    prepare_at(DUE - timedelta(seconds=30))  # (its token has expired by then: refreshed once)
+    ahead = len(tiktok.calls(CREATOR_INFO))
+    assert ahead > before and "creator_info" in ChannelPost.objects.get(task__issue_key=key).details
+
+    [result] = send_at(DUE + timedelta(seconds=0.1))
+
+    assert result.startswith("waiting until")  # published: TikTok processes the upload
+    assert len(tiktok.calls(CREATOR_INFO)) == ahead  # none at the second
+    assert len(tiktok.calls(VIDEO_INIT)) == 1

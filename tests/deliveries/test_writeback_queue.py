@@ -60,7 +60,7 @@ def test_the_write_back_step_enqueues_on_the_default_queue_not_the_deliverers(ap
 def test_a_write_back_delayed_by_backlogs_limit_never_delays_the_next_publish(approved, line, fake_backlog):
     ClientCache.clear_all()  # a paced client that has seen no budget yet
     keys = sent_all(3, approved)
-    later = approved(body(when="2026-12-10 10:05"))
+    later = approved(body(when="2026-12-10 10:00:10"))  # before the window restarts
     fake_backlog.set_rate_limits(read=1000, update=2, window=60)
     fake_backlog.reset_requests()
 
@@ -76,5 +76,7 @@ def test_a_write_back_delayed_by_backlogs_limit_never_delays_the_next_publish(ap
     due = DeliverySchedule.objects.get(task__issue_key=later).due_at
     with time_machine.travel(due + timedelta(seconds=0.1), tick=True):
         assert tasks.deliver_batch(schedules_claim(now=timezone.now())) == [WRITEBACK_QUEUED]
+        # Its write-back waits with the paced one: no process writes before the window restarts.
+        assert writebacks_claim(now=timezone.now(), limit=50) == []
     assert len(line.sent()) == 4
     assert all(r.status != 429 for r in fake_backlog.requests)

@@ -37,6 +37,20 @@ def test_instagram_publishes_a_finished_container_once(ig):
     assert client.get(f"{fake.base_url}/v25.0/{container}").json()["status_code"] == "PUBLISHED"
 
 
+def test_instagram_processes_a_container_for_processing_seconds_on_its_clock(ig):
+    fake, client = ig
+    now = [1000.0]
+    fake.clock = lambda: now[0]
+    fake.processing_seconds = 8.0
+    container = client.post("/media", json={"image_url": "https://x/y.jpg", "caption": "c"}).json()["id"]
+
+    now[0] += 7.9
+    assert client.get(f"{fake.base_url}/v25.0/{container}").json()["status_code"] == "IN_PROGRESS"
+    assert client.post("/media_publish", json={"creation_id": container}).json()["error"]["code"] == 9007
+    now[0] += 0.2
+    assert client.get(f"{fake.base_url}/v25.0/{container}").json()["status_code"] == "FINISHED"
+
+
 def test_instagram_drops_the_answer_of_a_publish_it_carried_out(ig):
     fake, client = ig
     container = client.post("/media", json={"image_url": "https://x/y.jpg"}).json()["id"]

@@ -19,6 +19,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from django.db.models import Min
+from django.utils.dateparse import parse_datetime
 
 from core.timeutil import fmt_jst
 from deliveries.channels.platform import PlatformError
@@ -53,6 +54,9 @@ LATE_RECHECK = 1800
 # https://developers.tiktok.com/doc/content-posting-api-reference-get-video-status
 PROCESSING_LIMIT = timedelta(hours=24)
 REFRESH_BUSY_RECHECK = timedelta(seconds=5)
+# A `creator_info` read ahead of the due second (`prepare`) stands in for the one before the
+# init while it is this young: the creator's options are read again only when it is older.
+INFO_FRESH = timedelta(minutes=2)
 UNCLEAR_INIT = (
     "TikTok への投稿依頼（init）の応答が届かなかったため、投稿されたかどうか確認できません。"
     "二重投稿を避けるため自動では再投稿しません。TikTok アプリで投稿を確認し、投稿されていなければもう一度承認してください。"
@@ -71,6 +75,35 @@ def publish(ctx: Context) -> Done | Wait:
         if exc.code != "access_token_invalid":
             raise
         return _with_token(ctx, account, post, force=True)  # refresh once, then it is an auth error
+
+
+def prepare(ctx: Context) -> datetime | None:
+    """Ahead of the due second: `creator_info` read (and the body's choices checked against
+    it) and kept on the post, so that at the second only the init is left. Anything in the
+    way (a token being refreshed, a minute's limit, TikTok's error) is left to the due run."""
+    account = account_for(ctx.tenant, ChannelAccount.Channel.TIKTOK)
+    post = post_for(ctx, account)
+    if post.is_committed() or post.publish_id:
+        return None
+    try:
+        try:
+            info = _info_ahead(ctx, account, post, force=False)
+        except PlatformError as exc:
+            if exc.code != "access_token_invalid":
+                raise
+            info = _info_ahead(ctx, account, post, force=True)  # refreshed once, as `publish` does
+    except (RefreshBusy, RefreshFailed, Waiting, PlatformError):
+        return None
+    save(post, details={**post.details, "creator_info": info, "creator_info_at": ctx.now.isoformat()})
+    return None
+
+
+def _info_ahead(ctx: Context, account: ChannelAccount, post: ChannelPost, *, force: bool) -> dict:
+    tt = TikTokTransport(token=tiktok_access_token(account, now=ctx.now, force=force))
+    try:
+        return _creator_info(ctx, tt, post, fresh=True)
+    finally:
+        tt.close()
 
 
 def account_problems(account: ChannelAccount, content: dict | None, now: datetime) -> list[str]:
@@ -158,10 +191,12 @@ def _call_init(tt: TikTokTransport, content: dict, info: dict) -> str:
     )
 
 
-def _creator_info(ctx: Context, tt: TikTokTransport, post: ChannelPost) -> dict:
-    if wait := _minute_wait(ctx, CREATOR_INFO):
-        raise Waiting(wait)
-    info = recorded(ctx, tt, CREATOR_INFO, tt.creator_info)
+def _creator_info(ctx: Context, tt: TikTokTransport, post: ChannelPost, *, fresh: bool = False) -> dict:
+    info = None if fresh else _read_ahead(post, ctx.now)
+    if info is None:
+        if wait := _minute_wait(ctx, CREATOR_INFO):
+            raise Waiting(wait)
+        info = recorded(ctx, tt, CREATOR_INFO, tt.creator_info)
     choices = _choices(ctx)
     problems = missing_choices(choices, ctx.content["type"]) + creator_problems(choices, info)
     if problems:
@@ -169,6 +204,14 @@ def _creator_info(ctx: Context, tt: TikTokTransport, post: ChannelPost) -> dict:
             " ".join(problems) + " 課題本文の「## 配信メタ」を直して、もう一度承認してください。"
         )
     return info
+
+
+def _read_ahead(post: ChannelPost, now: datetime) -> dict | None:
+    """The `creator_info` `prepare` read, while it is younger than INFO_FRESH."""
+    read_at = parse_datetime(post.details.get("creator_info_at") or "")
+    if read_at is None or now - read_at >= INFO_FRESH:
+        return None
+    return post.details.get("creator_info")
 
 
 def _choices(ctx: Context) -> dict:
