@@ -15,6 +15,8 @@ from cryptography.fernet import Fernet
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.translation import gettext_lazy as _
 
+from automedia_site.database import database
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 env = environ.Env()
@@ -160,31 +162,11 @@ TEMPLATES = [
     },
 ]
 
-DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}")}
-if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    # WAL + a busy timeout let the web server, the worker and the scheduler share the file.
-    DATABASES["default"].setdefault("OPTIONS", {}).update(
-        {
-            "timeout": 20,
-            "transaction_mode": "IMMEDIATE",
-            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
-        }
-    )
-# PostgreSQL: a pool per process, whatever its thread count (core/db.py); core.W001 warns
-# when DATABASE_PROCESSES (how many of each Procfile process run) could exceed the server.
+# The database (SQLite by default, PostgreSQL's connection pool): automedia_site/database.py.
 DATABASE_POOL_MAX_SIZE = env.int("DATABASE_POOL_MAX_SIZE", default=3)
 _processes = {"web": 1, "worker": 1, "deliverer": 1, "scheduler": 1}
 DATABASE_PROCESSES = {k: int(n) for k, n in env.dict("DATABASE_PROCESSES", default=_processes).items()}
-if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and DATABASE_POOL_MAX_SIZE > 0:
-    # A thread waits `timeout` s for a free connection. Django needs CONN_MAX_AGE 0 with a
-    # pool; no health check per checkout (the pool drops a connection that comes back broken).
-    _pool = {"min_size": 1, "max_size": DATABASE_POOL_MAX_SIZE, "timeout": 30}
-    DATABASES["default"].setdefault("OPTIONS", {})["pool"] = _pool
-    DATABASES["default"].update(CONN_MAX_AGE=0, CONN_HEALTH_CHECKS=False)
-# Persistent connections: opening one (and the WAL pragmas on SQLite) costs more than
-# a whole webhook request otherwise.
-DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("CONN_MAX_AGE", default=60))
-DATABASES["default"].setdefault("CONN_HEALTH_CHECKS", True)
+DATABASES = {"default": database(env, BASE_DIR, pool_max_size=DATABASE_POOL_MAX_SIZE)}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
