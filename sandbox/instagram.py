@@ -229,7 +229,12 @@ class FakeInstagram(FakeServer):
             final = self._next_status.pop(0) if self._next_status else "FINISHED"
             now = self.clock()
             self.containers[container_id] = Container(
-                container_id, params, now, self.processing_polls, final, ready_at=now + self.processing_seconds
+                container_id,
+                params,
+                now,
+                self.processing_polls,
+                final,
+                ready_at=now + self.processing_seconds,
             )
         return Reply(200, {"id": container_id}, effect=True)
 
