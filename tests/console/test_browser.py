@@ -1,23 +1,17 @@
 """The managers' admin in a real browser: Playwright driving Debian's Chromium against a live server.
 
 `make test` installs Chromium (apt-get) when /usr/bin/chromium is missing; without it these
-tests fail, never skip. Playwright's own browser download is never used. The screenshots
-in docs/screenshots/ (shown in the README) are taken here: into that folder with
-`UPDATE_SCREENSHOTS=1 make test`, otherwise into a temporary one (a test run leaves the
-tracked images as they are).
+tests fail, never skip. Playwright's own browser download is never used. Screenshots:
+tests/helpers/browser.py.
 """
 
 from __future__ import annotations
 
-import os
-import tempfile
-from collections.abc import Iterator
 from datetime import datetime, time, timedelta
-from pathlib import Path
 
 import pytest
 from django.utils import timezone
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Page, expect
 
 from console.models import DeliveryOutcome, ScanRun
 from core.models import TenantMembership
@@ -31,73 +25,11 @@ from deliveries.models import (
 )
 from linepush.models import LineMonthlyUsage, LinePlan, LinePushItem, LinePushSettings, LineSource
 from tests.helpers.backlog import body
+from tests.helpers.browser import BANNER_URL, PASSWORD, log_in, shoot
 from tests.helpers.console import member, mirrored_issue
 from tests.helpers.factories import ContentTaskFactory
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
-SCREENSHOTS = (
-    Path(__file__).resolve().parents[2] / "docs" / "screenshots"
-    if os.environ.get("UPDATE_SCREENSHOTS") == "1"
-    else Path(tempfile.gettempdir()) / "automedia-screenshots"
-)
-PASSWORD = "pw"
-BANNER_URL = "https://example.jp/winter-banner.png"
-# Served by the page's route instead of the network (the machine is offline).
-BANNER_SVG = (
-    '<svg xmlns="http://www.w3.org/2000/svg" width="460" height="240">'
-    '<rect width="460" height="240" fill="#2b5f9e"/><circle cx="380" cy="60" r="34" fill="#fff" opacity=".8"/>'
-    '<text x="30" y="130" font-size="38" fill="#fff" font-family="sans-serif">冬季営業時間</text>'
-    '<text x="30" y="180" font-size="22" fill="#dfe9f7" font-family="sans-serif">12月 7:00–18:00</text></svg>'
-)
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    assert CHROMIUM.exists(), f"{CHROMIUM} is missing: `make test` installs it (apt-get install chromium)"
-    # Playwright's sync API keeps an event loop in this thread; the test's own ORM calls are
-    # ordinary synchronous code all the same.
-    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-    try:
-        with sync_playwright() as playwright:
-            chromium = playwright.chromium.launch(
-                executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS
-            )
-            yield chromium
-            chromium.close()
-    finally:
-        os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
-
-
-@pytest.fixture
-def page(browser: Browser) -> Iterator[Page]:
-    context = browser.new_context(locale="ja-JP", viewport={"width": 1440, "height": 900})
-    context.set_default_timeout(10_000)
-    context.route(BANNER_URL, lambda route: route.fulfill(content_type="image/svg+xml", body=BANNER_SVG))
-    yield context.new_page()
-    context.close()
-
-
-def log_in(page: Page, live_server, username: str) -> None:
-    page.goto(f"{live_server.url}/admin/login/")
-    page.fill("#id_username", username)
-    page.fill("#id_password", PASSWORD)
-    page.click("input[type=submit]")
-    expect(page.locator("#site-name")).to_contain_text("automedia 管理")
-
-
-def shoot(page: Page, name: str) -> None:
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
 
 
 @pytest.fixture
