@@ -16,9 +16,10 @@ class ConsoleConfig(AppConfig):
         # The dashboard's records, on the lower layers' signals (they never import console).
         from console import records
         from core.retention import retention_rule_register
-        from deliveries.signals import delivery_finished, scan_finished
+        from deliveries.signals import approval_refused, delivery_finished, scan_finished
 
         delivery_finished.connect(records.delivery_finished_received, dispatch_uid="console.delivery_outcome")
+        approval_refused.connect(records.approval_refused_received, dispatch_uid="console.refusal")
         scan_finished.connect(records.scan_finished_received, dispatch_uid="console.scan_record")
         retention_rule_register(*records.RETENTION_RULES)
 

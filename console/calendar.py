@@ -19,6 +19,7 @@ from django.utils.translation import gettext_lazy as _
 from console.calendar_entries import (
     FAILED,
     GROUP_POST,
+    MISSED,
     SCHEDULED,
     SENT,
     WAITING,
@@ -40,6 +41,7 @@ STATES = {
     SENT: _("送信済み"),
     FAILED: _("失敗"),
     WAITING: _("承認待ち"),
+    MISSED: _("期限切れ（未承認）"),
 }
 CHANNELS = {**CHANNEL_LABELS, GROUP_POST: _("LINE グループ投稿")}  # colours: console.css .am-ch-*
 

@@ -7,7 +7,8 @@ Each kind of row is read in one query, whatever the number of rows:
   after a failure, an approval refused before any request (an `automediaエラー` task
   without an attempt of its approval: shown at its 投稿日時), and sent or failed posts;
 - 承認待ち: a content task with a channel and a future 投稿日時 that is not approved,
-  and a group post waiting for a manager.
+  and a group post waiting for a manager;
+- 期限切れ: such a task whose 投稿日時 passed without an approval (nothing went out).
 A skipped delivery or post went nowhere and is not drawn.
 """
 
@@ -23,16 +24,15 @@ from console.models import DeliveryOutcome
 from console.outcomes import delivery_endings
 from core.access import scope
 from deliveries.models import (
-    STATUS_APPROVED,
-    STATUS_DELIVERED,
     STATUS_ERROR,
     ContentTask,
     DeliveryAttempt,
     DeliverySchedule,
+    unapproved_q,
 )
 from linepush.models import LinePushItem, LineSource, Trigger
 
-SCHEDULED, SENT, FAILED, WAITING = "scheduled", "sent", "failed", "waiting"
+SCHEDULED, SENT, FAILED, WAITING, MISSED = "scheduled", "sent", "failed", "waiting", "missed"
 GROUP_POST = "line_group"  # the channel key of a LINE group post
 PUSH_STATES = {
     LinePushItem.Status.WAITING_APPROVAL: WAITING,
@@ -48,7 +48,7 @@ TASK_FIELDS = ("tenant_id", "issue_key", "summary", "channel")
 class Entry:
     at: datetime
     channel: str  # a delivery channel (deliveries.models.Channel) or GROUP_POST
-    state: str  # SCHEDULED, SENT, FAILED or WAITING
+    state: str  # SCHEDULED, SENT, FAILED, WAITING or MISSED
     tenant_id: int
     title: str  # the issue key, or the group's name
     detail: str  # the summary, or the post's trigger and first text
@@ -138,20 +138,12 @@ def _refused(user, window: Window) -> list[Entry]:
 
 
 def _waiting(user, window: Window) -> list[Entry]:
-    """Tasks that will go out once approved: a channel, a 投稿日時 still ahead, no schedule."""
-    tasks = (
-        ContentTask.objects.filter(
-            publish_at__gte=max(window.start, window.now),
-            publish_at__lt=window.end,
-            schedule__isnull=True,
-            delivered_at__isnull=True,
-            deleted_at__isnull=True,
-        )
-        .exclude(channel="")
-        .exclude(status_name__in=(STATUS_APPROVED, STATUS_DELIVERED, STATUS_ERROR))
+    """Tasks that will go out once approved (a 投稿日時 still ahead), and those missed (passed)."""
+    tasks = ContentTask.objects.filter(
+        unapproved_q(), publish_at__gte=window.start, publish_at__lt=window.end
     )
     return [
-        _task_entry(t, t.publish_at, WAITING)
+        _task_entry(t, t.publish_at, WAITING if t.publish_at >= window.now else MISSED)
         for t in window.of(scope(tasks, user)).only(*TASK_FIELDS, "publish_at")
     ]
 

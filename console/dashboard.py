@@ -17,6 +17,7 @@ from django.db.models import Count, OuterRef, QuerySet, Subquery
 from django.db.models.functions import TruncDate, TruncHour
 from django.utils.translation import gettext as _
 
+from console.attention import AttentionList, attention_list
 from console.models import DeliveryOutcome, PushApproval, ScanRun
 from console.outcomes import delivery_endings
 from core.access import scope, visible_tenant_ids
@@ -153,6 +154,7 @@ class Dashboard:
     quotas: list[Quota]
     waiting_approvals: int
     scheduled_today: int
+    attention: AttentionList
     failures: list[DeliveryOutcome] = field(default_factory=list)
 
 
@@ -174,6 +176,7 @@ def dashboard_build(*, user, now: datetime) -> Dashboard:
         quotas=_quotas(user, now),
         waiting_approvals=scope(PushApproval.objects, user).filter(status=WAITING).count(),
         scheduled_today=sum(today.series[0].values),
+        attention=attention_list(user=user, now=now),
         failures=_failures(user, now),
     )
 
@@ -237,9 +240,11 @@ def _push_chart(user, days: list[date]) -> Chart:
 
 def _failures(user, now: datetime) -> list[DeliveryOutcome]:
     """The latest deliveries that ended in automediaエラー in the last 7 days, with the error
-    of their last request (none when the run failed before sending: render, quiet hours)."""
+    of their last request (none when the run failed before sending: render, quiet hours),
+    and the approvals refused (their problems are the outcome's detail)."""
     last_error = DeliveryAttempt.objects.filter(task=OuterRef("task_id")).exclude(error="")
-    outcomes = scope(DeliveryOutcome.objects.filter(kind=DeliveryOutcome.Kind.FAILED), user)
+    kinds = (DeliveryOutcome.Kind.FAILED, DeliveryOutcome.Kind.REFUSED)
+    outcomes = scope(DeliveryOutcome.objects.filter(kind__in=kinds), user)
     return list(
         outcomes.filter(created_at__gte=now - timedelta(days=DAYS))
         .select_related("task", "tenant")

@@ -18,12 +18,14 @@ from linepush.models import LinePushItem
 
 
 class DeliveryOutcome(models.Model):
-    """How one run of a delivery ended: the dashboard's outcomes per day."""
+    """How one run of a delivery ended, or why its approval was refused: the dashboard's records."""
 
     class Kind(models.TextChoices):
         SENT = "sent", _("送信済み")
         FAILED = "failed", _("失敗")
         SKIPPED = "skipped", _("スキップ")
+        # An approval refused before any request (the body, the quiet hours, the checks).
+        REFUSED = "refused", _("承認不可")
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+", verbose_name=_("テナント"))
     task = models.ForeignKey(
@@ -39,7 +41,7 @@ class DeliveryOutcome(models.Model):
         ordering = ["-created_at"]
 
     def __str__(self) -> str:
-        return f"{self.task.issue_key} {self.kind}"
+        return f"{self.task.issue_key} {self.get_kind_display()}"
 
 
 class ScanRun(models.Model):

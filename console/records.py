@@ -1,6 +1,6 @@
-"""Records the dashboard reads: how deliveries ended, what the last scan found. Written on
-the lower layers' signals (`deliveries.signals.delivery_finished`,
-`deliveries.signals.scan_finished`), connected in ConsoleConfig.ready."""
+"""Records the dashboard reads: how deliveries ended, which approvals were refused, what the
+last scan found. Written on the lower layers' signals (`deliveries.signals.delivery_finished`,
+`approval_refused`, `scan_finished`), connected in ConsoleConfig.ready."""
 
 from __future__ import annotations
 
@@ -26,6 +26,19 @@ def delivery_outcome_record(*, tenant_id: int, task_id: int, result: str) -> Del
     return DeliveryOutcome.objects.create(tenant_id=tenant_id, task_id=task_id, kind=kind, detail=result)
 
 
+def refusal_record(*, task, message: str) -> DeliveryOutcome:
+    """The refusal's problems (the comment's "- " lines), or its first line, as the detail."""
+    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    problems = [line.removeprefix("- ") for line in lines if line.startswith("- ")]
+    detail = (" / ".join(problems) or lines[0]) if lines else ""
+    max_length = DeliveryOutcome._meta.get_field("detail").max_length
+    if len(detail) > max_length:
+        detail = detail[: max_length - 1] + "…"
+    return DeliveryOutcome.objects.create(
+        tenant_id=task.tenant_id, task=task, kind=DeliveryOutcome.Kind.REFUSED, detail=detail
+    )
+
+
 def scan_record(*, results: list, totals: dict[str, int], dry_run: bool) -> ScanRun:
     """`results`: deliveries.scan.ScanResult per tenant."""
     return ScanRun.objects.create(dry_run=dry_run, totals=totals, results=[r.to_json() for r in results])
@@ -39,6 +52,11 @@ def delivery_finished_received(sender, *, tenant_id: int, task_id: int, result: 
 def scan_finished_received(sender, *, results: list, totals: dict[str, int], dry_run: bool, **kwargs) -> None:
     """deliveries.signals.scan_finished: keep the run for the dashboard."""
     scan_record(results=results, totals=totals, dry_run=dry_run)
+
+
+def approval_refused_received(sender, *, task, message: str, **kwargs) -> None:
+    """deliveries.signals.approval_refused: keep the refusal and its reason for the dashboard."""
+    refusal_record(task=task, message=message)
 
 
 def _outcomes_expired(now: datetime):

@@ -37,6 +37,17 @@ WEBHOOK_EVENTS = Counter(
 def webhook_event_received(source: str, result: str) -> None:
     WEBHOOK_EVENTS.labels(source=source, result=result).inc()
 
+APPROVALS_REFUSED = Counter(
+    "automedia_approvals_refused_total",
+    "Approvals refused before any request, by reason: the issue body (body), the quiet hours"
+    " (quiet_hours) or the approval-time checks (checks)",
+    ["reason"],
+)
+
+
+def approval_refused(reason: str) -> None:
+    APPROVALS_REFUSED.labels(reason=reason).inc()
+
 
 def claimed_again(queue: str, count: int) -> None:
     if count:

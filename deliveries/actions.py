@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from backlog_bridge.client import BacklogClient, BacklogError
 from backlog_bridge.statuses import BacklogConfigError, status_id_require, status_name_of
+from core import metrics
 from core.models import Tenant
 from core.quiet_hours import QuietAction, quiet_hours_apply
 from core.timeutil import fmt_jst
@@ -27,7 +28,7 @@ from deliveries.models import (
     DeliverySchedule,
 )
 from deliveries.services import approval_record, schedule_delete, schedule_due_at, schedule_upsert
-from deliveries.signals import task_approved
+from deliveries.signals import approval_refused, task_approved
 
 logger = logging.getLogger(__name__)
 
@@ -52,10 +53,18 @@ def _act_register(*, tenant, task, state, client, reason) -> str:
     if plan.refusal:
         if plan.checks is not None:
             approval_checks_store(task=task, checks=plan.checks, now=plan.now)  # the admin shows why
-        return _reject(client, task, plan.refusal)
+        return _reject(client, task, plan.refusal, plan.refusal_reason)
     schedule = _schedule(task, state, plan.publish_at, DeliverySchedule.Reason.APPROVAL, new_approval=True)
     approval_checks_store(task=task, checks=plan.checks, now=plan.now)
     return registration_announce(client=client, task=task, state=state, due_at=schedule.due_at, plan=plan)
+
+
+class RefusalReason:
+    """What refused an approval (the metric's label, the dashboard's reason)."""
+
+    BODY = "body"  # the issue body: 配信メタ, 投稿日時, テンプレ, 変数
+    QUIET_HOURS = "quiet_hours"
+    CHECKS = "checks"  # the approval-time checks (LINE validate, quota, platform rules)
 
 
 @dataclass(frozen=True)
@@ -67,6 +76,7 @@ class RegistrationPlan:
     checks: ApprovalChecks | None = None
     note: str = ""  # the lines the comment adds (quiet hours, what was checked)
     refusal: str = ""  # set: the approval is refused with this comment instead
+    refusal_reason: str = ""  # RefusalReason, with `refusal`
 
 
 def registration_plan(*, tenant: Tenant, state: IssueState, task: ContentTask | None) -> RegistrationPlan:
@@ -77,15 +87,18 @@ def registration_plan(*, tenant: Tenant, state: IssueState, task: ContentTask | 
     now = timezone.now()
     if not parsed.ok:
         problems = "\n".join(f"- {e}" for e in parsed.errors)
-        return RegistrationPlan(now, refusal=f"課題の内容に問題があるため配信を予約できません。\n{problems}")
+        refusal = f"課題の内容に問題があるため配信を予約できません。\n{problems}"
+        return RegistrationPlan(now, refusal=refusal, refusal_reason=RefusalReason.BODY)
     quiet = quiet_hours_apply(quiet=tenant.quiet_hours_config(), when=parsed.publish_at)
     if quiet.action == QuietAction.REJECT:
-        return RegistrationPlan(now, refusal=quiet.verdict.message)
+        return RegistrationPlan(now, refusal=quiet.verdict.message, refusal_reason=RefusalReason.QUIET_HOURS)
     note = f"\n{quiet.verdict.message}" if quiet.action == QuietAction.DEFER else ""
     due_at = schedule_due_at(publish_at=quiet.due_at, now=now)
     checks = approval_check(tenant=tenant, parsed=parsed, due_at=due_at, now=now, task=task)
     if not checks.ok:
-        return RegistrationPlan(now, quiet.due_at, checks, refusal=checks.refusal())
+        return RegistrationPlan(
+            now, quiet.due_at, checks, refusal=checks.refusal(), refusal_reason=RefusalReason.CHECKS
+        )
     if checks.lines:
         note += f"\n確認: {checks.summary()}"
     return RegistrationPlan(now, quiet.due_at, checks, note)
@@ -110,7 +123,7 @@ def _act_reschedule(*, tenant, task, state, client, reason) -> str:
     quiet = quiet_hours_apply(quiet=tenant.quiet_hours_config(), when=state.parsed.publish_at)
     if quiet.action == QuietAction.REJECT:
         schedule_delete(task=task)
-        return _reject(client, task, f"{reason}。{quiet.verdict.message}")
+        return _reject(client, task, f"{reason}。{quiet.verdict.message}", RefusalReason.QUIET_HOURS)
     schedule = _schedule(task, state, quiet.due_at, DeliverySchedule.Reason.RESCHEDULE, new_approval=False)
     _comment(
         client,
@@ -164,12 +177,14 @@ def _schedule(
     return schedule
 
 
-def _reject(client: BacklogClient, task: ContentTask, message: str) -> str:
+def _reject(client: BacklogClient, task: ContentTask, message: str, reason: str) -> str:
     """Move an approval automedia cannot honour to automediaエラー, saying why."""
     tenant = task.tenant
     status_id = status_id_require(client=client, project_key=tenant.backlog_project_key, name=STATUS_ERROR)
     client.update_issue(task.issue_key, status_id=status_id, comment=f"[automedia] {message}")
     _mirror_status(task, status_id, client, tenant)
+    metrics.approval_refused(reason)
+    approval_refused.send(sender=ContentTask, task=task, reason=reason, message=message)
     return f"rejected: {message.splitlines()[0]}"
 
 

@@ -36,6 +36,22 @@ Channel = models.TextChoices(
 CHANNEL_LABELS = dict(Channel.choices)
 
 
+def unapproved_q() -> models.Q:
+    """Tasks that go out only once a manager approves them: a channel and a 投稿日時, no schedule,
+    not delivered, refused or deleted. Those whose 投稿日時 has passed were missed."""
+    waiting = models.Q(
+        publish_at__isnull=False,
+        schedule__isnull=True,
+        delivered_at__isnull=True,
+        deleted_at__isnull=True,
+    )
+    return (
+        waiting
+        & ~models.Q(channel="")
+        & ~models.Q(status_name__in=(STATUS_APPROVED, STATUS_DELIVERED, STATUS_ERROR))
+    )
+
+
 class ContentTask(models.Model):
     """A Backlog issue as automedia last saw it, plus what automedia decided about it."""
 

@@ -26,3 +26,8 @@ delivery_failed = Signal()
 # "instagram", ...), issue_key (the task whose send found it; "" for the daily refresh),
 # reason. linepush posts the failure notice into that task's 連絡グループ.
 token_expired = Signal()
+
+# An approval was refused (moved to automediaエラー with a comment saying why), before any
+# request went out. Keywords: task (ContentTask), reason (RefusalReason: what refused it),
+# message (the comment's text, Japanese). console records it for the dashboard.
+approval_refused = Signal()

@@ -220,12 +220,15 @@ def test_it_draws_a_run_that_failed_before_any_request_once(as_manager, tenant):
     assert len(calendar_of(as_manager).days[1].slot.shown) == 1
 
 
-def test_it_leaves_out_unapproved_tasks_whose_time_has_passed(as_manager, tenant):
-    waiting(tenant, "ACME-1", at(1, 8))  # an hour ago: it will not go out at that time
+def test_it_marks_unapproved_tasks_whose_time_has_passed_as_missed(as_manager, tenant):
+    waiting(tenant, "ACME-1", at(1, 8))  # an hour ago: it did not go out at that time
     waiting(tenant, "ACME-2", at(1, 10))
     ContentTaskFactory(tenant=tenant, issue_key="ACME-3", publish_at=at(1, 11))  # no channel: not content
 
-    assert {t for *_, t in placed(calendar_of(as_manager))} == {"ACME-2"}
+    assert {(state, t) for *_, state, t in placed(calendar_of(as_manager))} == {
+        ("missed", "ACME-1"),
+        ("waiting", "ACME-2"),
+    }
 
 
 # -- who sees what -----------------------------------------------------------------------

@@ -1,0 +1,135 @@
+"""The dashboard's 要対応 list: what waits for a manager, newest first.
+
+- 承認不可 / 配信失敗: a task still in automediaエラー, with why (the refusal's problems,
+  the last request's error, or the body's errors);
+- 期限切れ（未承認）: a task whose 投稿日時 passed without an approval, so nothing went out
+  (`deliveries.models.unapproved_q`), looked for over the last `MISSED_DAYS`;
+- LINE 投稿の失敗: a group post that failed in the last `DAYS`, until it is retried.
+
+Every row is limited to the user's tenants.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.db.models import OuterRef, Subquery
+from django.urls import reverse
+from django.utils.translation import gettext as _
+
+from console.models import DeliveryOutcome
+from core.access import scope
+from deliveries.models import STATUS_ERROR, ContentTask, DeliveryAttempt, unapproved_q
+from linepush.models import LinePushItem, LineSource
+
+DAYS = 7
+MISSED_DAYS = 30
+LIMIT = 50  # rows shown; the count on the card is of them all
+
+REFUSED, FAILED, MISSED, PUSH_FAILED = "refused", "failed", "missed", "push_failed"
+
+
+@dataclass(frozen=True)
+class Attention:
+    kind: str  # REFUSED, FAILED, MISSED or PUSH_FAILED
+    at: datetime
+    title: str  # the issue key, or the group's name
+    summary: str
+    reason: str
+    url: str
+    tenant: str  # the tenant's slug
+
+    @property
+    def label(self) -> str:
+        return {
+            REFUSED: _("承認不可"),
+            FAILED: _("配信失敗"),
+            MISSED: _("期限切れ（未承認）"),
+            PUSH_FAILED: _("LINE 投稿の失敗"),
+        }[self.kind]
+
+
+@dataclass(frozen=True)
+class AttentionList:
+    rows: list[Attention]
+    total: int
+
+
+def attention_list(*, user, now: datetime) -> AttentionList:
+    rows = [*_errors(user), *_missed(user, now), *_push_failures(user, now)]
+    rows.sort(key=lambda row: row.at, reverse=True)
+    return AttentionList(rows[:LIMIT], len(rows))
+
+
+def _task_url(task_id: int) -> str:
+    return reverse("admin:deliveries_contenttask_change", args=[task_id])
+
+
+def _errors(user) -> list[Attention]:
+    """Tasks in automediaエラー: refused at approval, or failed delivering."""
+    last_outcome = DeliveryOutcome.objects.filter(task=OuterRef("pk")).order_by("-created_at", "-id")
+    last_error = DeliveryAttempt.objects.filter(task=OuterRef("pk")).exclude(error="")
+    tasks = (
+        scope(ContentTask.objects.filter(status_name=STATUS_ERROR, deleted_at__isnull=True), user)
+        .filter(schedule__isnull=True)
+        .select_related("tenant")
+        .annotate(
+            _kind=Subquery(last_outcome.values("kind")[:1]),
+            _detail=Subquery(last_outcome.values("detail")[:1]),
+            _at=Subquery(last_outcome.values("created_at")[:1]),
+            _error=Subquery(last_error.order_by("-created_at", "-id").values("error")[:1]),
+        )
+    )
+    return [_error_row(task) for task in tasks]
+
+
+def _error_row(task: ContentTask) -> Attention:
+    refused = task._kind == DeliveryOutcome.Kind.REFUSED
+    if refused:
+        reason = task._detail
+    else:
+        reason = task._error or " / ".join(task.parse_errors) or task._detail or ""
+    at = task._at or task.last_synced_at or task.publish_at
+    return Attention(
+        REFUSED if refused else FAILED,
+        at,
+        task.issue_key,
+        task.summary,
+        reason or "-",
+        _task_url(task.pk),
+        task.tenant.slug,
+    )
+
+
+def _missed(user, now: datetime) -> list[Attention]:
+    tasks = scope(ContentTask.objects.filter(unapproved_q()), user).filter(
+        publish_at__lt=now, publish_at__gte=now - timedelta(days=MISSED_DAYS)
+    )
+    reason = _("投稿日時を過ぎても承認されていません（配信されていません）。")
+    return [
+        Attention(MISSED, t.publish_at, t.issue_key, t.summary, reason, _task_url(t.pk), t.tenant.slug)
+        for t in tasks.select_related("tenant")
+    ]
+
+
+def _push_failures(user, now: datetime) -> list[Attention]:
+    names = LineSource.objects.filter(tenant=OuterRef("tenant"), group_id=OuterRef("ext_group_id"))
+    items = scope(
+        LinePushItem.objects.filter(
+            status=LinePushItem.Status.FAILED, updated_at__gte=now - timedelta(days=DAYS)
+        ),
+        user,
+    ).annotate(group_name=Subquery(names.values("name")[:1]))
+    return [
+        Attention(
+            PUSH_FAILED,
+            item.updated_at,
+            item.group_name or item.ext_group_id,
+            str(item.get_trigger_type_display()),
+            item.last_error or "-",
+            reverse("admin:linepush_linepushitem_change", args=[item.pk]),
+            item.tenant.slug,
+        )
+        for item in items.select_related("tenant")
+    ]

@@ -1,0 +1,148 @@
+"""What needs a manager, seen in Chromium: refusals, failures and missed posts on the dashboard
+and the calendar, the real state of a task on its preview, one LINE usage figure.
+
+Playwright drives Debian's /usr/bin/chromium (fixtures: tests/console/conftest.py).
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+from playwright.sync_api import Page, expect
+
+from console.models import DeliveryOutcome
+from core.timeutil import JST
+from deliveries.models import STATUS_ERROR, DeliveryAttempt
+from linepush.models import LinePushItem, LineSource
+from tests.helpers.backlog import approve, body
+from tests.helpers.browser import manager_logged_in, shoot
+from tests.helpers.console import mirrored_issue
+from tests.helpers.factories import ContentTaskFactory
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+GROUP = "C" + "a" * 32
+
+
+def _refused(fake_backlog, pump, tenant, summary: str, description: str):
+    task = mirrored_issue(fake_backlog, pump, tenant, summary=summary, description=description)
+    approve(fake_backlog, pump, tenant, task.issue_key)
+    task.refresh_from_db()
+    assert task.status_name == STATUS_ERROR, summary
+    return task
+
+
+def _later(hours: int = 48) -> str:
+    return f"{(timezone.now() + timedelta(hours=hours)).astimezone(JST):%Y-%m-%d %H:%M}"
+
+
+@pytest.fixture
+def trouble(fake_backlog, pump, tenant, other, template, contacts, line):
+    """acme: three refused approvals, a failed delivery, a missed post, a failed group post;
+    other: a refusal of its own."""
+    line.set_quota(type="limited", value=200, total_usage=6)
+    now = timezone.now()
+    refused = {
+        "date": _refused(fake_backlog, pump, tenant, "日付の読めない告知", body(when="来週の月曜の朝")),
+        "channel": _refused(
+            fake_backlog, pump, tenant, "チャネル綴り違い", body(when=_later()).replace("LINE", "LIEN")
+        ),
+        "variable": _refused(
+            fake_backlog,
+            pump,
+            tenant,
+            "変数の足りない告知",
+            body(when=_later()).replace("- hours: 7:00-18:00\n", ""),
+        ),
+    }
+    failed = ContentTaskFactory(
+        tenant=tenant,
+        issue_key="ACME-90",
+        summary="配信に失敗した告知",
+        channel="line",
+        status_name=STATUS_ERROR,
+    )
+    DeliveryAttempt.objects.create(
+        tenant=tenant,
+        task=failed,
+        approval_seq=1,
+        channel="line",
+        endpoint="/v2/bot/message/multicast",
+        outcome="failed",
+        status_code=401,
+        error="LINE がトークンを拒否しました (401)",
+    )
+    DeliveryOutcome.objects.create(tenant=tenant, task=failed, kind=DeliveryOutcome.Kind.FAILED)
+    missed = ContentTaskFactory(
+        tenant=tenant,
+        issue_key="ACME-91",
+        summary="承認忘れの告知",
+        channel="line",
+        status_name="処理中",
+        publish_at=now - timedelta(hours=2),
+    )
+    LineSource.objects.create(tenant=tenant, group_id=GROUP, name="タレント連絡グループ")
+    LinePushItem.objects.create(
+        tenant=tenant,
+        ext_group_id=GROUP,
+        trigger_type="reminder",
+        payload=[{"type": "text", "text": "撮影"}],
+        dedupe_key="reminder:1",
+        scheduled_at=now,
+        status=LinePushItem.Status.FAILED,
+        last_error="LINE が 400 を返しました",
+    )
+    ContentTaskFactory(
+        tenant=other,
+        issue_key="OTHER-5",
+        summary="他社の承認忘れ",
+        channel="line",
+        status_name="処理中",
+        publish_at=now - timedelta(hours=1),
+    )
+    return {"refused": refused, "failed": failed, "missed": missed}
+
+
+def test_it_lists_refusals_and_failures_as_needing_attention(page: Page, live_server, trouble, tenant):
+    manager_logged_in(page, live_server, tenant)
+
+    expect(page.locator("#card-attention")).to_have_text("6")
+    attention = page.locator("#attention")
+    refusals = attention.locator("tr[data-kind=refused]")
+    expect(refusals).to_have_count(3)
+    expect(refusals.filter(has_text="日付の読めない告知")).to_contain_text("来週の月曜の朝")
+    expect(refusals.filter(has_text="チャネル綴り違い")).to_contain_text("LIEN")
+    expect(refusals.filter(has_text="変数の足りない告知")).to_contain_text("hours")
+    expect(refusals.first).to_contain_text("承認不可")
+    expect(attention.locator("tr[data-kind=failed]")).to_contain_text("トークンを拒否")
+    expect(attention.locator("tr[data-kind=push_failed]")).to_contain_text("タレント連絡グループ")
+    expect(attention).not_to_contain_text("他社")
+    expect(page.locator("#failures")).to_contain_text("変数の足りない告知")
+    expect(page.locator("#failures")).not_to_contain_text("失敗した配信・承認不可はありません")
+    shoot(page, "dashboard")
+
+    page.click("#attention >> text=" + trouble["refused"]["date"].issue_key)
+    expect(page.locator("#content")).to_contain_text("日付の読めない告知")
+
+    page.goto(f"{live_server.url}/admin/console/deliveryoutcome/")
+    expect(page.locator("#result_list")).to_contain_text("承認不可")
+    expect(page.locator("#result_list")).to_contain_text("チャネル綴り違い")
+
+
+def test_it_keeps_a_missed_post_on_the_dashboard_and_the_calendar(page: Page, live_server, trouble, tenant):
+    missed = trouble["missed"]
+    manager_logged_in(page, live_server, tenant)
+
+    row = page.locator("#attention tr[data-kind=missed]")
+    expect(row).to_contain_text(missed.issue_key)
+    expect(row).to_contain_text("期限切れ（未承認）")
+    expect(row).to_contain_text("投稿日時を過ぎても承認されていません")
+
+    page.click("#calendar-link")
+    page.goto(f"{page.url}?date={missed.publish_at.astimezone(JST):%Y-%m-%d}")  # its week, even on a Monday
+    entry = page.locator("#calendar-grid .am-cal-entry.am-st-missed")
+    expect(entry).to_contain_text(missed.issue_key)
+    expect(page.locator("#calendar-legend")).to_contain_text("期限切れ（未承認）")
+    expect(page.locator("#calendar")).not_to_contain_text("他社の承認忘れ")
