@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import json
 
+from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from console.services import ACTION_ERRORS, IssueMissing, task_preview
+from console.task_state import task_state
 from deliveries.models import CHANNEL_LABELS, ContentTask
 from deliveries.preview import post_fields, post_kind
 
@@ -27,10 +29,12 @@ def preview_page(*, task: ContentTask) -> dict:
         return {"task": task, "error": _("Backlog にこの課題がありません（削除された可能性があります）。")}
     except ACTION_ERRORS as exc:
         return {"task": task, "error": _("Backlog から課題を読めませんでした: %(error)s") % {"error": exc}}
+    state = task_state(task=task, now=timezone.now(), due_at=preview.due_at)
     if preview.channel != "line":
         return {
             "task": task,
             "preview": preview,
+            "state": state,
             "channel_label": CHANNEL_LABELS.get(preview.channel, preview.channel),
             "card": post_card(preview.channel, preview.post) if preview.post is not None else None,
             "raw_json": json.dumps(preview.post, ensure_ascii=False, indent=2),
@@ -38,6 +42,7 @@ def preview_page(*, task: ContentTask) -> dict:
     return {
         "task": task,
         "preview": preview,
+        "state": state,
         "bubbles": [bubble(m) for m in preview.messages],
         "raw_json": json.dumps(preview.messages, ensure_ascii=False, indent=2),
     }

@@ -30,6 +30,7 @@ from deliveries.issues import issue_read
 from deliveries.lifecycle import ConcurrentChange, issue_reconcile
 from deliveries.models import STATUS_APPROVED, STATUS_ERROR, ContentTask, DeliverySchedule
 from deliveries.preview import Preview, preview_build
+from deliveries.services import publish_passed
 from linepush.models import LinePushItem
 from linepush.services import push_approve, push_reject, push_resume, push_retry
 
@@ -96,6 +97,20 @@ def _approve(task: ContentTask, user, *, verb: str) -> ActionResult:
     if schedule is None:
         action_record(user=user, obj=task, message=f"{verb}: 予約されませんでした（{outcome}）")
         return ActionResult(False, _not_scheduled(task, since=started))
+    if publish_passed(publish_at=task.publish_at, due_at=schedule.due_at, now=timezone.now()):
+        action_record(user=user, obj=task, message=f"{verb}: 投稿日時を過ぎているため今すぐ配信")
+        return ActionResult(
+            True,
+            _(
+                "%(key)s を%(verb)sしました。投稿日時 %(publish_at)s を過ぎているため、今すぐ（%(due)s）配信します。"
+            )
+            % {
+                "key": task.issue_key,
+                "verb": _(verb),
+                "publish_at": fmt_jst(task.publish_at),
+                "due": fmt_jst(schedule.due_at),
+            },
+        )
     action_record(user=user, obj=task, message=f"{verb}: {fmt_jst(schedule.due_at)} に配信予約")
     return ActionResult(
         True,

@@ -27,7 +27,13 @@ from deliveries.models import (
     ContentTask,
     DeliverySchedule,
 )
-from deliveries.services import approval_record, schedule_delete, schedule_due_at, schedule_upsert
+from deliveries.services import (
+    approval_record,
+    publish_passed,
+    schedule_delete,
+    schedule_due_at,
+    schedule_upsert,
+)
 from deliveries.signals import approval_refused, task_approved
 
 logger = logging.getLogger(__name__)
@@ -111,11 +117,13 @@ def registration_announce(
     comment. `task` must hold what the registration wrote (its approval, its body)."""
     # linepush's task_approved post to the task's 連絡グループ (idempotent per approval).
     task_approved.send(sender=ContentTask, task=task)
-    _comment(
-        client,
-        task,
-        f"[automedia] 配信を予約しました: {fmt_jst(due_at)}（チャネル: {task.channel_label}、テンプレ: {state.parsed.template}）{plan.note}",
-    )
+    what = f"（チャネル: {task.channel_label}、テンプレ: {state.parsed.template}）{plan.note}"
+    publish_at = state.parsed.publish_at
+    if publish_passed(publish_at=publish_at, due_at=due_at, now=timezone.now()):
+        head = f"投稿日時 {fmt_jst(publish_at)} を過ぎているため、今すぐ配信します: {fmt_jst(due_at)}"
+    else:
+        head = f"配信を予約しました: {fmt_jst(due_at)}"
+    _comment(client, task, f"[automedia] {head}{what}")
     return f"scheduled at {due_at.isoformat()}"
 
 

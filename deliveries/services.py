@@ -21,6 +21,12 @@ def schedule_due_at(*, publish_at: datetime | None, now: datetime) -> datetime:
     return max(publish_at or now, now + MIN_LEAD)
 
 
+def publish_passed(*, publish_at: datetime | None, due_at: datetime, now: datetime) -> bool:
+    """Whether an approval's 投稿日時 had passed and the schedule sends it at once (now + MIN_LEAD):
+    the comment and the admin say so. A passed time the quiet hours deferred is not sent at once."""
+    return publish_at is not None and publish_at < now and due_at <= now + MIN_LEAD
+
+
 def schedule_upsert(*, task: ContentTask, due_at: datetime, reason: str) -> DeliverySchedule:
     """Create or replace the task's schedule (seed 000: create or replace by name)."""
     schedule, _ = DeliverySchedule.objects.update_or_create(

@@ -146,3 +146,45 @@ def test_it_keeps_a_missed_post_on_the_dashboard_and_the_calendar(page: Page, li
     expect(entry).to_contain_text(missed.issue_key)
     expect(page.locator("#calendar-legend")).to_contain_text("期限切れ（未承認）")
     expect(page.locator("#calendar")).not_to_contain_text("他社の承認忘れ")
+
+
+def test_it_says_a_past_due_approval_goes_out_now(
+    page: Page, live_server, fake_backlog, pump, tenant, template, contacts, line
+):
+    line.set_quota(type="limited", value=200, total_usage=6)
+    passed = (timezone.now() - timedelta(hours=3)).astimezone(JST).replace(second=0, microsecond=0)
+    task = mirrored_issue(
+        fake_backlog, pump, tenant, summary="遅れた告知", description=body(when=f"{passed:%Y-%m-%d %H:%M}")
+    )
+    manager_logged_in(page, live_server, tenant)
+
+    page.goto(f"{live_server.url}/admin/deliveries/contenttask/{task.pk}/change/")
+    page.click("#task-approve")
+    message = page.locator(".messagelist")
+    expect(message).to_contain_text("を過ぎているため、今すぐ")
+    expect(message).to_contain_text(f"{passed:%Y-%m-%d %H:%M}")
+    comments = [c["content"] for c in fake_backlog.comments(task.issue_key) if c["content"]]
+    assert any(
+        f"投稿日時 {passed:%Y-%m-%d %H:%M}" in c and "を過ぎているため、今すぐ配信します" in c
+        for c in comments
+    ), comments
+
+
+def test_it_previews_the_real_state_of_a_task(page: Page, live_server, trouble, fake_backlog, pump, tenant):
+    delivered = mirrored_issue(
+        fake_backlog, pump, tenant, summary="配信済みの告知", description=body(when=_later())
+    )
+    sent_at = timezone.now() - timedelta(hours=1)
+    type(delivered).objects.filter(pk=delivered.pk).update(delivered_at=sent_at)
+    manager_logged_in(page, live_server, tenant)
+
+    page.goto(f"{live_server.url}/admin/deliveries/contenttask/{delivered.pk}/preview/")
+    state = page.locator("#preview-due")
+    expect(state).to_contain_text(f"配信済み: {sent_at.astimezone(JST):%Y-%m-%d %H:%M}")
+    expect(state).not_to_contain_text("承認すると予約されます")
+    shoot(page, "preview")
+
+    refused = trouble["refused"]["channel"]
+    page.goto(f"{live_server.url}/admin/deliveries/contenttask/{refused.pk}/preview/")
+    expect(page.locator("#preview-due")).to_contain_text("承認不可")
+    expect(page.locator("#preview-due")).to_contain_text("LIEN")

@@ -40,7 +40,7 @@ def test_it_draws_the_messages_as_chat_bubbles(as_manager, fake_backlog, pump, t
     assert "2026-12-10 の営業時間は 7:00-18:00 です" in page
     assert f'<img src="{BANNER}"' in page
     assert "3 人に配信" in page  # 3 active contacts without opt_out, not blocked
-    assert "2026-12-10 10:00:00（承認すると予約されます）" in page
+    assert "2026-12-10 10:00:00 (JST)（承認すると予約されます）" in page
     assert "対象外（配信できる時間です）" in page
 
 
