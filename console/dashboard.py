@@ -24,8 +24,8 @@ from core.access import scope, visible_tenant_ids
 from core.models import Tenant
 from core.timeutil import JST
 from deliveries.models import ContentTask, DeliveryAttempt, DeliverySchedule, SchedulerHeartbeat
-from linepush.models import LineMonthlyUsage, LinePushItem, LinePushSettings
-from linepush.services import month_of, quota_limit
+from linepush.models import LinePushItem
+from linepush.usage import LineUsage, line_usages
 
 DAYS = 7
 UPCOMING = 10
@@ -131,14 +131,7 @@ class ScanSummary:
 @dataclass
 class Quota:
     tenant: Tenant
-    month: str
-    used: int
-    limit: int | None
-    checked_at: datetime | None
-
-    @property
-    def percent(self) -> int | None:
-        return min(100, int(100 * self.used / self.limit)) if self.limit else None
+    usage: LineUsage
 
 
 @dataclass
@@ -292,18 +285,7 @@ def _scan(user) -> ScanSummary | None:
 
 
 def _quotas(user, now: datetime) -> list[Quota]:
-    """This month (in each tenant's LINE time zone) against the plan's or LINE's limit."""
+    """This month's LINE use of each tenant: the one figure of linepush.usage."""
     tenants = list(scope(Tenant.objects.filter(is_active=True), user, ""))
-    pushes = {
-        p.tenant_id: p for p in LinePushSettings.objects.select_related("plan").filter(tenant__in=tenants)
-    }
-    months = {t.pk: month_of(now, pushes[t.pk].zone if t.pk in pushes else JST) for t in tenants}
-    rows = LineMonthlyUsage.objects.filter(tenant__in=tenants, month__in=set(months.values()))
-    usages = {(u.tenant_id, u.month): u for u in rows}
-    quotas = []
-    for tenant in tenants:
-        month, push = months[tenant.pk], pushes.get(tenant.pk)
-        usage = usages.get((tenant.pk, month)) or LineMonthlyUsage(tenant=tenant, month=month)
-        limit = quota_limit(push=push, usage=usage) if push else usage.line_limit
-        quotas.append(Quota(tenant, month, usage.messages, limit, usage.checked_at))
-    return quotas
+    usages = line_usages(tenants=tenants, now=now)
+    return [Quota(t, usages[t.pk]) for t in tenants]

@@ -69,10 +69,18 @@ class Forecast:
             )
         return ""
 
+    @property
+    def limit(self) -> int:
+        """The month's limit: the plan's allowance, or LINE's own limit when lower."""
+        return min(self.allowance, self.line_limit) if self.line_limit else self.allowance
+
     def line(self) -> str:
-        """`クォータ見込み: 3 通（今月 182 / 200）`, and the overage with its cost when there is one."""
+        """`クォータ見込み: 3 通（今月 182 / 200）`: this send, then the month's use as the
+        dashboard shows it (LINE's count / the limit) and what is scheduled and not sent yet;
+        the overage with its cost when there is one."""
         month = "今月" if self.this_month else self.month
-        text = f"クォータ見込み: {self.messages:,} 通（{month} {self.used:,} / {self.allowance:,}）"
+        pending = f"、予約済みで未送信 {self.pending:,} 通" if self.pending else ""
+        text = f"クォータ見込み: {self.messages:,} 通（{month} {self.line_used:,} / {self.limit:,}{pending}）"
         if self.overage and self.extra_price_yen is not None:
             text += (
                 f" 超過見込み {self.overage:,} 通、追加料金 最大 ¥{self.overage_cost_yen:,.0f}"

@@ -15,7 +15,6 @@ from __future__ import annotations
 import logging
 from datetime import datetime
 from decimal import Decimal
-from zoneinfo import ZoneInfo
 
 from core.models import Tenant
 from deliveries.channels.base import TransportError
@@ -30,10 +29,9 @@ from deliveries.quota_forecast import (
 )
 from linepush.models import LineMonthlyUsage, LinePlan, LinePushItem, LinePushSettings, LineSource
 from linepush.services import month_of
+from linepush.usage import DEFAULT_PLAN, usage_observe, zone_of
 
 logger = logging.getLogger(__name__)
-
-DEFAULT_PLAN = "communication"
 
 
 def approval_forecast(
@@ -47,7 +45,7 @@ def approval_forecast(
         raise ForecastUnavailable(
             f"LINE プラン「{DEFAULT_PLAN}」が登録されていません（管理画面の LINE プラン）"
         )
-    zone = push.zone if push is not None else ZoneInfo(LinePushSettings._meta.get_field("timezone").default)
+    zone = zone_of(push)
     transport = line_transport(tenant.line_channel_token)
     start, end = _month_bounds(due_at, zone)
     month = month_of(due_at, zone)
@@ -108,6 +106,7 @@ def _line_usage(
         quota, used = transport.quota(), int(transport.consumption().get("totalUsage") or 0)
         usage = used, quota.get("value") if quota.get("type") == "limited" else None
         line_usage_keep((tenant.pk, month), usage)
+        usage_observe(tenant=tenant, month=month, used=usage[0], line_limit=usage[1])
         return usage
     except TransportError as exc:
         logger.warning("LINE quota of %s could not be read: %s", tenant.slug, exc.message)

@@ -34,6 +34,7 @@ from linepush.models import (
     LineWebhookEvent,
     Trigger,
 )
+from linepush.usage import line_usage
 
 
 @admin.register(LineContact)
@@ -243,13 +244,28 @@ class LinePushItemAdmin(RecordAdmin):
 
 @admin.register(LinePushSettings)
 class LinePushSettingsAdmin(TenantScopedAdmin):
-    list_display = ("tenant", "plan", "tenant_rate_limit", "timezone", "digest_hour")
+    list_display = ("tenant", "plan_label", "month_usage", "tenant_rate_limit", "timezone", "digest_hour")
+
+    def get_fields(self, request: HttpRequest, obj=None):
+        # The plan is a fact of the LINE contract, like the channel token, and it decides
+        # whether an approval over the month's messages is refused: set by superusers only;
+        # others read it, the default plan named when none is set.
+        fields = [f for f in super().get_fields(request, obj) if f not in ("plan_label", "month_usage")]
+        if not request.user.is_superuser:
+            fields = ["plan_label" if f == "plan" else f for f in fields]
+        return [*fields, "month_usage"] if obj is not None else fields
 
     def get_readonly_fields(self, request: HttpRequest, obj=None):
-        # The plan is a fact of the LINE contract, like the channel token, and it decides
-        # whether an approval over the month's messages is refused: set by superusers only.
-        fields = list(super().get_readonly_fields(request, obj))
+        fields = [*super().get_readonly_fields(request, obj), "plan_label", "month_usage"]
         return fields if request.user.is_superuser else [*fields, "plan"]
+
+    @admin.display(description=_("LINE プラン"))
+    def plan_label(self, obj: LinePushSettings) -> str:
+        return line_usage(tenant=obj.tenant).plan_label
+
+    @admin.display(description=_("LINE メッセージ使用数"))
+    def month_usage(self, obj: LinePushSettings) -> str:
+        return str(line_usage(tenant=obj.tenant))
 
 
 @admin.register(LinePlan)

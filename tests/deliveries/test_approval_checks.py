@@ -205,7 +205,7 @@ def test_it_counts_what_is_scheduled_and_not_sent_in_the_month(fake_backlog, ten
     approve(fake_backlog, pump, tenant, second)
 
     # LINE still says 182: the first delivery's 3 messages are automedia's, not sent yet.
-    assert "クォータ見込み: 3 通（今月 185 / 200）" in texts(fake_backlog, second)[-1]
+    assert "クォータ見込み: 3 通（今月 182 / 200、予約済みで未送信 3 通）" in texts(fake_backlog, second)[-1]
 
 
 def test_without_a_plan_to_count_against_the_approval_is_scheduled_and_says_so(

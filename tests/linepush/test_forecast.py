@@ -77,7 +77,7 @@ def test_a_send_due_next_month_counts_only_that_months_schedules(line, tenant):
     result = forecast(tenant, [("multicast", USERS)], due_at=datetime(2027, 1, 6, 10, 0, tzinfo=JST))
 
     assert (result.line_used, result.pending, result.line_limit, result.this_month) == (0, 40, None, False)
-    assert result.line().startswith("クォータ見込み: 7 通（2027-01 40 / 200）")
+    assert result.line().startswith("クォータ見込み: 7 通（2027-01 0 / 200、予約済みで未送信 40 通）")
     assert result.problem() == ""
 
 

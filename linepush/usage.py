@@ -1,0 +1,105 @@
+"""The month's LINE message use of a tenant: one figure for the dashboard, the settings and
+the approval comment.
+
+`used` is the tenant's `LineMonthlyUsage` row of the month (in the tenant's LINE time zone):
+LINE's own count whenever automedia asks LINE (the approval forecast, the daily quota check),
+plus automedia's group posts since. `limit` is the lower of the plan's monthly messages and
+LINE's target limit; a tenant without a plan is on コミュニケーションプラン (LINE's free plan,
+the one every new account starts on), as the forecast counts it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from zoneinfo import ZoneInfo
+
+from django.utils import timezone
+from django.utils.translation import gettext as _
+
+from core.models import Tenant
+from linepush.models import LineMonthlyUsage, LinePlan, LinePushSettings
+from linepush.services import month_of
+
+DEFAULT_PLAN = "communication"
+
+
+@dataclass(frozen=True)
+class LineUsage:
+    month: str
+    used: int
+    limit: int | None
+    plan: LinePlan | None  # the tenant's plan, or the default one
+    plan_chosen: bool
+    checked_at: datetime | None  # when LINE last gave its count
+
+    @property
+    def percent(self) -> int | None:
+        return min(100, int(100 * self.used / self.limit)) if self.limit else None
+
+    @property
+    def plan_label(self) -> str:
+        if self.plan is None:
+            return "-"
+        return (
+            self.plan.name
+            if self.plan_chosen
+            else _("%(plan)s（未設定のため既定）") % {"plan": self.plan.name}
+        )
+
+    def __str__(self) -> str:
+        limit = f"{self.limit:,}" if self.limit else _("上限なし")
+        return _("今月 %(used)s / %(limit)s 通") % {"used": f"{self.used:,}", "limit": limit}
+
+
+def default_plan() -> LinePlan | None:
+    return LinePlan.objects.filter(code=DEFAULT_PLAN).first()
+
+
+def usage_limit(*, plan: LinePlan | None, line_limit: int | None) -> int | None:
+    """The lower of the plan's allowance and LINE's own limit; None = no known limit."""
+    limits = [n for n in (line_limit, plan.monthly_messages if plan else None) if n]
+    return min(limits) if limits else None
+
+
+def zone_of(push: LinePushSettings | None) -> ZoneInfo:
+    return push.zone if push is not None else ZoneInfo(LinePushSettings._meta.get_field("timezone").default)
+
+
+def line_usages(*, tenants: list[Tenant], now: datetime | None = None) -> dict[int, LineUsage]:
+    """Each tenant's figure of this month (a few queries whatever the number of tenants)."""
+    now = now or timezone.now()
+    pushes = {
+        p.tenant_id: p for p in LinePushSettings.objects.select_related("plan").filter(tenant__in=tenants)
+    }
+    months = {t.pk: month_of(now, zone_of(pushes.get(t.pk))) for t in tenants}
+    rows = LineMonthlyUsage.objects.filter(tenant__in=tenants, month__in=set(months.values()))
+    stored = {(u.tenant_id, u.month): u for u in rows}
+    fallback = default_plan()
+    usages = {}
+    for tenant in tenants:
+        push, month = pushes.get(tenant.pk), months[tenant.pk]
+        row = stored.get((tenant.pk, month)) or LineMonthlyUsage(tenant=tenant, month=month)
+        chosen = push.plan if push is not None else None
+        plan = chosen or fallback
+        limit = usage_limit(plan=plan, line_limit=row.line_limit)
+        usages[tenant.pk] = LineUsage(month, row.messages, limit, plan, chosen is not None, row.checked_at)
+    return usages
+
+
+def line_usage(*, tenant: Tenant, now: datetime | None = None) -> LineUsage:
+    return line_usages(tenants=[tenant], now=now)[tenant.pk]
+
+
+def usage_observe(*, tenant: Tenant, month: str, used: int, line_limit: int | None) -> None:
+    """LINE's count of the month as it answered now: the figure everyone reads from here on."""
+    LineMonthlyUsage.objects.update_or_create(
+        tenant=tenant,
+        month=month,
+        defaults={
+            "messages": used,
+            "line_total_usage": used,
+            "line_limit": line_limit,
+            "checked_at": timezone.now(),
+        },
+    )
