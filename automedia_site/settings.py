@@ -94,7 +94,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "django_q",
-    "axes",  # admin login lockout
+    "automedia_site.apps.AxesConfig",  # django-axes: admin login lockout
     "core",  # the lowest layer: tenancy, access scoping, crypto, time
     "automedia_site",
     "deliveries",
@@ -194,7 +194,7 @@ Q_CLUSTER = {
     "max_attempts": 1,  # retries are automedia's own (new due times), never the broker's
     "catch_up": False,
     "ack_failures": True,
-    "label": "django-q2",
+    "label": "タスクキュー（django-q2）",
     "sync": env.bool("Q_SYNC", default=False),
     # Deliveries have their own queue and workers (`Q_CLUSTER_NAME=deliveries manage.py
     # qcluster`), so a burst of webhook processing never delays a due delivery.

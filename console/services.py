@@ -16,13 +16,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.utils import timezone
+from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
 
 from backlog_bridge.client import BacklogClient, BacklogError
 from backlog_bridge.statuses import BacklogConfigError, status_id_require
 from console.audit import action_record
+from console.results import result_label
 from core.timeutil import fmt_jst
 from deliveries.commands.run import OWN_PREFIX, schedule_cancel
 from deliveries.corrections import correction_send
@@ -95,6 +96,8 @@ def _approve(task: ContentTask, user, *, verb: str) -> ActionResult:
     schedule = DeliverySchedule.objects.filter(task=task).first()
     task.refresh_from_db()
     if schedule is None:
+        with translation.override("ja"):  # the log is written in Japanese, as every action's
+            outcome = result_label(outcome)
         action_record(user=user, obj=task, message=f"{verb}: 予約されませんでした（{outcome}）")
         return ActionResult(False, _not_scheduled(task, since=started))
     if publish_passed(publish_at=task.publish_at, due_at=schedule.due_at, now=timezone.now()):

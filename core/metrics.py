@@ -37,6 +37,7 @@ WEBHOOK_EVENTS = Counter(
 def webhook_event_received(source: str, result: str) -> None:
     WEBHOOK_EVENTS.labels(source=source, result=result).inc()
 
+
 APPROVALS_REFUSED = Counter(
     "automedia_approvals_refused_total",
     "Approvals refused before any request, by reason: the issue body (body), the quiet hours"

@@ -80,7 +80,7 @@ class OutboundAttempt(models.Model):
     request_id = models.CharField(_("LINE リクエストID"), max_length=100, blank=True)
     outcome = models.CharField(_("結果"), max_length=16, choices=Outcome.choices)
     error = models.TextField(_("エラー"), blank=True)
-    duration_ms = models.PositiveIntegerField(_("所要時間 (ms)"), default=0)
+    duration_ms = models.PositiveIntegerField(_("所要時間（ミリ秒）"), default=0)
     created_at = models.DateTimeField(_("日時"), auto_now_add=True)
 
     class Meta:

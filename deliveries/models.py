@@ -189,11 +189,11 @@ class DeliveryAttempt(OutboundAttempt):
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
     task = models.ForeignKey(ContentTask, on_delete=models.CASCADE, related_name="attempts")
-    approval_seq = models.PositiveIntegerField()
+    approval_seq = models.PositiveIntegerField(_("承認回数"))
     chunk = models.PositiveIntegerField(_("チャンク"), default=0)
-    channel = models.CharField(max_length=20)
-    endpoint = models.CharField(max_length=200)
-    retry_key = models.CharField(max_length=64, blank=True)
+    channel = models.CharField(_("チャネル"), max_length=20)
+    endpoint = models.CharField(_("送信先 API"), max_length=200)
+    retry_key = models.CharField(_("再送キー"), max_length=64, blank=True)
     request_summary = models.JSONField(_("リクエスト概要"), default=dict)
     # LINE's answer to a push: [{id, quoteToken?}] per message (messaging-api.yml SentMessage);
     # a correction quotes the original with its quoteToken. A multicast answers `{}`.
@@ -214,7 +214,8 @@ class DeliveryAttempt(OutboundAttempt):
         indexes = [models.Index(fields=["task", "approval_seq", "chunk"])]
 
     def __str__(self) -> str:
-        return f"{self.endpoint} {self.outcome} {self.status_code or ''}"
+        code = f" ({self.status_code})" if self.status_code else ""
+        return f"{self.endpoint}: {self.get_outcome_display()}{code}"
 
 
 class DeliveryCorrection(models.Model):

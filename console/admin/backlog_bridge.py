@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from django.contrib import admin
+from django.utils.translation import gettext_lazy as _
 
 from backlog_bridge.models import HANDLED_TYPES, AIReview, BacklogEvent, CommandRun
 from console.access import RecordAdmin
 from console.filters import fixed_values_filter
+from console.results import rejected_reason_label, result_label
 
 
 @admin.register(BacklogEvent)
@@ -17,7 +19,7 @@ class BacklogEventAdmin(RecordAdmin):
         "type",
         "issue_key",
         "outcome",
-        "rejected_reason",
+        "reason_label",
         "received_at",
         "processed_at",
     )
@@ -38,12 +40,20 @@ class BacklogEventAdmin(RecordAdmin):
         "payload",
         "source",
         "outcome",
-        "detail",
+        "detail_label",
         "attempts",
         "received_at",
         "processed_at",
         "claimed_until",
     )
+
+    @admin.display(description=_("受付不可の理由"))
+    def reason_label(self, obj: BacklogEvent) -> str:
+        return rejected_reason_label(obj)
+
+    @admin.display(description=_("詳細"))
+    def detail_label(self, obj: BacklogEvent) -> str:
+        return "; ".join(result_label(part) for part in obj.detail.split("; "))
 
 
 @admin.register(CommandRun)

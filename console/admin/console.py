@@ -13,6 +13,7 @@ from django.utils.translation import gettext_lazy as _
 from console.access import RecordAdmin, TenantScopedAdmin
 from console.actions import bulk_action, object_action
 from console.models import DeliveryOutcome, PushApproval, ScanRun
+from console.results import result_label
 from console.services import push_item_approve, push_item_reject
 from core.access import may_act, may_act_somewhere
 from linepush.models import LinePushItem, LineSource
@@ -109,10 +110,14 @@ class PushApprovalAdmin(TenantScopedAdmin):
 
 @admin.register(DeliveryOutcome)
 class DeliveryOutcomeAdmin(RecordAdmin):
-    list_display = ("created_at", "tenant", "task", "kind", "detail")
+    list_display = ("created_at", "tenant", "task", "kind", "detail_label")
     list_filter = ("kind", "tenant")
     search_fields = ("task__issue_key",)
     date_hierarchy = "created_at"
+
+    @admin.display(description=_("詳細"))
+    def detail_label(self, obj: DeliveryOutcome) -> str:
+        return result_label(obj.detail)
 
 
 @admin.register(ScanRun)

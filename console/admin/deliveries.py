@@ -119,7 +119,7 @@ class ContentTaskAdmin(TenantScopedAdmin):
                     "issue_link",
                     "summary",
                     "status",
-                    "channel",
+                    "channel_label",
                     "publish_at",
                     "template_ref",
                     "approved_at",

@@ -14,6 +14,7 @@ from django.utils.translation import gettext_lazy as _
 from console.access import RecordAdmin, ScopedInlineMixin, TenantScopedAdmin
 from console.actions import bulk_action, object_action
 from console.filters import fixed_values_filter
+from console.results import rejected_reason_label
 from console.services import push_item_approve, push_item_reject, push_item_resume, push_item_retry
 from core.access import may_act, may_act_somewhere
 from linepush.erasure import line_user_erase
@@ -332,7 +333,7 @@ class LineWebhookEventAdmin(RecordAdmin):
         "tenant",
         "type",
         "outcome",
-        "rejected_reason",
+        "reason_label",
         "received_at",
         "processed_at",
     )
@@ -353,6 +354,10 @@ class LineWebhookEventAdmin(RecordAdmin):
         "processed_at",
         "claimed_until",
     )
+
+    @admin.display(description=_("受付不可の理由"))
+    def reason_label(self, obj: LineWebhookEvent) -> str:
+        return rejected_reason_label(obj)
 
 
 class LineSurveyRuleForm(forms.ModelForm):

@@ -182,7 +182,6 @@ def test_it_previews_the_real_state_of_a_task(page: Page, live_server, trouble, 
     state = page.locator("#preview-due")
     expect(state).to_contain_text(f"配信済み: {sent_at.astimezone(JST):%Y-%m-%d %H:%M}")
     expect(state).not_to_contain_text("承認すると予約されます")
-    shoot(page, "preview")
 
     refused = trouble["refused"]["channel"]
     page.goto(f"{live_server.url}/admin/deliveries/contenttask/{refused.pk}/preview/")

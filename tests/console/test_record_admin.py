@@ -132,7 +132,7 @@ def test_the_event_list_shows_why_an_event_was_rejected(admin_client, tenant, mo
 
     text = page.content.decode()
     assert page.status_code == 200
-    assert "受付不可の理由" in text and "invalid payload: `source` must be an object" in text
+    assert "受付不可の理由" in text and "受付不可の内容: `source` must be an object" in text
     assert "done detail, not a reason" not in text
 
 
