@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('linepush', '0011_queue_indexes_pending_only'),
+        ('linepush', '0012_line_answer'),
     ]
 
     operations = [
