@@ -24,6 +24,7 @@ from django.utils.translation import gettext_lazy as _
 from backlog_bridge.models import AIReview, CommandRun
 from console.access import RecordAdmin, ScopedInlineMixin, TenantScopedAdmin
 from console.actions import object_action
+from console.bulk import CANCEL, RETRY, bulk_confirm
 from console.filters import ChannelFilter, PublishDateFilter
 from console.preview import preview_page
 from console.services import ACTION_ERRORS, task_approve, task_cancel, task_correct, task_retry
@@ -107,7 +108,7 @@ class ContentTaskAdmin(TenantScopedAdmin):
     list_filter = ("status_name", ChannelFilter, "tenant", PublishDateFilter)
     search_fields = ("issue_key", "summary")
     list_select_related = ("tenant",)
-    actions = ["export_csv"]
+    actions = ["export_csv", RETRY, CANCEL]
     inlines = [AttemptInline]
     change_form_template = "admin/deliveries/contenttask/change_form.html"
     fieldsets = (
@@ -226,6 +227,25 @@ class ContentTaskAdmin(TenantScopedAdmin):
         for task in queryset:
             writer.writerow(_export_row(task))
         return response
+
+    @admin.action(description=_("選択した課題を再試行する（確認あり）"))
+    def retry_selected(self, request: HttpRequest, queryset: QuerySet):
+        title = _("選択した課題を再試行")
+        return bulk_confirm(
+            self, request, queryset, action=RETRY, title=title, done=_("%(count)d 件を再試行しました。")
+        )
+
+    @admin.action(description=_("選択した課題の予約を取り消す（確認あり）"))
+    def cancel_selected(self, request: HttpRequest, queryset: QuerySet):
+        title = _("選択した課題の予約を取り消す")
+        return bulk_confirm(
+            self,
+            request,
+            queryset,
+            action=CANCEL,
+            title=title,
+            done=_("%(count)d 件の予約を取り消しました。"),
+        )
 
     # -- columns and panels -------------------------------------------------------------
 
