@@ -11,6 +11,7 @@ from django.utils import timezone
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
+from console.app_groups import grouped_app_list
 from console.calendar import WEEK, CalendarQuery, Period, calendar_build, calendar_tenants
 from console.dashboard import dashboard_build
 from core.access import tenant_roles
@@ -22,6 +23,14 @@ class AutomediaAdminSite(admin.AdminSite):
     site_title = "automedia"
     index_title = _("ダッシュボード")
     index_template = "admin/console/dashboard.html"
+    site_url = None  # the site is the admin: no 「サイトを表示」 link
+
+    def get_app_list(self, request, app_label=None):
+        """The index and the sidebar by what a manager does (console.app_groups); an app's own page as Django's."""
+        app_list = super().get_app_list(request, app_label)
+        if app_label is not None:
+            return app_list
+        return grouped_app_list(app_list, superuser=request.user.is_superuser)
 
     def index(self, request, extra_context=None):
         context = {"dashboard": dashboard_build(user=request.user, now=timezone.now())}

@@ -18,6 +18,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.loader import render_to_string
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
+from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
 
@@ -29,7 +30,7 @@ from console.filters import ChannelFilter, PublishDateFilter
 from console.preview import preview_page
 from console.services import ACTION_ERRORS, task_approve, task_cancel, task_correct, task_retry
 from core.access import may_act, require_act
-from core.timeutil import fmt_jst, iso_jst
+from core.timeutil import JST, fmt_jst, iso_jst
 from deliveries.models import (
     STATUS_APPROVED,
     STATUS_DELIVERED,
@@ -98,7 +99,7 @@ class ContentTaskAdmin(TenantScopedAdmin):
         "issue_link",
         "summary",
         "channel_label",
-        "publish_at",
+        "publish_short",
         "due_at",
         "status",
         "last_attempt",
@@ -264,7 +265,11 @@ class ContentTaskAdmin(TenantScopedAdmin):
 
     @admin.display(description=_("配信予定（JST）"), ordering="_due_at")
     def due_at(self, obj: ContentTask):
-        return obj._due_at
+        return short_jst(getattr(obj, "_due_at", None))
+
+    @admin.display(description=_("投稿日時"), ordering="publish_at")
+    def publish_short(self, obj: ContentTask) -> str:
+        return short_jst(obj.publish_at)
 
     @admin.display(description=_("状態"), ordering="status_name")
     def status(self, obj: ContentTask) -> str:
@@ -335,6 +340,14 @@ def _available(task: ContentTask, user) -> dict[str, bool]:
         "cancel": acting and schedule is not None and schedule.stage == DeliverySchedule.Stage.DELIVER,
         "correct": acting and task.delivered_at is not None and task.channel in ("", "line"),
     }
+
+
+def short_jst(when) -> str:
+    """`12/10 10:00` (JST; the year too when it is not this year's): the list's narrow columns."""
+    if when is None:
+        return "-"
+    local, this_year = when.astimezone(JST), timezone.now().astimezone(JST).year
+    return f"{local:%-m/%-d %H:%M}" if local.year == this_year else f"{local:%Y/%-m/%-d %H:%M}"
 
 
 def _jst(when) -> str:

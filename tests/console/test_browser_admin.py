@@ -160,3 +160,68 @@ def test_it_lets_a_viewer_confirm_nothing_in_bulk(page: Page, live_server, tenan
     expect(page.locator("#bulk-steps")).to_contain_text("閲覧のみ")
     expect(page.locator("#bulk-confirm")).to_have_count(0)
     assert not DeliverySchedule.objects.filter(task=task).exists()
+
+
+def test_it_groups_the_index_by_what_a_manager_does(page: Page, live_server, tenant):
+    manager_logged_in(page, live_server, tenant)
+
+    captions = page.locator(
+        "#content-main .app-list caption, #content-main .module caption"
+    ).all_inner_texts()
+    groups = [c.strip() for c in captions if c.strip()]
+    assert groups == ["配信", "LINE グループ投稿", "設定", "記録"], groups
+    expect(page.locator("#user-tools")).not_to_contain_text("サイトを表示")
+    expect(page.locator("#content-main")).not_to_contain_text("システム")
+    page.goto(f"{live_server.url}/admin/deliveries/contenttask/")
+    sidebar = [c.strip() for c in page.locator("#nav-sidebar caption").all_inner_texts() if c.strip()]
+    assert sidebar == ["配信", "LINE グループ投稿", "設定", "記録"], sidebar
+
+    page.context.clear_cookies()
+    superuser_logged_in(page, live_server)
+    captions = [
+        c.strip() for c in page.locator("#content-main .module caption").all_inner_texts() if c.strip()
+    ]
+    assert captions[-1] == "システム（スーパーユーザーのみ）", captions
+    expect(page.locator("#content-main .app-system")).to_contain_text("失敗したタスク")
+
+
+def test_it_fits_the_task_list_in_a_laptops_width_with_the_sidebar_open(
+    page: Page, live_server, tenant, other
+):
+    for n in range(3):
+        task = ContentTaskFactory(
+            tenant=tenant,
+            issue_key=f"ACME-{300 + n}",
+            summary="年末年始の営業時間と休業日のお知らせ（全店舗・オンラインストア共通）",
+            channel="instagram",
+            status_name=STATUS_APPROVED,
+            publish_at=timezone.now() + timedelta(days=n + 1),
+        )
+        DeliverySchedule.objects.create(
+            tenant=tenant, task=task, name=f"s-{n}", due_at=task.publish_at, reason="approval"
+        )
+        DeliveryAttempt.objects.create(
+            tenant=tenant,
+            task=task,
+            approval_seq=1,
+            channel="instagram",
+            endpoint="/media",
+            outcome="retry",
+            status_code=503,
+        )
+    TenantMembership.objects.create(
+        user=manager_logged_in(page, live_server, tenant), tenant=other, role=TenantMembership.Role.MANAGER
+    )
+    page.set_viewport_size({"width": 1366, "height": 768})
+    page.goto(f"{live_server.url}/admin/deliveries/contenttask/")
+    expect(page.locator("#nav-sidebar")).to_be_visible()
+
+    right = page.evaluate("document.documentElement.clientWidth")
+    for column in ("status", "last_attempt", "tenant_slug"):
+        cell = page.locator(f"#result_list td.field-{column}").first.bounding_box()
+        assert cell is not None and cell["x"] + cell["width"] <= right, (column, cell, right)
+    badge = page.locator("#result_list .am-status").first.bounding_box()
+    status_cell = page.locator("#result_list td.field-status").first.bounding_box()
+    assert badge["x"] + badge["width"] <= status_cell["x"] + status_cell["width"] + 0.5
+    assert page.evaluate("document.documentElement.scrollWidth") <= right
+    shoot(page, "task-list")
