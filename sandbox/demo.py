@@ -15,7 +15,7 @@ import signal
 import sys
 import threading
 from collections.abc import Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import TextIO
 from urllib.parse import urlsplit
 
@@ -24,6 +24,7 @@ from django.utils import timezone
 
 from backlog_bridge.models import BacklogEvent
 from core.models import Tenant
+from core.timeutil import fmt_jst
 from deliveries.models import ContentTask
 from deliveries.services import tenant_webhook_urls
 from sandbox.backlog import FakeBacklog, demo_description
@@ -58,6 +59,17 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--hubspot-url", default=settings.SANDBOX_HUBSPOT_URL)
     parser.add_argument("--public-url", default=settings.PUBLIC_BASE_URL, help="automedia's URL for webhooks")
     return parser
+
+
+DEMO_LEAD = timedelta(minutes=3)
+
+
+def demo_publish_at(now: datetime) -> datetime:
+    """The demo issue's 投稿日時: at least DEMO_LEAD ahead, on a whole minute (the body's
+    投稿日時 has minutes only, so rounding down would take up to a minute off the lead)."""
+    ahead = now + DEMO_LEAD
+    whole = ahead.replace(second=0, microsecond=0)
+    return whole if whole == ahead else whole + timedelta(minutes=1)
 
 
 class Sandbox:
@@ -103,7 +115,7 @@ class Sandbox:
         key = tenant.backlog_project_key
         fake.add_project(key, name=f"{tenant.name} 配信")
         fake.set_webhook(key, tenant_webhook_urls(tenant=tenant, base_url=public_url)["backlog_webhook_url"])
-        publish_at = timezone.now() + timedelta(minutes=2)
+        publish_at = demo_publish_at(timezone.now())
         issue = fake.create_issue(
             key,
             summary="【デモ】年末セールのお知らせ",
@@ -111,12 +123,13 @@ class Sandbox:
             status="処理中",
         )
         self._write(
-            f"  {tenant.slug}: プロジェクト {key}、デモ課題 {issue['issueKey']}（状態を automedia承認 にすると配信予約されます）"
+            f"  {tenant.slug}: プロジェクト {key}、デモ課題 {issue['issueKey']}（投稿日時 {fmt_jst(publish_at)}。"
+            "それまでに状態を automedia承認 にすると配信予約されます）"
         )
 
     def _wire_platforms(self, platforms: SandboxPlatforms, fake: FakeBacklog, tenant: Tenant) -> None:
         """Demo issues for Instagram / TikTok / HubSpot, due a minute after the LINE one."""
-        keys = platforms.wire(fake, tenant, timezone.now() + timedelta(minutes=3))
+        keys = platforms.wire(fake, tenant, demo_publish_at(timezone.now()) + timedelta(minutes=1))
         if keys:
             self._write(f"  {tenant.slug}: チャネル別のデモ課題 {'、'.join(keys)}")
 

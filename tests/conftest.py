@@ -3,10 +3,13 @@ webhook pumping, approved issues. Plain helpers are in tests/helpers/."""
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
 from datetime import datetime, timedelta
 
 import pytest
 from django.core.cache import cache
+from playwright.sync_api import Browser, Page, sync_playwright
 
 import core.keeper
 from backlog_bridge.views import _tenants
@@ -20,6 +23,7 @@ from sandbox.instagram import FakeInstagram
 from sandbox.line import FakeLine
 from sandbox.tiktok import FakeTikTok
 from tests.helpers.backlog import API_KEY, body, webhook_url
+from tests.helpers.browser import BANNER_SVG, BANNER_URL, CHROMIUM, CHROMIUM_ARGS
 from tests.helpers.channels import (
     APPROVED_AT,
     HS_TOKEN,
@@ -217,3 +221,32 @@ def approve_channel(fake_backlog, tenant, pump):
 def no_enqueue(monkeypatch):
     """django-q2 enqueues nothing: the test drains what it stored itself."""
     monkeypatch.setattr("django_q.tasks.async_task", lambda *args, **kw: None)
+
+
+# -- Chromium for the browser tests (tests/helpers/browser.py) ------------------------------
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    assert CHROMIUM.exists(), f"{CHROMIUM} is missing: `make test` installs it (apt-get install chromium)"
+    # Playwright's sync API keeps an event loop in this thread; the test's own ORM calls are
+    # ordinary synchronous code all the same.
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    try:
+        with sync_playwright() as playwright:
+            chromium = playwright.chromium.launch(
+                executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS
+            )
+            yield chromium
+            chromium.close()
+    finally:
+        os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+
+
+@pytest.fixture
+def page(browser: Browser) -> Iterator[Page]:
+    context = browser.new_context(locale="ja-JP", viewport={"width": 1440, "height": 900})
+    context.set_default_timeout(10_000)
+    context.route(BANNER_URL, lambda route: route.fulfill(content_type="image/svg+xml", body=BANNER_SVG))
+    yield context.new_page()
+    context.close()

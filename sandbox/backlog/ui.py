@@ -88,6 +88,7 @@ class BacklogUi:
             ("GET", issue, self.issue_page),
             ("POST", issue + "/status", self.change_status),
             ("POST", issue + "/comments", self.add_comment),
+            ("POST", issue + "/description", self.edit_description),
             ("POST", r"/ui/projects/(?P<key>[^/]+)/issues", self.create_issue),
         ]
         self._routes = [(method, re.compile(path), handler) for method, path, handler in table]
@@ -128,6 +129,11 @@ class BacklogUi:
     def change_status(self, form: Params, key: str) -> HttpResponse:
         self._fake.update_issue(key, status=param(form, "status") or "")
         return redirect("/")
+
+    def edit_description(self, form: Params, key: str) -> HttpResponse:
+        """Edit the body, as a person would in Backlog (one type-2 activity and its webhook)."""
+        self._fake.update_issue(key, description=(param(form, "description") or "").replace("\r\n", "\n"))
+        return redirect(f"/ui/issues/{quote(key)}")
 
     def add_comment(self, form: Params, key: str) -> HttpResponse:
         self._fake.add_comment(key, param(form, "content") or "")
@@ -197,11 +203,14 @@ class BacklogUi:
         )
         items = "".join(BacklogUi._comment_item(comment) for comment in comments)
         action = f"/ui/issues/{quote(issue['issueKey'])}/comments"
+        edit = f"/ui/issues/{quote(issue['issueKey'])}/description"
         return (
             f'<p><a href="/">← 一覧へ</a></p><h1>{_esc(issue["issueKey"])} '
             f"{_esc(issue['summary'])}</h1><p>状態: {_esc(issue['status']['name'])} "
             f"{_status_form(issue, project)}</p><table>{fields}</table>"
-            f"<h2>詳細</h2><pre>{_esc(issue['description'])}</pre>"
+            f'<h2>詳細</h2><form method="post" action="{edit}" id="description-form">'
+            f'<textarea name="description" rows="16" cols="80">{_esc(issue["description"])}</textarea>'
+            "<br><button>本文を保存</button></form>"
             f"<h2>コメント</h2><ul>{items or '<li>まだありません。</li>'}</ul>"
             f'<form method="post" action="{action}"><label>コメントを追加<br>'
             '<textarea name="content" rows="3" cols="70" required></textarea></label>'

@@ -13,6 +13,7 @@ import uuid
 
 from sandbox.http import HttpFake, HttpRequest, HttpResponse, json_response
 from sandbox.line.api import LineApi
+from sandbox.line.page import received_page
 from sandbox.line.records import (
     AUTH_FAILED,
     MAX_BODY_BYTES,
@@ -47,6 +48,9 @@ class FakeLine(HttpFake, LineChannel):
         return None
 
     def answer(self, request: HttpRequest) -> HttpResponse:
+        if request.method == "GET" and request.path in ("", "/"):  # a person's browser
+            body = received_page(self.sent()).encode()
+            return HttpResponse(200, body, "text/html; charset=utf-8")
         line_request = LineRequest(
             request.method,
             request.path,

@@ -3,7 +3,7 @@
 The screenshots in docs/screenshots/ (shown in the README) are taken by the browser tests:
 into that folder with `UPDATE_SCREENSHOTS=1 make test`, otherwise into a temporary one (a
 test run leaves the tracked images as they are). The `browser` and `page` fixtures are in
-tests/console/conftest.py.
+tests/conftest.py.
 """
 
 from __future__ import annotations

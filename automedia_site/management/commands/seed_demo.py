@@ -8,11 +8,12 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
+from django.utils import timezone
 
 from core.models import Tenant
 from deliveries.models import ChannelAccount
 from deliveries.services import tenant_webhook_urls
-from linepush.models import LineContact
+from linepush.models import LineContact, LinePushItem, LineSource
 
 DEMO_SLUG = "demo"
 DEMO_PROJECT = "DEMO"
@@ -20,6 +21,7 @@ SANDBOX_API_KEY = "sandbox-api-key"
 # An Instagram business account id of the usual shape; `python -m sandbox` makes its fake
 # Instagram answer for whatever id the demo account holds.
 DEMO_IG_USER_ID = "17841400000000001"
+DEMO_GROUPS = ("C" + "d" * 32, "C" + "e" * 32)  # LINE's group id format
 
 
 class Command(BaseCommand):
@@ -49,6 +51,7 @@ class Command(BaseCommand):
             },
         )
         self._contacts(tenant)
+        self._line_groups(tenant)
         call_command("import_templates", str(settings.BASE_DIR / "templates" / "line"), stdout=self.stdout)
         self._channel_accounts(tenant)
         urls = tenant_webhook_urls(tenant=tenant, base_url=base_url)
@@ -61,6 +64,43 @@ class Command(BaseCommand):
         for n, tags in enumerate([["active"], ["active", "vip"], ["active"], ["active", "opt_out"]], start=1):
             LineContact.objects.update_or_create(
                 tenant=tenant, user_id=f"U{n:032x}", defaults={"display_name": f"デモ友だち{n}", "tags": tags}
+            )
+
+    def _line_groups(self, tenant: Tenant) -> None:
+        """Two LINE groups and their posts, so the LINE screens are not empty: one waiting for
+        a manager's approval, one that failed (with LINE's answer)."""
+        talent, _ = LineSource.objects.update_or_create(
+            tenant=tenant,
+            group_id=DEMO_GROUPS[0],
+            defaults={
+                "name": "タレント連絡グループ",
+                "allow_outbound_push": True,
+                "push_opt_in_triggers": ["task_approved", "reminder", "escalation"],
+                "member_count": 6,
+            },
+        )
+        LineSource.objects.update_or_create(
+            tenant=tenant, group_id=DEMO_GROUPS[1], defaults={"name": "撮影チーム", "member_count": 4}
+        )
+        posts = {
+            "demo:escalation:1": {
+                "trigger_type": "escalation",
+                "status": LinePushItem.Status.WAITING_APPROVAL,
+                "payload": [{"type": "text", "text": "【要確認】DEMO-1 の配信前チェックをお願いします。"}],
+            },
+            "demo:reminder:1": {
+                "trigger_type": "reminder",
+                "status": LinePushItem.Status.FAILED,
+                "payload": [{"type": "text", "text": "明日 10 時から撮影です。"}],
+                "attempt_count": 1,
+                "last_error": "LINE が 400 を返しました: The request body has 1 error(s)（デモ）",
+            },
+        }
+        for key, fields in posts.items():
+            LinePushItem.objects.update_or_create(
+                tenant=tenant,
+                dedupe_key=key,
+                defaults={"ext_group_id": talent.group_id, "scheduled_at": timezone.now(), **fields},
             )
 
     def _channel_accounts(self, tenant: Tenant) -> None:

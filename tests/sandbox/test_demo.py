@@ -1,0 +1,106 @@
+"""The demo of `make run` shows the whole product: seeded LINE groups and posts, the fake
+LINE's received messages as a page, the fake Backlog's body editing, a demo issue due at
+least three minutes ahead with its time printed. Browser parts: Playwright in Chromium."""
+
+from __future__ import annotations
+
+import io
+from datetime import datetime
+
+import httpx
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+from playwright.sync_api import Page, expect
+
+from core.models import Tenant
+from core.timeutil import JST
+from linepush.models import LinePushItem, LineSource
+from sandbox.backlog import FakeBacklog
+from sandbox.demo import Sandbox, demo_publish_at
+from sandbox.line import FakeLine
+from tests.helpers.browser import PASSWORD, log_in
+
+TOKEN = "sandbox-line-token"
+
+
+@pytest.mark.parametrize(
+    ("now", "due"),
+    [
+        (datetime(2026, 12, 5, 10, 0, 30, tzinfo=JST), datetime(2026, 12, 5, 10, 4, tzinfo=JST)),
+        (datetime(2026, 12, 5, 10, 0, 0, tzinfo=JST), datetime(2026, 12, 5, 10, 3, tzinfo=JST)),
+        (datetime(2026, 12, 5, 10, 0, 59, 999999, tzinfo=JST), datetime(2026, 12, 5, 10, 4, tzinfo=JST)),
+    ],
+)
+def test_it_makes_the_demo_issue_due_at_least_three_minutes_ahead(now, due):
+    assert demo_publish_at(now) == due
+
+
+@pytest.mark.django_db
+def test_it_prints_the_demo_issues_time(settings):
+    call_command("seed_demo", stdout=io.StringIO())
+    tenant = Tenant.objects.get(slug="demo")
+    out = io.StringIO()
+    with FakeBacklog(api_key=tenant.backlog_api_key) as fake:
+        Sandbox(out=out, err=io.StringIO())._wire(fake, tenant, "http://127.0.0.1:8000")
+        issue = fake.issue("DEMO-1")
+    when = next(line for line in issue["description"].splitlines() if "投稿日時" in line)
+    printed = out.getvalue()
+    assert "DEMO-1" in printed and when.split(": ", 1)[1].split(" (")[0] in printed, (printed, when)
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_it_seeds_line_groups_and_posts_that_the_admin_shows(page: Page, live_server):
+    call_command("seed_demo", stdout=io.StringIO())
+    call_command("seed_demo", stdout=io.StringIO())  # twice: nothing doubles
+    admin = get_user_model().objects.get(username="admin")
+    admin.set_password(PASSWORD)
+    admin.save()
+    tenant = Tenant.objects.get(slug="demo")
+    assert LineSource.objects.filter(tenant=tenant).count() == 2
+    assert sorted(LinePushItem.objects.filter(tenant=tenant).values_list("status", flat=True)) == [
+        LinePushItem.Status.FAILED,
+        LinePushItem.Status.WAITING_APPROVAL,
+    ]
+    log_in(page, live_server, "admin")
+
+    expect(page.locator("#card-waiting")).to_have_text("1")
+    expect(page.locator("#attention tr[data-kind=push_failed]")).to_contain_text("タレント連絡グループ")
+    page.goto(f"{live_server.url}/admin/console/pushapproval/")
+    expect(page.locator("#result_list")).to_contain_text("配信前チェック")
+    page.goto(f"{live_server.url}/admin/linepush/linesource/")
+    expect(page.locator("#result_list")).to_contain_text("撮影チーム")
+
+
+@pytest.mark.browser
+def test_it_shows_the_fake_lines_received_messages_as_a_page(page: Page):
+    with FakeLine(channel_tokens={TOKEN}) as line:
+        page.goto(line.base_url)
+        expect(page.locator("#none")).to_be_visible()
+        httpx.post(
+            f"{line.base_url}/v2/bot/message/push",
+            headers={"Authorization": f"Bearer {TOKEN}"},
+            json={"to": "U" + "1" * 32, "messages": [{"type": "text", "text": "年末セールのお知らせ"}]},
+        ).raise_for_status()
+        page.goto(line.base_url)
+        expect(page.locator("#received")).to_contain_text("年末セールのお知らせ")
+        expect(page.locator("body")).not_to_contain_text("Authentication failed")
+
+
+@pytest.mark.browser
+def test_it_edits_an_issue_body_in_the_fake_backlog(page: Page):
+    with FakeBacklog(api_key="k") as fake:
+        fake.add_project("DEMO")
+        fake.create_issue(
+            "DEMO", summary="告知", description="## 配信メタ\n- チャネル: LINE\n", status="処理中"
+        )
+        fake.outbox.clear()
+        page.goto(f"{fake.base_url}/ui/issues/DEMO-1")
+        page.fill("#description-form textarea", "## 配信メタ\n- チャネル: Instagram\n")
+        page.click("#description-form button")
+        expect(page.locator("#description-form textarea")).to_have_value(
+            "## 配信メタ\n- チャネル: Instagram\n"
+        )
+        assert fake.issue("DEMO-1")["description"] == "## 配信メタ\n- チャネル: Instagram\n"
+        assert len(fake.outbox) == 1  # the webhook of the edit, as Backlog would send it
