@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('linepush', '0012_line_answer'),
+        ('linepush', '0013_contact_blocked_at_erasure'),
     ]
 
     operations = [
