@@ -9,6 +9,7 @@ from django.http import HttpRequest
 from django.utils.translation import gettext_lazy as _
 
 from console.access import TenantScopedAdmin
+from console.widgets import QuietHoursWidget
 from core.crypto import mask
 from core.models import Tenant, TenantMembership
 
@@ -50,6 +51,10 @@ class TenantForm(forms.ModelForm):
         for name in SECRET_FIELDS:
             if not cleaned.get(name) and self.instance.pk:
                 cleaned[name] = getattr(self.instance, name)
+        token = cleaned.get("line_channel_token")
+        if self.instance.pk and token and token != self.instance.line_channel_token:
+            # A new token: its refusal mark (set by the system, read-only here) no longer holds.
+            self.instance.line_token_invalid_at = None
         return cleaned
 
 
@@ -71,7 +76,13 @@ class TenantAdmin(TenantScopedAdmin):
         "line_token_invalid_at",
     )
     search_fields = ("slug", "name", "backlog_project_key")
-    readonly_fields = ("last_activity_id", "created_at", "updated_at")
+    # What the system sets: LINE's refusal of the token is detected, not typed in.
+    readonly_fields = ("line_token_invalid_at", "last_activity_id", "created_at", "updated_at")
+
+    def formfield_for_dbfield(self, db_field, request: HttpRequest, **kwargs):
+        if db_field.name == "quiet_hours":  # the superusers' form and the managers' alike
+            kwargs["widget"] = QuietHoursWidget
+        return super().formfield_for_dbfield(db_field, request, **kwargs)
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return request.user.is_superuser

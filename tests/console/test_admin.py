@@ -81,7 +81,12 @@ def test_it_rejects_invalid_quiet_hours_in_the_form(staff):
         "backlog_base_url": "https://acme.backlog.jp",
         "backlog_project_key": "ACME",
         "operators": "[]",
-        "quiet_hours": '{"enabled": true, "ranges": [{"from": "25:00", "to": "08:00"}]}',
+        # the quiet hours' widget: on, mode, time zone, then (from, to) pairs
+        "quiet_hours_0": "on",
+        "quiet_hours_1": "reject",
+        "quiet_hours_2": "Asia/Tokyo",
+        "quiet_hours_3": "25:00",
+        "quiet_hours_4": "08:00",
         "publish_time_policy": "invalidate",
         "max_concurrent_deliveries": "4",
     }

@@ -15,7 +15,7 @@ from django.utils import timezone
 from playwright.sync_api import Page, expect
 
 from console.models import DeliveryOutcome
-from core.models import TenantMembership
+from core.models import Tenant, TenantMembership
 from core.timeutil import JST
 from deliveries.models import (
     STATUS_APPROVED,
@@ -226,3 +226,30 @@ def test_it_fits_the_task_list_in_a_laptops_width_with_the_sidebar_open(
     assert badge["x"] + badge["width"] <= status_cell["x"] + status_cell["width"] + 0.5
     assert page.evaluate("document.documentElement.scrollWidth") <= right
     shoot(page, "task-list")
+
+
+def test_it_edits_the_quiet_hours_with_time_fields_and_shows_what_the_system_sets(
+    page: Page, live_server, tenant
+):
+    Tenant.objects.filter(pk=tenant.pk).update(line_token_invalid_at=timezone.now())
+    manager_logged_in(page, live_server, tenant)
+
+    page.goto(f"{live_server.url}/admin/core/tenant/{tenant.pk}/change/")
+    expect(page.locator("textarea[name=quiet_hours]")).to_have_count(0)
+    expect(page.locator("input[name^=line_token_invalid_at]")).to_have_count(0)
+    expect(page.locator(".field-line_token_invalid_at")).to_be_visible()
+    page.check("input[name=quiet_hours_0]")
+    page.select_option("select[name=quiet_hours_1]", "defer")
+    page.fill("input[name=quiet_hours_3]", "22:00")
+    page.fill("input[name=quiet_hours_4]", "07:00")
+    shoot(page, "settings")
+    page.click("input[name=_continue]")
+    expect(page.locator(".messagelist")).to_be_visible()
+    tenant.refresh_from_db()
+    assert tenant.quiet_hours == {
+        "enabled": True,
+        "timezone": "Asia/Tokyo",
+        "ranges": [{"from": "22:00", "to": "07:00"}],
+        "mode": "defer",
+    }
+    expect(page.locator("input[name=quiet_hours_3]")).to_have_value("22:00")

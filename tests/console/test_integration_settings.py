@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from django.urls import reverse
+from django.utils import timezone
 
 from core.models import Tenant
 from deliveries.models import ChannelAccount
@@ -156,3 +157,16 @@ def test_it_refuses_a_managers_change_of_a_channel_account(as_manager, account):
 
     assert (changed.status_code, added.status_code) == (403, 403)
     assert ChannelAccount.objects.get(pk=account.pk).ig_user_id == "1784"
+
+
+def test_it_clears_the_token_refusal_mark_only_when_a_new_line_token_is_saved(as_superuser, tenant):
+    Tenant.objects.filter(pk=tenant.pk).update(line_token_invalid_at=timezone.now())
+    tenant.refresh_from_db()
+
+    kept = as_superuser.post(change_url(tenant), tenant_form(tenant, name="名前だけ変更"))
+    assert kept.status_code == 302
+    assert Tenant.objects.get(pk=tenant.pk).line_token_invalid_at is not None
+
+    renewed = as_superuser.post(change_url(tenant), tenant_form(tenant, line_channel_token="new-line-token"))
+    assert renewed.status_code == 302
+    assert Tenant.objects.get(pk=tenant.pk).line_token_invalid_at is None
