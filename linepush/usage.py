@@ -48,8 +48,9 @@ class LineUsage:
         )
 
     def __str__(self) -> str:
-        limit = f"{self.limit:,}" if self.limit else _("上限なし")
-        return _("今月 %(used)s / %(limit)s 通") % {"used": f"{self.used:,}", "limit": limit}
+        if not self.limit:
+            return _("今月 %(used)s 通（上限なし）") % {"used": f"{self.used:,}"}
+        return _("今月 %(used)s / %(limit)s 通") % {"used": f"{self.used:,}", "limit": f"{self.limit:,}"}
 
 
 def default_plan() -> LinePlan | None:
