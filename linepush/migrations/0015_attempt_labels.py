@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('linepush', '0013_contact_blocked_at_erasure'),
+        ('linepush', '0014_line_coupon'),
     ]
 
     operations = [

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('deliveries', '0015_task_issue_id_index'),
+        ('deliveries', '0016_schedule_prepared'),
     ]
 
     operations = [
