@@ -32,7 +32,7 @@ from deliveries.lifecycle import ConcurrentChange, issue_reconcile
 from deliveries.models import STATUS_APPROVED, STATUS_ERROR, ContentTask, DeliverySchedule
 from deliveries.preview import Preview, preview_build
 from deliveries.services import publish_passed
-from linepush.models import LinePushItem
+from linepush.models import LineApiToken, LinePushItem
 from linepush.services import push_approve, push_reject, push_resume, push_retry
 
 APPROVE = gettext_noop("承認")
@@ -226,3 +226,10 @@ def push_item_resume(*, item: LinePushItem, user) -> ActionResult:
         return ActionResult(False, _("%(item)s は保留中ではありません。") % {"item": item})
     action_record(user=user, obj=item, message="保留中の LINE 投稿を再開")
     return ActionResult(True, _("%(item)s を送信待ちに戻しました。") % {"item": item})
+
+
+def api_token_revoke(*, token: LineApiToken, user) -> ActionResult:
+    if not token.revoke():
+        return ActionResult(False, _("%(token)s は無効化済みです。") % {"token": token})
+    action_record(user=user, obj=token, message="LINE 投稿 API トークンを無効化")
+    return ActionResult(True, _("%(token)s を無効化しました。") % {"token": token})

@@ -28,6 +28,19 @@ def validate_quiet_hours(value: dict) -> None:
     QuietHours.from_config(value)
 
 
+# The most sends of one tenant claimed at once that a superuser may set (five times the
+# default): more is a typo, and would let one tenant's burst fill the deliverers' queue.
+MAX_CONCURRENT_DELIVERIES_LIMIT = 1000
+
+
+def validate_max_concurrent_deliveries(value: int) -> None:
+    if value is not None and not 1 <= value <= MAX_CONCURRENT_DELIVERIES_LIMIT:
+        raise ValidationError(
+            _("同時配信数の上限は 1〜%(limit)d で指定してください。")
+            % {"limit": MAX_CONCURRENT_DELIVERIES_LIMIT}
+        )
+
+
 def validate_operators(value: list) -> None:
     if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
         raise ValidationError(_("操作を許可するユーザーは文字列のリストで指定してください。"))

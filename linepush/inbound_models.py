@@ -115,6 +115,14 @@ class LineApiToken(models.Model):
         )
         return row, plain
 
+    def revoke(self) -> bool:
+        """Revoke for good; False when it was already revoked (nothing un-revokes a token)."""
+        now = timezone.now()
+        if LineApiToken.objects.filter(pk=self.pk, revoked_at__isnull=True).update(revoked_at=now) != 1:
+            return False
+        self.revoked_at = now
+        return True
+
 
 class LineWebhookEvent(StoredWebhookEvent):
     """A LINE webhook event, stored raw and deduplicated on webhookEventId before it is acted on."""

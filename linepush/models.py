@@ -13,6 +13,7 @@ import uuid
 from datetime import datetime, timedelta
 
 from django.conf import settings
+from django.core.validators import MaxValueValidator
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import pgettext_lazy
@@ -34,6 +35,8 @@ from linepush.inbound_models import (  # noqa: F401
 
 # The validators are named here too: migrations 0002 refer to them as linepush.models.*.
 from linepush.settings_models import (  # noqa: F401
+    MAX_POSTS_PER_WINDOW,
+    WINDOW_BOUNDS,
     LineMonthlyUsage,
     LinePlan,
     LinePushSettings,
@@ -65,8 +68,12 @@ class LineSource(models.Model):
     # LINE's count excludes the bot (line/line-openapi `GroupMemberCountResponse`); a push to a
     # group costs one message per member (https://developers.line.biz/en/docs/messaging-api/pricing/).
     member_count = models.PositiveIntegerField(_("メンバー数"), null=True, blank=True)
-    rate_limit_count = models.PositiveIntegerField(_("グループの上限（件）"), default=3)
-    rate_limit_window_seconds = models.PositiveIntegerField(_("グループの上限の期間（秒）"), default=300)
+    rate_limit_count = models.PositiveIntegerField(
+        _("グループの上限（件）"), default=3, validators=[MaxValueValidator(MAX_POSTS_PER_WINDOW)]
+    )
+    rate_limit_window_seconds = models.PositiveIntegerField(
+        _("グループの上限の期間（秒）"), default=300, validators=WINDOW_BOUNDS
+    )
     joined_at = models.DateTimeField(_("参加日時"), null=True, blank=True)
     left_at = models.DateTimeField(_("退出日時"), null=True, blank=True)
     created_at = models.DateTimeField(_("作成日時"), auto_now_add=True)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.utils.translation import gettext, pgettext_lazy
 from django.utils.translation import gettext_lazy as _
@@ -26,6 +27,12 @@ class Trigger(models.TextChoices):
 # Seed 003 §5: triggers that post without a person reading them first are the routine
 # ones; an escalation or an outside system's signal waits for a manager by default.
 APPROVAL_REQUIRED_BY_DEFAULT = frozenset({Trigger.ESCALATION, Trigger.SIGNAL_APPROVED})
+
+
+# Bounds of the rate limits managers set: a window of at most a day, and a count no group
+# or tenant sends in one (a number past them is a typo, not a limit).
+MAX_POSTS_PER_WINDOW = 10_000
+WINDOW_BOUNDS = [MinValueValidator(1), MaxValueValidator(24 * 60 * 60)]
 
 
 def validate_triggers(value: object) -> None:
@@ -99,13 +106,21 @@ class LinePushSettings(models.Model):
         help_text=_("空欄 = LINE の上限（毎日の確認結果）だけで判定"),
     )
     tenant_rate_limit = models.PositiveIntegerField(
-        _("テナント全体の上限（件）"), null=True, blank=True, help_text=_("空欄 = 制限なし")
+        _("テナント全体の上限（件）"),
+        null=True,
+        blank=True,
+        help_text=_("空欄 = 制限なし"),
+        validators=[MaxValueValidator(MAX_POSTS_PER_WINDOW)],
     )
-    tenant_rate_window_seconds = models.PositiveIntegerField(_("テナント全体の上限の期間（秒）"), default=300)
+    tenant_rate_window_seconds = models.PositiveIntegerField(
+        _("テナント全体の上限の期間（秒）"), default=300, validators=WINDOW_BOUNDS
+    )
     timezone = models.CharField(
         _("タイムゾーン"), max_length=64, default="Asia/Tokyo", validators=[validate_timezone]
     )
-    digest_hour = models.PositiveSmallIntegerField(_("朝のダイジェストの時刻（時）"), default=8)
+    digest_hour = models.PositiveSmallIntegerField(
+        _("朝のダイジェストの時刻（時）"), default=8, validators=[MaxValueValidator(23)]
+    )
     registration_messages = models.JSONField(
         _("友だち追加時の返信（登録クーポン）"),
         default=list,

@@ -11,10 +11,13 @@ from django.utils.translation import gettext_lazy as _
 from console.access import TenantScopedAdmin
 from console.widgets import QuietHoursWidget
 from core.crypto import mask
-from core.models import Tenant, TenantMembership
+from core.models import Tenant, TenantMembership, validate_max_concurrent_deliveries
 
 SECRET_FIELDS = ("backlog_api_key", "line_channel_token", "line_channel_secret")
 ENDPOINT_FIELDS = ("backlog_base_url", "backlog_project_key")
+# The slug is in both webhook URLs, is_active switches the tenant off, and the concurrency
+# limit sizes what the tenant takes of the shared workers: a superuser's decisions.
+SUPERUSER_FIELDS = (*ENDPOINT_FIELDS, "slug", "is_active", "max_concurrent_deliveries")
 
 
 class TenantForm(forms.ModelForm):
@@ -32,6 +35,8 @@ class TenantForm(forms.ModelForm):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
+        if "max_concurrent_deliveries" in self.fields:
+            self.fields["max_concurrent_deliveries"].validators.append(validate_max_concurrent_deliveries)
         for name in SECRET_FIELDS:
             current = getattr(self.instance, name, "")
             self.fields[name].required = name == "backlog_api_key" and not current
@@ -66,7 +71,7 @@ class TenantAdmin(TenantScopedAdmin):
     tenant_path = ""
     form = TenantForm
     secret_fields = (*SECRET_FIELDS, "webhook_token")
-    superuser_fields = ENDPOINT_FIELDS
+    superuser_fields = SUPERUSER_FIELDS
     list_display = (
         "slug",
         "name",

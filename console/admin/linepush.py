@@ -15,7 +15,13 @@ from console.access import RecordAdmin, ScopedInlineMixin, TenantScopedAdmin
 from console.actions import bulk_action, object_action
 from console.filters import fixed_values_filter
 from console.results import rejected_reason_label
-from console.services import push_item_approve, push_item_reject, push_item_resume, push_item_retry
+from console.services import (
+    api_token_revoke,
+    push_item_approve,
+    push_item_reject,
+    push_item_resume,
+    push_item_retry,
+)
 from core.access import may_act, may_act_somewhere
 from linepush.erasure import line_user_erase
 from linepush.events import HANDLERS
@@ -105,7 +111,6 @@ class LineSourceForm(forms.ModelForm):
             "name",
             "allow_outbound_push",
             "push_opt_in_triggers",
-            "member_count",
             "rate_limit_count",
             "rate_limit_window_seconds",
             "joined_at",
@@ -127,7 +132,9 @@ class LineSourceAdmin(TenantScopedAdmin):
     list_editable = ("allow_outbound_push", "push_opt_in_triggers")
     list_filter = ("tenant", "allow_outbound_push", "kind")
     search_fields = ("name", "group_id")
-    readonly_fields = ("audit_trail",)
+    # The member count is LINE's (members/count, join and leave events) and is what the quota
+    # hold counts per push: nobody types it in.
+    readonly_fields = ("member_count", "audit_trail")
     form = LineSourceForm
 
     def get_changelist_form(self, request: HttpRequest, **kwargs):
@@ -256,6 +263,14 @@ class LinePushSettingsAdmin(TenantScopedAdmin):
             fields = ["plan_label" if f == "plan" else f for f in fields]
         return [*fields, "month_usage"] if obj is not None else fields
 
+    # A row deleted and added again would come back without the plan a superuser set:
+    # managers edit the row's other fields, only superusers add or delete it.
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return request.user.is_superuser
+
+    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
+        return request.user.is_superuser
+
     def get_readonly_fields(self, request: HttpRequest, obj=None):
         fields = [*super().get_readonly_fields(request, obj), "plan_label", "month_usage"]
         return fields if request.user.is_superuser else [*fields, "plan"]
@@ -316,14 +331,29 @@ class LinePushProblemAdmin(RecordAdmin):
 
 @admin.register(LineApiToken)
 class LineApiTokenAdmin(TenantScopedAdmin):
-    """Tokens are issued with `manage.py linepush_token`; here they can only be seen and revoked."""
+    """Tokens are issued with `manage.py linepush_token`; here they are seen and revoked.
+
+    Revoking is one way: `revoked_at` is never a form field, only the action sets it.
+    """
 
     list_display = ("name", "prefix", "tenant", "created_at", "last_used_at", "revoked_at")
     fields = ("tenant", "name", "prefix", "created_at", "last_used_at", "revoked_at")
-    readonly_fields = ("tenant", "name", "prefix", "created_at", "last_used_at")
+    readonly_fields = fields
+    actions = ["revoke"]
 
     def has_add_permission(self, request) -> bool:
         return False
+
+    def get_actions(self, request: HttpRequest):
+        return super().get_actions(request) if may_act_somewhere(request.user) else {}
+
+    @admin.action(description=_("選択したトークンを無効化する（元に戻せません）"))
+    def revoke(self, request, queryset: QuerySet[LineApiToken]) -> None:
+        bulk_action(self, request, queryset, _revoke, done_text=_("%(count)d 件を無効化しました。"))
+
+
+def _revoke(token, user):
+    return api_token_revoke(token=token, user=user)
 
 
 @admin.register(LineWebhookEvent)
