@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import re
 from datetime import timedelta
 from pathlib import Path
 
@@ -363,6 +364,17 @@ LINEPUSH_BATCH_SIZE = env.int("LINEPUSH_BATCH_SIZE", default=100)
 LINEPUSH_MAX_IN_FLIGHT = env.int("LINEPUSH_MAX_IN_FLIGHT", default=500)
 LINEPUSH_SEND_LANES = env.int("LINEPUSH_SEND_LANES", default=8)  # 100 / 8: ~12 pushes a lane
 LINEPUSH_ESCALATION_AFTER_HOURS = env.int("LINEPUSH_ESCALATION_AFTER_HOURS", default=24)
+# Requests one API token may make to POST /api/linepush/items/: `N/s`, `N/min`, `N/hour` or
+# `N/day` (DRF's rate); over it the API answers 429 with Retry-After.
+LINEPUSH_API_THROTTLE_RATE = env.str("LINEPUSH_API_THROTTLE_RATE", default="60/min")
+if not re.fullmatch(r"[1-9][0-9]*/(s|sec|second|m|min|minute|h|hour|d|day)", LINEPUSH_API_THROTTLE_RATE):
+    raise ImproperlyConfigured(
+        f"LINEPUSH_API_THROTTLE_RATE must be like 60/min (N/s, N/min, N/hour, N/day), not {LINEPUSH_API_THROTTLE_RATE!r}"
+    )
+# Django's cache (the API throttle's counts): in-process by default, so each web process
+# counts on its own; a shared cache (redis://…, dbcache://table after createcachetable)
+# makes the throttle one per token across processes.
+CACHES = {"default": env.cache("CACHE_URL", default="locmemcache://")}
 LINE_WEBHOOK_MAX_BYTES = 1024 * 1024
 # The lease of a stored webhook event (Backlog, LINE) a worker is processing, renewed likewise.
 EVENT_LEASE_SECONDS = env.int("EVENT_LEASE_SECONDS", default=5)

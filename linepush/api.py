@@ -3,9 +3,12 @@
 Authentication: `Authorization: Bearer <token>` with a per-tenant token
 (`manage.py linepush_token SLUG`); only its SHA-256 is stored. The body is the item's
 fields; 201 = created, 200 = an item of this tenant with this dedupe_key already exists
-(returned as it is), 400 = the reasons, 401 = no or a bad token, 413 = a body over
+(returned as it is), 400 = the reasons (a `scheduled_at` outside its window too),
+401 = no or a bad token, 403 = a trigger type the token may not use, 413 = a body over
 DATA_UPLOAD_MAX_MEMORY_SIZE (Django's 2.5 MB by default, above LINE's own 2 MB per
-push). Dedupe keys are per tenant: another tenant's item with the same key is invisible
+push), 429 = over the token's rate (`LINEPUSH_API_THROTTLE_RATE`) with `Retry-After`.
+A token's posts wait for a manager's approval unless the token says they skip it.
+Dedupe keys are per tenant: another tenant's item with the same key is invisible
 here (the answer is 201, as for a new key), so the API never tells whether a key exists
 elsewhere.
 """
@@ -14,6 +17,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
@@ -26,6 +30,7 @@ from rest_framework.exceptions import AuthenticationFailed, ParseError
 from rest_framework.parsers import JSONParser
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
+from rest_framework.throttling import SimpleRateThrottle
 from rest_framework.views import APIView
 
 from core.models import Tenant
@@ -35,6 +40,10 @@ from linepush.models import LineApiToken, LinePushItem, Trigger
 from linepush.services import PushInvalid, push_enqueue
 
 GROUP_ID = re.compile(r"[CR][0-9A-Za-z_\-]{1,63}")
+# A post "now" from a caller whose clock runs a little behind is fine; one dated further
+# back (or a year ahead) is a mistake, and a date in the past would be sent at once.
+SCHEDULED_AT_PAST = timedelta(minutes=5)
+SCHEDULED_AT_AHEAD = timedelta(days=365)
 
 
 @dataclass(frozen=True)
@@ -76,6 +85,24 @@ class LineApiTokenScheme(OpenApiAuthenticationExtension):
         return {"type": "http", "scheme": "bearer", "description": "テナントごとの API トークン"}
 
 
+class LineApiTokenThrottle(SimpleRateThrottle):
+    """Requests per token, at `LINEPUSH_API_THROTTLE_RATE` (e.g. `60/min`); DRF answers 429
+    with `Retry-After`. Counted in Django's default cache (`CACHE_URL`): shared by every
+    process only when that cache is (Redis, the database)."""
+
+    scope = "linepush_token"
+
+    def get_rate(self) -> str:
+        return settings.LINEPUSH_API_THROTTLE_RATE
+
+    def get_cache_key(self, request, view) -> str | None:
+        client = request.user
+        if not isinstance(client, ApiClient):
+            return None
+        # The hash, not the row id: ids come back after a delete, a token's hash never does.
+        return self.cache_format % {"scope": self.scope, "ident": client.token.token_hash[:32]}
+
+
 class BoundedJSONParser(JSONParser):
     """JSON nested deeper than Python's json can follow (`[[[[…`) is a 400, not a RecursionError (500)."""
 
@@ -112,6 +139,18 @@ class PushItemIn(serializers.Serializer):
             raise serializers.ValidationError(problems)
         return value
 
+    def validate_scheduled_at(self, value: datetime) -> datetime:
+        now = timezone.now()
+        if value < now - SCHEDULED_AT_PAST:
+            raise serializers.ValidationError(
+                f"過去の日時です（{int(SCHEDULED_AT_PAST.total_seconds() // 60)} 分より前は指定できません）。"
+            )
+        if value > now + SCHEDULED_AT_AHEAD:
+            raise serializers.ValidationError(
+                f"先すぎる日時です（{SCHEDULED_AT_AHEAD.days} 日より先は指定できません）。"
+            )
+        return value
+
 
 class PushItemOut(serializers.ModelSerializer):
     class Meta:
@@ -137,6 +176,7 @@ class PushItemOut(serializers.ModelSerializer):
 class PushItemCreateView(APIView):
     authentication_classes = [LineApiTokenAuthentication]
     permission_classes = [IsAuthenticated]
+    throttle_classes = [LineApiTokenThrottle]
     parser_classes = [BoundedJSONParser]
 
     def handle_exception(self, exc):
@@ -161,14 +201,23 @@ class PushItemCreateView(APIView):
             ),
             400: OpenApiResponse(description="入力の問題（項目ごとの理由）"),
             401: OpenApiResponse(description="API トークンがない、または無効"),
+            403: OpenApiResponse(description="このトークンでは使えない trigger_type"),
             413: OpenApiResponse(description="リクエストの本文が大きすぎる"),
+            429: OpenApiResponse(description="トークンごとの上限を超えた（Retry-After の秒数後に再試行）"),
         },
     )
     def post(self, request) -> Response:
         data = PushItemIn(data=request.data)
         data.is_valid(raise_exception=True)
+        token = request.user.token
+        if refusal := token.refusal(data.validated_data["trigger_type"]):
+            return Response({"trigger_type": [refusal]}, status=status.HTTP_403_FORBIDDEN)
         try:
-            item, created = push_enqueue(tenant=request.user.tenant, **data.validated_data)
+            item, created = push_enqueue(
+                tenant=request.user.tenant,
+                approval_required=not token.skip_approval,
+                **data.validated_data,
+            )
         except PushInvalid as exc:
             return Response({"non_field_errors": exc.problems}, status=status.HTTP_400_BAD_REQUEST)
         return Response(

@@ -100,6 +100,7 @@ def push_enqueue(
     source_table: str = "",
     source_id: str = "",
     scheduled_at: datetime | None = None,
+    approval_required: bool = False,
 ) -> tuple[LinePushItem, bool]:
     """Queue one post; the tenant's existing dedupe_key is a no-op returning that item (created=False).
 
@@ -107,7 +108,8 @@ def push_enqueue(
     found nor in the way (issue 13 §1).
 
     The group's opt-in is checked now (an opted-out group ends `skipped` with the reason,
-    so the refusal is visible) and again when the item is sent.
+    so the refusal is visible) and again when the item is sent. `approval_required`: the
+    post waits for a manager whatever the tenant's trigger policy says (the API's tokens).
     """
     push_validate(
         trigger_type=trigger_type, ext_group_id=ext_group_id, payload=payload, dedupe_key=dedupe_key
@@ -125,7 +127,7 @@ def push_enqueue(
         source_id=source_id,
         scheduled_at=scheduled_at or timezone.now(),
     )
-    _initial_status(item)
+    _initial_status(item, approval_required)
     try:
         with transaction.atomic():
             item.save(force_insert=True)
@@ -134,12 +136,12 @@ def push_enqueue(
     return item, True
 
 
-def _initial_status(item: LinePushItem) -> None:
+def _initial_status(item: LinePushItem, approval_required: bool) -> None:
     source = LineSource.objects.filter(tenant=item.tenant, group_id=item.ext_group_id).first()
     refusal = item.may_send(source)
     if refusal:
         item.status, item.last_error = LinePushItem.Status.SKIPPED, refusal
-    elif LineTriggerPolicy.approval_required(item.tenant, item.trigger_type):
+    elif approval_required or LineTriggerPolicy.approval_required(item.tenant, item.trigger_type):
         item.status = LinePushItem.Status.WAITING_APPROVAL
 
 

@@ -329,16 +329,52 @@ class LinePushProblemAdmin(RecordAdmin):
     readonly_fields = [f.name for f in LinePushProblem._meta.fields]
 
 
+class LineApiTokenForm(forms.ModelForm):
+    allowed_triggers = forms.MultipleChoiceField(
+        label=LineApiToken._meta.get_field("allowed_triggers").verbose_name,
+        help_text=LineApiToken._meta.get_field("allowed_triggers").help_text,
+        choices=Trigger.choices,
+        widget=forms.CheckboxSelectMultiple,
+        required=False,
+    )
+
+    class Meta:
+        model = LineApiToken
+        fields = ("allowed_triggers", "skip_approval")
+
+
 @admin.register(LineApiToken)
 class LineApiTokenAdmin(TenantScopedAdmin):
     """Tokens are issued with `manage.py linepush_token`; here they are seen and revoked.
 
-    Revoking is one way: `revoked_at` is never a form field, only the action sets it.
+    What a token may post (its trigger types, whether its posts skip approval) is set by a
+    superuser; managers see it. Revoking is one way: `revoked_at` is never a form field,
+    only the action sets it.
     """
 
-    list_display = ("name", "prefix", "tenant", "created_at", "last_used_at", "revoked_at")
-    fields = ("tenant", "name", "prefix", "created_at", "last_used_at", "revoked_at")
-    readonly_fields = fields
+    form = LineApiTokenForm
+    list_display = (
+        "name",
+        "prefix",
+        "tenant",
+        "allowed_triggers",
+        "skip_approval",
+        "created_at",
+        "last_used_at",
+        "revoked_at",
+    )
+    fields = (
+        "tenant",
+        "name",
+        "prefix",
+        "allowed_triggers",
+        "skip_approval",
+        "created_at",
+        "last_used_at",
+        "revoked_at",
+    )
+    superuser_fields = ("allowed_triggers", "skip_approval")
+    readonly_fields = ("tenant", "name", "prefix", "created_at", "last_used_at", "revoked_at")
     actions = ["revoke"]
 
     def has_add_permission(self, request) -> bool:

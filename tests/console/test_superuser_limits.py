@@ -208,3 +208,32 @@ def test_it_bounds_the_digest_hour(as_manager, settings_row):
 
     assert response.status_code == 200
     assert LinePushSettings.objects.get(pk=settings_row.pk).digest_hour == 8
+
+
+# -- what a token may post -----------------------------------------------------------------------
+
+
+def test_it_shows_a_manager_what_a_token_may_post_read_only(as_manager, tenant):
+    token, _ = LineApiToken.issue(tenant=tenant, name="talent-hub")
+    url = reverse("admin:linepush_lineapitoken_change", args=[token.pk])
+
+    page = as_manager.get(url).content.decode()
+    as_manager.post(url, {"allowed_triggers": ["task_approved", "reminder"], "skip_approval": "on"})
+
+    assert "使えるトリガー" in page and "承認なしで投稿" in page
+    assert 'name="skip_approval"' not in page and 'name="allowed_triggers"' not in page
+    row = LineApiToken.objects.get(pk=token.pk)
+    assert (row.allowed_triggers, row.skip_approval) == (["signal_approved"], False)
+
+
+def test_a_superuser_sets_what_a_token_may_post(as_superuser, tenant):
+    token, _ = LineApiToken.issue(tenant=tenant, name="talent-hub")
+    url = reverse("admin:linepush_lineapitoken_change", args=[token.pk])
+
+    response = as_superuser.post(
+        url, {"allowed_triggers": ["task_approved", "reminder"], "skip_approval": "on"}
+    )
+
+    assert response.status_code == 302
+    row = LineApiToken.objects.get(pk=token.pk)
+    assert (row.allowed_triggers, row.skip_approval) == (["task_approved", "reminder"], True)

@@ -28,7 +28,9 @@ def test_a_post_queued_through_the_api_reaches_the_group(tmp_path):
     with Stack(tmp_dir=tmp_path) as stack:
         tenant = stack.add_tenant()
         stack.manage("add_tenant", "e2e", "--line-channel-secret", SECRET)
-        token = stack.manage("linepush_token", "e2e", "--name", "talent-hub").stdout.strip()
+        token = stack.manage(
+            "linepush_token", "e2e", "--name", "talent-hub", "--triggers", "task_approved", "--skip-approval"
+        ).stdout.strip()
         stack.spawn("worker", "qcluster")
         stack.spawn("deliverer", "qcluster", env={"Q_CLUSTER_NAME": "deliveries"})
         stack.spawn("scheduler", "run_scheduler")

@@ -69,8 +69,9 @@ def test_it_answers_200_with_the_existing_item_for_a_known_dedupe_key(client, te
     assert LinePushItem.objects.count() == 1
 
 
-def test_an_item_the_api_queued_is_sent_by_the_scheduler(client, tenant, token, line):
+def test_an_item_the_api_queued_is_sent_by_the_scheduler(client, tenant, line):
     team = group(tenant)
+    token = LineApiToken.issue(tenant=tenant, name="hub", triggers=["task_approved"], skip_approval=True)[1]
     data = post(client, body(team, trigger_type="task_approved", dedupe_key="api-1"), token).json()
 
     step()
@@ -150,7 +151,7 @@ def test_the_schema_documents_the_endpoint(client):
     assert response.status_code == 200
     schema = response.json()
     operation = schema["paths"][URL]["post"]
-    assert set(operation["responses"]) == {"200", "201", "400", "401", "413"}
+    assert set(operation["responses"]) == {"200", "201", "400", "401", "403", "413", "429"}
     assert operation["security"] == [{"linepushToken": []}]
     assert schema["components"]["securitySchemes"]["linepushToken"]["scheme"] == "bearer"
     assert list(schema["paths"]) == [URL]  # webhooks are not part of the public API
