@@ -7,6 +7,7 @@ tables keep the names they were created with (`db_table`).
 
 from __future__ import annotations
 
+import re
 import secrets
 
 from django.conf import settings
@@ -41,9 +42,30 @@ def validate_max_concurrent_deliveries(value: int) -> None:
         )
 
 
+# An operator entry says which Backlog identifier it is: `id:1001` (the numeric user id)
+# or `user:yamada` (the userId, the login id). A bare `1001` could be either, and a userId
+# may be all digits.
+OPERATOR_ENTRY = re.compile(r"id:[1-9][0-9]{0,18}|user:[^\s:]{1,100}")
+
+
 def validate_operators(value: list) -> None:
     if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
         raise ValidationError(_("操作を許可するユーザーは文字列のリストで指定してください。"))
+    untyped = [v for v in value if not OPERATOR_ENTRY.fullmatch(v)]
+    if untyped:
+        raise ValidationError(
+            _(
+                "「%(entries)s」は使えません。id:1001（数値のユーザーID）または user:yamada（userId）と書いてください。"
+            )
+            % {"entries": "」「".join(untyped)}
+        )
+
+
+def operator_entry(old: str) -> str:
+    """The typed entry of an untyped one: digits were a numeric user id, the rest a userId."""
+    if OPERATOR_ENTRY.fullmatch(old):
+        return old
+    return f"id:{old}" if old.isdigit() else f"user:{old}"
 
 
 DEFAULT_MAX_CONCURRENT_DELIVERIES = 200
@@ -71,7 +93,8 @@ class Tenant(models.Model):
         blank=True,
         validators=[validate_operators],
         help_text=_(
-            "Backlog のユーザーID（数値）または userId（ログインID）。表示名は一意ではないため一致しません。"
+            "1 件ずつ id:1001（Backlog の数値のユーザーID）または user:yamada（userId = ログインID）"
+            "と種類を付けて書きます。表示名は一意ではないため一致しません。"
         ),
     )
     quiet_hours = models.JSONField(
@@ -110,11 +133,11 @@ class Tenant(models.Model):
 
     def is_operator(self, user: dict | None) -> bool:
         """Is this Backlog user (a comment's createdUser, as the API reports it) allowed to
-        run comment commands? By numeric id or userId only: a display name is not unique,
-        and any member of the space can take one."""
+        run comment commands? By numeric id (`id:…`) or userId (`user:…`) only: a display
+        name is not unique, and any member of the space can take one."""
         if not user:
             return False
-        ids = {str(user.get("id") or ""), str(user.get("userId") or "")} - {""}
+        ids = {f"id:{user.get('id') or ''}", f"user:{user.get('userId') or ''}"} - {"id:", "user:"}
         return bool(set(self.operators) & ids)
 
 

@@ -79,7 +79,7 @@ def tenant(db, fake_backlog):
         backlog_base_url=fake_backlog.base_url,
         backlog_api_key=API_KEY,
         backlog_project_key="ACME",
-        operators=["manager"],
+        operators=["user:manager"],
     )
 
 

@@ -26,7 +26,7 @@ def tenant_form(tenant: Tenant, **changes) -> dict:
         "backlog_project_key": tenant.backlog_project_key,
         "line_channel_token": "",
         "line_channel_secret": "",
-        "operators": '["manager"]',
+        "operators": '["user:manager"]',
         "quiet_hours": "{}",
         "publish_time_policy": "invalidate",
         "max_concurrent_deliveries": "4",

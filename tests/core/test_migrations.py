@@ -159,3 +159,24 @@ def test_it_moves_the_admin_history_and_permissions_with_the_models(old_apps):
     assert not ContentType.objects.filter(app_label__in=["deliveries", "console"], model__startswith="tenant")
     assert Permission.objects.get(codename="change_tenant").content_type.app_label == "core"
     assert Permission.objects.get(codename="change_tenantmembership").content_type.app_label == "core"
+
+
+def test_it_types_the_operator_entries_of_existing_tenants(transactional_db):
+    old = migrate([("core", "0002_content_types_moved")])
+    OldTenant = old.get_model("core", "Tenant")
+    row = OldTenant.objects.create(
+        slug="acme",
+        name="acme",
+        backlog_base_url="https://acme.backlog.jp",
+        backlog_api_key="k",
+        backlog_project_key="ACME",
+        operators=["1001", "yamada", "user:sato", "yamada"],
+    )
+
+    migrate(leaf_nodes())
+
+    tenant = Tenant.objects.get(pk=row.pk)
+    assert tenant.operators == ["id:1001", "user:yamada", "user:sato"]
+    assert tenant.is_operator({"id": 1001, "userId": "x"}) and not tenant.is_operator(
+        {"id": 5, "userId": "1001"}
+    )

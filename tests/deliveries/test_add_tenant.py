@@ -34,7 +34,7 @@ def test_it_creates_a_tenant_and_prints_its_webhook_urls_as_json():
             "acme",
             *REQUIRED,
             "--operators",
-            "manager, 1001",
+            "user:manager, id:1001",
             "--json",
             "--base-url",
             "https://automedia.example.jp/",
@@ -48,7 +48,7 @@ def test_it_creates_a_tenant_and_prints_its_webhook_urls_as_json():
         == f"https://automedia.example.jp/hooks/backlog/acme/{tenant.webhook_token}"
     )
     assert out["line_webhook_url"] == "https://automedia.example.jp/hooks/line/acme"
-    assert tenant.operators == ["manager", "1001"]
+    assert tenant.operators == ["user:manager", "id:1001"]
     assert tenant.backlog_api_key == "key-1234567890"
 
 
@@ -113,6 +113,14 @@ def test_it_rejects_invalid_quiet_hours_naming_the_problem(tmp_path):
         run("acme", *REQUIRED, "--quiet-hours-file", str(yml))
 
     assert "Mars/Olympus" in str(caught.value) and "25:00" in str(caught.value)
+    assert not Tenant.objects.exists()
+
+
+@pytest.mark.django_db
+def test_it_refuses_an_operator_that_does_not_say_whether_it_is_an_id_or_a_user_id():
+    with pytest.raises(CommandError, match="「1001」は使えません"):
+        run("acme", *REQUIRED, "--operators", "user:manager,1001")
+
     assert not Tenant.objects.exists()
 
 

@@ -363,7 +363,7 @@ def test_it_no_longer_takes_a_display_name_for_an_operator(approved, say, tenant
     assert schedule_of(key) is not None
 
 
-@pytest.mark.parametrize("operator", ["1001", "manager"])
+@pytest.mark.parametrize("operator", ["id:1001", "user:manager"])
 def test_it_takes_the_numeric_id_or_the_user_id_for_an_operator(approved, say, tenant, operator):
     tenant.operators = [operator]
     tenant.save()

@@ -41,7 +41,7 @@ class Command(BaseCommand):
                 "backlog_project_key": DEMO_PROJECT,
                 "line_channel_token": "sandbox-line-token",
                 "line_channel_secret": "sandbox-line-secret",
-                "operators": ["manager"],
+                "operators": ["user:manager"],
                 "quiet_hours": {
                     "enabled": True,
                     "timezone": "Asia/Tokyo",

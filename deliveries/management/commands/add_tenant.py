@@ -30,7 +30,8 @@ class Command(BaseCommand):
         parser.add_argument("--line-channel-secret")
         parser.add_argument(
             "--operators",
-            help="comma-separated Backlog numeric user ids and/or userIds (display names do not match)",
+            help="comma-separated, each typed: id:1001 (Backlog numeric user id) or user:yamada "
+            "(userId); display names do not match",
         )
         parser.add_argument("--quiet-hours-file", type=Path, help="project.yml with a quiet_hours block")
         parser.add_argument("--publish-time-policy", choices=Tenant.PublishTimePolicy.values)
