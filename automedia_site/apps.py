@@ -7,6 +7,10 @@ class AutomediaSiteConfig(AppConfig):
     name = "automedia_site"
     verbose_name = "automedia"
 
+    def ready(self) -> None:
+        # The login receiver: a session starts its idle time at login, before any request.
+        from automedia_site import middleware  # noqa: F401
+
 
 class AxesConfig(AxesAppConfig):
     """django-axes under a Japanese name in the admin (it has none of its own)."""

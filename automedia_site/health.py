@@ -98,6 +98,11 @@ class ScheduleCollector:
 
 
 def metrics_view(request) -> HttpResponse:
+    if not settings.METRICS_TOKEN and not (settings.DEBUG or settings.METRICS_PUBLIC):
+        return HttpResponse(
+            "metrics are off: set METRICS_TOKEN (or METRICS_PUBLIC=true to serve them to anyone)\n",
+            status=403,
+        )
     if not _metrics_allowed(request):
         response = HttpResponse("metrics need Authorization: Bearer <METRICS_TOKEN>\n", status=401)
         response["WWW-Authenticate"] = 'Bearer realm="metrics"'
@@ -113,8 +118,8 @@ def metrics_view(request) -> HttpResponse:
 
 
 def _metrics_allowed(request) -> bool:
-    """Open when METRICS_TOKEN is unset (development); else the bearer token, compared in
-    constant time."""
+    """Open when METRICS_TOKEN is unset (DEBUG, or METRICS_PUBLIC); else the bearer token,
+    compared in constant time."""
     if not settings.METRICS_TOKEN:
         return True
     scheme, _, given = request.headers.get("Authorization", "").partition(" ")

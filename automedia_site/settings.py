@@ -33,7 +33,8 @@ if not DEBUG and (SECRET_KEY == DEV_SECRET_KEY or len(SECRET_KEY) < 32):
         "when DEBUG is off (production settings refuse the development key)."
     )
 
-ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "testserver"])
+# Django's test runner adds its own `testserver`; a deployment never needs it.
+ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost"])
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 
 # HTTPS: on by default when DEBUG is off, each switched by the variable of its own name.
@@ -171,9 +172,15 @@ DATABASES = {"default": database(env, BASE_DIR, pool_max_size=DATABASE_POOL_MAX_
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+# An admin session ends after this long without a request (automedia_site/middleware.py).
+SESSION_COOKIE_AGE = env.int("SESSION_IDLE_TIMEOUT_SECONDS", default=8 * 60 * 60)
+if SESSION_COOKIE_AGE < 120:
+    raise ImproperlyConfigured("SESSION_IDLE_TIMEOUT_SECONDS must be at least 120")
 
 LANGUAGE_CODE = "ja"
 # Japanese by default; English when the browser asks for it (LocaleMiddleware).
@@ -352,8 +359,9 @@ DELIVERY_RECHECK_SECONDS = env.float("DELIVERY_RECHECK_SECONDS", default=3.0)
 WRITEBACK_BATCH = env.int("WRITEBACK_BATCH", default=20)
 HEALTH_HEARTBEAT_MAX_AGE = env.int("HEALTH_HEARTBEAT_MAX_AGE", default=30)
 HEALTH_OVERDUE_MAX_SECONDS = env.int("HEALTH_OVERDUE_MAX_SECONDS", default=60)
-# Set in production: /metrics then answers only `Authorization: Bearer <METRICS_TOKEN>`.
+# /metrics answers only `Authorization: Bearer <METRICS_TOKEN>`; unset, 403 unless DEBUG or METRICS_PUBLIC.
 METRICS_TOKEN = env.str("METRICS_TOKEN", default="")
+METRICS_PUBLIC = env.bool("METRICS_PUBLIC", default=False)
 
 # LINE group posts (linepush): the claim lease of a queued post, the longest wait
 # before the first retry (doubled each time, 3 attempts), posts per worker task,
@@ -364,16 +372,11 @@ LINEPUSH_BATCH_SIZE = env.int("LINEPUSH_BATCH_SIZE", default=100)
 LINEPUSH_MAX_IN_FLIGHT = env.int("LINEPUSH_MAX_IN_FLIGHT", default=500)
 LINEPUSH_SEND_LANES = env.int("LINEPUSH_SEND_LANES", default=8)  # 100 / 8: ~12 pushes a lane
 LINEPUSH_ESCALATION_AFTER_HOURS = env.int("LINEPUSH_ESCALATION_AFTER_HOURS", default=24)
-# Requests one API token may make to POST /api/linepush/items/: `N/s`, `N/min`, `N/hour` or
-# `N/day` (DRF's rate); over it the API answers 429 with Retry-After.
+# Requests one API token may make to POST /api/linepush/items/ (N/s, N/min, N/hour, N/day).
 LINEPUSH_API_THROTTLE_RATE = env.str("LINEPUSH_API_THROTTLE_RATE", default="60/min")
-if not re.fullmatch(r"[1-9][0-9]*/(s|sec|second|m|min|minute|h|hour|d|day)", LINEPUSH_API_THROTTLE_RATE):
-    raise ImproperlyConfigured(
-        f"LINEPUSH_API_THROTTLE_RATE must be like 60/min (N/s, N/min, N/hour, N/day), not {LINEPUSH_API_THROTTLE_RATE!r}"
-    )
-# Django's cache (the API throttle's counts): in-process by default, so each web process
-# counts on its own; a shared cache (redis://…, dbcache://table after createcachetable)
-# makes the throttle one per token across processes.
+if not re.fullmatch(r"[1-9][0-9]*/(s|sec|m|min|h|hour|d|day)", LINEPUSH_API_THROTTLE_RATE):
+    raise ImproperlyConfigured("LINEPUSH_API_THROTTLE_RATE must be like 60/min (N/s, N/min, N/hour, N/day)")
+# Django's cache, where the API throttle counts: in-process unless CACHE_URL names a shared one.
 CACHES = {"default": env.cache("CACHE_URL", default="locmemcache://")}
 LINE_WEBHOOK_MAX_BYTES = 1024 * 1024
 # The lease of a stored webhook event (Backlog, LINE) a worker is processing, renewed likewise.

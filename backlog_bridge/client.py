@@ -131,6 +131,19 @@ class BacklogHostRefused(BacklogError):
         return f"Backlog API を呼び出しませんでした: {self.message}"
 
 
+class BacklogNotJson(BacklogError):
+    """A success status whose body is not JSON: no API answer (a proxy's or a maintenance
+    page), so retried like an outage."""
+
+    def __init__(self, response: httpx.Response):
+        kind = response.headers.get("Content-Type", "").split(";")[0].strip() or "種類不明"
+        super().__init__(f"応答が JSON ではありません（{kind}）", status=response.status_code)
+
+    @property
+    def retryable(self) -> bool:
+        return True
+
+
 def _error_from_response(response: httpx.Response) -> BacklogError:
     message, code = response.reason_phrase or "error", None
     try:
@@ -212,8 +225,12 @@ class BacklogClient:
                 if self.pacer is not None:
                     self.pacer.after(group, response.headers)
                 if response.is_success:
-                    return response.json() if response.content else None
-                error = _error_from_response(response)
+                    try:
+                        return response.json() if response.content else None
+                    except ValueError:
+                        error = BacklogNotJson(response)
+                else:
+                    error = _error_from_response(response)
             if not error.retryable or attempt == QUICK_RETRIES or not self._wait(error, attempt, group):
                 raise error
         raise AssertionError("unreachable")

@@ -14,7 +14,7 @@ from rest_framework.response import Response
 from backlog_bridge.activities import PayloadError
 from backlog_bridge.services import webhook_accept
 from core.models import Tenant
-from core.webhooks import WebhookView, body_json
+from core.webhooks import WebhookView, body_json, body_size_refusal
 
 _tenants: dict[str, Tenant] = {}
 """Tenants by slug whose webhook token a request of this process matched: a webhook
@@ -66,10 +66,8 @@ class BacklogWebhookView(WebhookView):
         return response
 
     def _accept(self, request, tenant: Tenant) -> Response:
-        limit = settings.BACKLOG_WEBHOOK_MAX_BYTES
-        # Content-Length first; the body's own length when there is none (or a lying one).
-        if int(request.META.get("CONTENT_LENGTH") or 0) > limit or len(request.body) > limit:
-            return Response({"error": f"body larger than {limit} bytes"}, status=413)
+        if refusal := body_size_refusal(request, settings.BACKLOG_WEBHOOK_MAX_BYTES):
+            return refusal
         try:
             payload = body_json(request.body)
         except ValueError as exc:

@@ -26,6 +26,19 @@ MAX_JSON_DEPTH = 32
 TOO_DEEP = f"body is not valid JSON: nested deeper than {MAX_JSON_DEPTH} levels"
 
 
+def body_size_refusal(request, limit: int) -> Response | None:
+    """A 400 for a Content-Length that is no length, a 413 for a body over `limit`; None
+    when the body may be read. Checked before `request.body`: Django reads Content-Length
+    with int() there, so `Content-Length: abc` would be a 500."""
+    declared = request.META.get("CONTENT_LENGTH") or "0"
+    if not declared.isascii() or not declared.isdigit():
+        return Response({"error": "Content-Length is not a number of bytes"}, status=400)
+    # Content-Length first; the body's own length when there is none (or a lying one).
+    if int(declared) > limit or len(request.body) > limit:
+        return Response({"error": f"body larger than {limit} bytes"}, status=413)
+    return None
+
+
 def body_json(raw: bytes) -> object:
     """A webhook body as JSON, or ValueError with the reason: `json_parse`'s, nested
     deeper than MAX_JSON_DEPTH, or text no database column can hold (`text_problem`)."""

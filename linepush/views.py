@@ -12,7 +12,7 @@ from django.db import transaction
 from rest_framework.response import Response
 
 from core.models import Tenant
-from core.webhooks import WebhookView, json_parse
+from core.webhooks import WebhookView, body_size_refusal, json_parse
 from linepush.intake import line_events_accept, signature_valid
 
 # Never a channel secret: an unknown tenant's body is checked against it, so that it
@@ -22,9 +22,8 @@ NO_TENANT_SECRET = "no-tenant"  # noqa: S105
 
 class LineWebhookView(WebhookView):
     def post(self, request, slug: str) -> Response:
-        limit = settings.LINE_WEBHOOK_MAX_BYTES
-        if int(request.META.get("CONTENT_LENGTH") or 0) > limit or len(request.body) > limit:
-            return Response({"error": f"body larger than {limit} bytes"}, status=413)
+        if refusal := body_size_refusal(request, settings.LINE_WEBHOOK_MAX_BYTES):
+            return refusal
         tenant = Tenant.objects.filter(slug=slug, is_active=True).first()
         # An unknown tenant answers as a bad signature does: the answer never tells which
         # slugs exist.

@@ -77,15 +77,16 @@ def test_it_reports_a_failing_check_by_name_only_and_logs_why(client, monkeypatc
     assert "health check broker failed" in caplog.text and "redis.internal:6379 refused" in caplog.text
 
 
-def test_it_exposes_delivery_metrics(client):
+def test_it_exposes_delivery_metrics(client, settings):
     from core import metrics
 
+    settings.METRICS_TOKEN = "scrape-secret"
     metrics.delivery_ended("sent", "line")
     metrics.fired(0.2)
     metrics.outbound_call("line", "200")
     make_schedule(due_in=-120)
 
-    text = client.get("/metrics").content.decode()
+    text = client.get("/metrics", HTTP_AUTHORIZATION="Bearer scrape-secret").content.decode()
 
     assert 'automedia_deliveries_total{channel="line",outcome="sent"}' in text
     assert "automedia_firing_lateness_seconds_bucket" in text
@@ -104,7 +105,18 @@ def test_metrics_need_the_bearer_token_when_one_is_set(client, settings):
     assert "automedia_schedules_overdue" in response.content.decode()
 
 
-def test_metrics_are_open_when_no_token_is_set(client, settings):
-    settings.METRICS_TOKEN = ""
+def test_metrics_are_refused_outside_debug_when_no_token_is_set(client, settings):
+    settings.METRICS_TOKEN, settings.DEBUG, settings.METRICS_PUBLIC = "", False, False
+
+    response = client.get("/metrics")
+
+    assert response.status_code == 403
+    assert "automedia_" not in response.content.decode()
+
+
+@pytest.mark.parametrize("switch", ["DEBUG", "METRICS_PUBLIC"])
+def test_metrics_are_open_without_a_token_with_debug_or_when_public(client, settings, switch):
+    settings.METRICS_TOKEN, settings.DEBUG, settings.METRICS_PUBLIC = "", False, False
+    setattr(settings, switch, True)
 
     assert client.get("/metrics").status_code == 200

@@ -33,6 +33,11 @@ PRINT = (
     "import django, json; django.setup(); from django.conf import settings as s; "
     f"print(json.dumps({{name: getattr(s, name) for name in {[*SECURITY, 'X_FRAME_OPTIONS']!r}}}))"
 )
+PRINT_SESSION = (
+    "import django, json; django.setup(); from django.conf import settings as s; "
+    "print(json.dumps([s.ALLOWED_HOSTS, s.SESSION_COOKIE_AGE, "
+    "[v['NAME'].rsplit('.', 1)[1] for v in s.AUTH_PASSWORD_VALIDATORS]]))"
+)
 
 
 def run(argv: list[str], **env: str) -> subprocess.CompletedProcess:
@@ -107,7 +112,7 @@ def test_behind_the_redirect_probes_answer_over_http_and_browsers_are_sent_to_ht
     client = Client()  # a new client: SecurityMiddleware reads the settings when it is built
 
     assert client.get("/healthz").status_code in (200, 503)  # the state, not a redirect
-    assert client.get("/metrics").status_code == 200
+    assert client.get("/metrics").status_code == 403  # over HTTP, refused without METRICS_TOKEN
     admin = client.get("/admin/")
     assert (admin.status_code, admin["Location"]) == (301, "https://testserver/admin/")
     secure = client.get("/admin/login/", HTTP_X_FORWARDED_PROTO="https")  # via the TLS proxy
@@ -122,3 +127,33 @@ def test_webhooks_work_through_the_tls_proxy_behind_the_redirect(https_settings,
     assert post(client, webhook_url(tenant), payload).status_code == 301  # plain HTTP: never accepted
     response = post(client, webhook_url(tenant), payload, HTTP_X_FORWARDED_PROTO="https")
     assert response.status_code == 200, response.content
+
+
+def session_settings(**env: str) -> list:
+    base = {k: v for k, v in os.environ.items() if k not in (*SECURITY, *PRODUCTION, "ALLOWED_HOSTS")}
+    result = subprocess.run(
+        [sys.executable, "-c", PRINT_SESSION],
+        env={**base, **{k: v for k, v in PRODUCTION.items() if k != "ALLOWED_HOSTS"}, **env},
+        capture_output=True,
+        text=True,
+        cwd=settings.BASE_DIR,
+    )
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def test_production_hosts_sessions_and_passwords_by_default():
+    hosts, age, validators = session_settings()
+
+    assert "testserver" not in hosts
+    assert age == 8 * 60 * 60  # 8 hours idle (automedia_site/middleware.py saves it again)
+    assert validators == [
+        "UserAttributeSimilarityValidator",
+        "MinimumLengthValidator",
+        "CommonPasswordValidator",
+        "NumericPasswordValidator",
+    ]
+
+
+def test_the_session_idle_timeout_is_a_setting():
+    assert session_settings(SESSION_IDLE_TIMEOUT_SECONDS="1800")[1] == 1800

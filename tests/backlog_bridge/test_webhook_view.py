@@ -102,6 +102,17 @@ def test_it_answers_413_for_a_body_over_one_megabyte(client, tenant):
     assert not BacklogEvent.objects.exists()
 
 
+@pytest.mark.parametrize("length", ["abc", "-1", "1e3", "１２"])
+def test_it_answers_400_for_a_content_length_that_is_no_number(client, tenant, length):
+    response = post(
+        client, webhook_url(tenant), load_fixture("backlog/issue_updated.json"), CONTENT_LENGTH=length
+    )
+
+    assert response.status_code == 400
+    assert response.json() == {"error": "Content-Length is not a number of bytes"}
+    assert not BacklogEvent.objects.exists()
+
+
 def test_it_stores_and_processes_an_accepted_event(
     client, tenant, approved_issues, django_capture_on_commit_callbacks
 ):

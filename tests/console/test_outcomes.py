@@ -64,10 +64,11 @@ def test_it_charts_deliveries_that_ended_before_outcomes_were_recorded(approved,
     assert sum(chart["sent"]) + sum(chart["failed"]) + sum(chart["skipped"]) == 2
 
 
-def test_it_shows_them_on_the_dashboard(approved, line, as_manager):
+def test_it_shows_them_on_the_dashboard(approved, line, as_manager, manager):
     fire(approved())
 
     with time_machine.travel(LATER, tick=False):
+        as_manager.force_login(manager)  # the session of before has been idle too long by then
         html = as_manager.get(reverse("admin:index")).content.decode()
 
     assert "<title>12/10 送信済み: 1</title>" in html

@@ -6,6 +6,7 @@ import json
 from datetime import datetime
 
 import pytest
+import respx
 import time_machine
 
 from console.preview import bubble, post_card
@@ -105,6 +106,23 @@ def test_it_says_when_backlog_cannot_be_read(as_manager, fake_backlog, pump, ten
 
     assert response.status_code == 200
     assert "Backlog から課題を読めませんでした" in response.content.decode()
+
+
+@pytest.mark.usefixtures("httpx_engine")  # respx sees only httpx
+def test_it_says_when_backlog_answers_200_with_no_json(as_manager, fake_backlog, pump, tenant, template):
+    task = mirrored_issue(fake_backlog, pump, tenant)
+    with respx.mock(assert_all_called=False) as router:
+        issue = router.get(path__regex=rf"^/api/v2/issues/{task.issue_key}$").respond(
+            200, text="<html>メンテナンス中</html>", headers={"Content-Type": "text/html; charset=utf-8"}
+        )
+        router.route().pass_through()
+        response = as_manager.get(task_url("preview", task))
+
+    assert response.status_code == 200 and issue.called
+    assert (
+        "Backlog から課題を読めませんでした: Backlog API エラー (HTTP 200): 応答が JSON ではありません（text/html）"
+        in response.content.decode()
+    )
 
 
 def test_it_draws_a_carousel_as_cards():

@@ -190,8 +190,9 @@ def test_it_records_an_event_the_database_refuses_by_id_and_reason_only(client, 
 
 
 def test_an_odd_event_is_counted_in_metrics_and_shown_in_the_admin(
-    client, admin_client, tenant, line, django_capture_on_commit_callbacks
+    client, admin_client, tenant, line, django_capture_on_commit_callbacks, settings
 ):
+    settings.METRICS_PUBLIC = True
     labels = {"source": "line", "result": "rejected"}
     before = REGISTRY.get_sample_value("automedia_webhook_events_received_total", labels) or 0
     odd = odd_message(ODD_SHAPES["future-message-text-an-object"][0])

@@ -69,6 +69,23 @@ def test_it_answers_400_to_a_signed_body_that_is_not_plain_json(client, tenant):
     assert not LineWebhookEvent.objects.exists()
 
 
+@pytest.mark.parametrize("length", ["abc", "-1", " 10"])
+def test_it_answers_400_to_a_content_length_that_is_no_number(client, tenant, length):
+    raw = json.dumps(fixture("follow")).encode()
+
+    response = client.post(
+        "/hooks/line/shop",
+        raw,
+        content_type="application/json",
+        HTTP_X_LINE_SIGNATURE=sign(raw),
+        CONTENT_LENGTH=length,
+    )
+
+    assert response.status_code == 400
+    assert response.json() == {"error": "Content-Length is not a number of bytes"}
+    assert not LineWebhookEvent.objects.exists()
+
+
 @pytest.mark.parametrize("signature", ["", "bm90IHRoZSBzaWduYXR1cmU=", sign(b"other body")])
 def test_it_answers_401_to_a_bad_signature_and_stores_nothing(client, tenant, signature):
     response = deliver(client, fixture("follow"), signature=signature)
