@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.core.exceptions import RequestDataTooBig
+from django.core.exceptions import ImproperlyConfigured, RequestDataTooBig
 from django.utils import timezone
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.utils import OpenApiResponse, extend_schema
@@ -83,6 +83,19 @@ class LineApiTokenScheme(OpenApiAuthenticationExtension):
 
     def get_security_definition(self, auto_schema):
         return {"type": "http", "scheme": "bearer", "description": "テナントごとの API トークン"}
+
+
+THROTTLE_RATE = re.compile(r"[1-9][0-9]*/(s|sec|m|min|h|hour|d|day)")
+
+
+def throttle_rate_require() -> None:
+    """Checked at start-up (LinepushConfig.ready): a rate DRF cannot read would make every
+    API call a 500."""
+    if not THROTTLE_RATE.fullmatch(settings.LINEPUSH_API_THROTTLE_RATE):
+        raise ImproperlyConfigured(
+            "LINEPUSH_API_THROTTLE_RATE must be like 60/min (N/s, N/min, N/hour, N/day), "
+            f"not {settings.LINEPUSH_API_THROTTLE_RATE!r}"
+        )
 
 
 class LineApiTokenThrottle(SimpleRateThrottle):

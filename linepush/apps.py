@@ -18,6 +18,7 @@ class LinepushConfig(AppConfig):
             checks,  # noqa: F401 - registers the system checks
             retention,
         )
+        from linepush.api import throttle_rate_require
         from linepush.coupon_models import coupon_message_problems
         from linepush.events import line_events_stranded_step
         from linepush.forecast import approval_forecast
@@ -38,3 +39,4 @@ class LinepushConfig(AppConfig):
         quota_forecaster_register(approval_forecast)
         retention_rule_register(*retention.RULES)
         line_message_check_register(coupon_message_problems)
+        throttle_rate_require()

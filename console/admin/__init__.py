@@ -1,10 +1,11 @@
 """The managers' screens: every ModelAdmin, one module per app whose models it shows
 (`console/admin/<app_label>.py`; deliveries' channel accounts and posts in channels.py,
-LINE coupons in line_coupons.py).
+LINE coupons in line_coupons.py, linepush's API tokens in api_tokens.py).
 The admin URLs follow each model's app, not this package: /admin/deliveries/contenttask/
 is registered in console/admin/deliveries.py."""
 
 from console.admin import (  # noqa: F401 - registers
+    api_tokens,
     backlog_bridge,
     channels,
     console,

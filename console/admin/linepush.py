@@ -15,18 +15,11 @@ from console.access import RecordAdmin, ScopedInlineMixin, TenantScopedAdmin
 from console.actions import bulk_action, object_action
 from console.filters import fixed_values_filter
 from console.results import rejected_reason_label
-from console.services import (
-    api_token_revoke,
-    push_item_approve,
-    push_item_reject,
-    push_item_resume,
-    push_item_retry,
-)
+from console.services import push_item_approve, push_item_reject, push_item_resume, push_item_retry
 from core.access import may_act, may_act_somewhere
 from linepush.erasure import line_user_erase
 from linepush.events import HANDLERS
 from linepush.models import (
-    LineApiToken,
     LineContact,
     LineErasure,
     LineMonthlyUsage,
@@ -327,69 +320,6 @@ class LinePushProblemAdmin(RecordAdmin):
     list_filter = ("trigger_type", "tenant")
     search_fields = ("source_id",)
     readonly_fields = [f.name for f in LinePushProblem._meta.fields]
-
-
-class LineApiTokenForm(forms.ModelForm):
-    allowed_triggers = forms.MultipleChoiceField(
-        label=LineApiToken._meta.get_field("allowed_triggers").verbose_name,
-        help_text=LineApiToken._meta.get_field("allowed_triggers").help_text,
-        choices=Trigger.choices,
-        widget=forms.CheckboxSelectMultiple,
-        required=False,
-    )
-
-    class Meta:
-        model = LineApiToken
-        fields = ("allowed_triggers", "skip_approval")
-
-
-@admin.register(LineApiToken)
-class LineApiTokenAdmin(TenantScopedAdmin):
-    """Tokens are issued with `manage.py linepush_token`; here they are seen and revoked.
-
-    What a token may post (its trigger types, whether its posts skip approval) is set by a
-    superuser; managers see it. Revoking is one way: `revoked_at` is never a form field,
-    only the action sets it.
-    """
-
-    form = LineApiTokenForm
-    list_display = (
-        "name",
-        "prefix",
-        "tenant",
-        "allowed_triggers",
-        "skip_approval",
-        "created_at",
-        "last_used_at",
-        "revoked_at",
-    )
-    fields = (
-        "tenant",
-        "name",
-        "prefix",
-        "allowed_triggers",
-        "skip_approval",
-        "created_at",
-        "last_used_at",
-        "revoked_at",
-    )
-    superuser_fields = ("allowed_triggers", "skip_approval")
-    readonly_fields = ("tenant", "name", "prefix", "created_at", "last_used_at", "revoked_at")
-    actions = ["revoke"]
-
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def get_actions(self, request: HttpRequest):
-        return super().get_actions(request) if may_act_somewhere(request.user) else {}
-
-    @admin.action(description=_("選択したトークンを無効化する（元に戻せません）"))
-    def revoke(self, request, queryset: QuerySet[LineApiToken]) -> None:
-        bulk_action(self, request, queryset, _revoke, done_text=_("%(count)d 件を無効化しました。"))
-
-
-def _revoke(token, user):
-    return api_token_revoke(token=token, user=user)
 
 
 @admin.register(LineWebhookEvent)

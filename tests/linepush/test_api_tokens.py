@@ -7,9 +7,11 @@ from datetime import datetime, timedelta
 
 import pytest
 import time_machine
+from django.core.exceptions import ImproperlyConfigured
 from django.core.management import CommandError, call_command
 
 from core.timeutil import JST
+from linepush.api import throttle_rate_require
 from linepush.models import LineApiToken, LinePushItem
 from tests.helpers.linepush import group, shop
 
@@ -158,3 +160,11 @@ def test_the_throttle_lets_the_token_post_again_after_its_window(client, tenant,
 
     with time_machine.travel(NOW + timedelta(seconds=61), tick=False):
         assert post(client, token, team, key="c").status_code == 201
+
+
+@pytest.mark.parametrize("rate", ["60", "60/fortnight", "0/min", "many/min"])
+def test_a_throttle_rate_drf_cannot_read_stops_the_start(settings, rate):
+    settings.LINEPUSH_API_THROTTLE_RATE = rate
+
+    with pytest.raises(ImproperlyConfigured, match="LINEPUSH_API_THROTTLE_RATE must be like 60/min"):
+        throttle_rate_require()
