@@ -16,6 +16,7 @@ stored URL is checked before every request, not only when it was typed in.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 import time
@@ -53,7 +54,8 @@ MAX_ID = 2**63 - 1  # ids are stored as BIGINT
 
 
 class BacklogError(Exception):
-    """Any failed Backlog call: HTTP status (0 = no response), Backlog error code, retryable."""
+    """Any failed Backlog call: HTTP status (0 = no response; 2xx = an answer that is not JSON,
+    a proxy's or a maintenance page rather than the API), Backlog error code, retryable."""
 
     def __init__(self, message: str, *, status: int = 0, code: int | None = None, retry_after=None):
         super().__init__(message)
@@ -64,7 +66,7 @@ class BacklogError(Exception):
 
     @property
     def retryable(self) -> bool:
-        return self.status == 0 or self.status == 429 or self.status >= 500
+        return self.status in (0, 429) or self.status >= 500 or 200 <= self.status < 300
 
     def __str__(self) -> str:
         where = f"HTTP {self.status}" if self.status else "接続エラー"
@@ -131,20 +133,10 @@ class BacklogHostRefused(BacklogError):
         return f"Backlog API を呼び出しませんでした: {self.message}"
 
 
-class BacklogNotJson(BacklogError):
-    """A success status whose body is not JSON: no API answer (a proxy's or a maintenance
-    page), so retried like an outage."""
-
-    def __init__(self, response: httpx.Response):
-        kind = response.headers.get("Content-Type", "").split(";")[0].strip() or "種類不明"
-        super().__init__(f"応答が JSON ではありません（{kind}）", status=response.status_code)
-
-    @property
-    def retryable(self) -> bool:
-        return True
-
-
 def _error_from_response(response: httpx.Response) -> BacklogError:
+    if response.is_success:  # its body was not JSON
+        kind = response.headers.get("Content-Type", "").split(";")[0] or "?"
+        return BacklogError(f"応答が JSON ではありません（{kind}）", status=response.status_code)
     message, code = response.reason_phrase or "error", None
     try:
         first = response.json()["errors"][0]
@@ -225,12 +217,9 @@ class BacklogClient:
                 if self.pacer is not None:
                     self.pacer.after(group, response.headers)
                 if response.is_success:
-                    try:
+                    with contextlib.suppress(ValueError):
                         return response.json() if response.content else None
-                    except ValueError:
-                        error = BacklogNotJson(response)
-                else:
-                    error = _error_from_response(response)
+                error = _error_from_response(response)
             if not error.retryable or attempt == QUICK_RETRIES or not self._wait(error, attempt, group):
                 raise error
         raise AssertionError("unreachable")
