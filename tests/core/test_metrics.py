@@ -20,8 +20,9 @@ def refused_count(client, reason: str) -> float:
 
 
 def test_it_counts_refused_approvals_by_reason_in_metrics(
-    client, fake_backlog, pump, tenant, template, contacts, line
+    client, fake_backlog, pump, tenant, template, contacts, line, settings
 ):
+    settings.METRICS_PUBLIC = True  # no METRICS_TOKEN here: refused outside DEBUG otherwise
     before = {reason: refused_count(client, reason) for reason in ("body", "quiet_hours", "checks")}
     tenant.quiet_hours = {"ranges": [{"from": "22:00", "to": "07:00"}], "mode": "reject"}
     tenant.save()
