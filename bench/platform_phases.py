@@ -17,6 +17,8 @@ RESERVE = 0.1  # the share of each window automedia's pacer leaves to other user
 def instagram_approve(stack: Stack, project: str, count: int, due: float) -> dict[str, float]:
     """`count` Instagram posts approved now (a status change each, as a manager would), due at
     the whole second `due` (epoch s): {issue key: due}."""
+    if not count:
+        return {}
     publish_at = datetime.fromtimestamp(due, JST)
     version = stack.channel_templates["instagram"]["new_release"]
     keys = {}
@@ -83,6 +85,7 @@ def writeback_pacing(
         "done_s": done,
         "allowed_s": allowed,
         "429s": sum(1 for r in requests if r.status == 429),
+        "written_before_the_limit": len(before),
         "met": len(written) == len(keys)
         and done is not None
         and done <= allowed
