@@ -71,10 +71,12 @@ def writeback_pacing(
     the 429s Backlog answered since the limit was set. Allowed: the windows that `limit` less
     the pacer's reserve needs for them, plus 10 %."""
     wanted = {f"/api/v2/issues/{key}" for key in keys}
-    requests = [r for r in list(stack.backlog.requests) if r.received_at >= since]
+    every = list(stack.backlog.requests)
+    requests = [r for r in every if r.received_at >= since]
     written = [
         r.received_at for r in requests if r.method == "PATCH" and r.path in wanted and r.status == 200
     ]
+    before = [r for r in every if r.received_at < since and r.method == "PATCH" and r.path in wanted]
     per_window = math.floor(limit * (1 - RESERVE))
     allowed = math.ceil(len(keys) / per_window) * WINDOW_S * 1.1
     done = max(written) - due if written else None
