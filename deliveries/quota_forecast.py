@@ -29,7 +29,7 @@ class Forecast:
     messages: int  # what this send uses
     line_used: int  # LINE's count of the month so far (or the last one stored, see `note`)
     pending: int  # scheduled by automedia in that month and not sent yet (deliveries, group posts)
-    allowance: int  # the plan's messages per month
+    allowance: int | None  # the plan's messages per month; None = no plan (LINE's limit alone)
     plan_name: str
     extra_price_yen: Decimal | None  # per extra message; None = the plan allows no extra messages
     line_limit: int | None = None  # LINE's own target limit for the month (quota), None = none
@@ -48,6 +48,8 @@ class Forecast:
     @property
     def overage(self) -> int:
         """Messages of this send beyond the plan's allowance."""
+        if self.allowance is None:
+            return 0
         return max(0, self.after - self.allowance) - max(0, self.used - self.allowance)
 
     @property
@@ -70,9 +72,11 @@ class Forecast:
         return ""
 
     @property
-    def limit(self) -> int:
-        """The month's limit: the plan's allowance, or LINE's own limit when lower."""
-        return min(self.allowance, self.line_limit) if self.line_limit else self.allowance
+    def limit(self) -> int | None:
+        """The month's limit: the lower of the plan's allowance and LINE's own limit; None = no cap
+        (no plan, and LINE states no limit)."""
+        limits = [n for n in (self.allowance, self.line_limit) if n is not None]
+        return min(limits) if limits else None
 
     def line(self) -> str:
         """`クォータ見込み: 3 通（今月 182 / 200）`: this send, then the month's use as the
@@ -80,7 +84,7 @@ class Forecast:
         the overage with its cost when there is one."""
         month = "今月" if self.this_month else self.month
         pending = f"、予約済みで未送信 {self.pending:,} 通" if self.pending else ""
-        text = f"クォータ見込み: {self.messages:,} 通（{month} {self.line_used:,} / {self.limit:,}{pending}）"
+        text = f"クォータ見込み: {self.messages:,} 通（{month} {self.line_used:,} / {self._cap()}{pending}）"
         if self.overage and self.extra_price_yen is not None:
             text += (
                 f" 超過見込み {self.overage:,} 通、追加料金 最大 ¥{self.overage_cost_yen:,.0f}"
@@ -88,9 +92,14 @@ class Forecast:
             )
         return text + (f"（{self.note}）" if self.note else "")
 
+    def _cap(self) -> str:
+        if self.limit is None:
+            return "上限なし"
+        return f"{self.limit:,}" if self.allowance is not None else f"LINE の上限 {self.limit:,}"
+
 
 class ForecastUnavailable(Exception):
-    """The forecast cannot be made (no plan to count against); the reason is said, nothing refused."""
+    """The forecast cannot be made; the reason is said, nothing refused."""
 
 
 class QuotaForecaster(Protocol):

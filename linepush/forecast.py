@@ -4,10 +4,10 @@ The month's use so far is LINE's own count (`GET /v2/bot/message/quota/consumpti
 which includes sends made outside automedia) plus what automedia has scheduled in that
 month and not sent yet: approved LINE deliveries (the messages their approval counted)
 and open group posts (a member count each). The allowance is the tenant's plan
-(LinePushSettings.plan; a tenant without one is on コミュニケーションプラン, LINE's free
-plan and the one every new account starts on); LINE's target limit (`quota`), when it
-has one, also caps the month. Counting rules:
-https://developers.line.biz/en/docs/messaging-api/pricing/.
+(LinePushSettings.plan), and LINE's target limit (`GET /v2/bot/message/quota`: `limited`
+with its `value`) also caps the month. A tenant without a plan is counted against LINE's
+answer alone (`none` = no cap): automedia never assumes a plan LINE did not state.
+Counting rules: https://developers.line.biz/en/docs/messaging-api/pricing/.
 """
 
 from __future__ import annotations
@@ -22,14 +22,13 @@ from deliveries.channels.line.transport import LineTransport, line_transport
 from deliveries.models import ContentTask, DeliverySchedule
 from deliveries.quota_forecast import (
     Forecast,
-    ForecastUnavailable,
     Plan,
     line_usage_keep,
     line_usage_recall,
 )
 from linepush.models import LineMonthlyUsage, LinePlan, LinePushItem, LinePushSettings, LineSource
 from linepush.services import month_of
-from linepush.usage import DEFAULT_PLAN, usage_observe, zone_of
+from linepush.usage import usage_observe, zone_of
 
 logger = logging.getLogger(__name__)
 
@@ -39,33 +38,44 @@ def approval_forecast(
 ) -> Forecast:
     # Read, never created: a preview must not write the tenant's settings.
     push = LinePushSettings.objects.select_related("plan").filter(tenant=tenant).first()
-    chosen = push.plan if push is not None else None
-    line_plan = chosen or LinePlan.objects.filter(code=DEFAULT_PLAN).first()
-    if line_plan is None:
-        raise ForecastUnavailable(
-            f"LINE プラン「{DEFAULT_PLAN}」が登録されていません（管理画面の LINE プラン）"
-        )
+    line_plan = push.plan if push is not None else None
     zone = zone_of(push)
     transport = line_transport(tenant.line_channel_token)
     start, end = _month_bounds(due_at, zone)
     month = month_of(due_at, zone)
-    notes = [] if chosen else [f"プラン未設定のため{line_plan.name}として計算"]
+    notes: list[str] = []
     messages = sum(_cost(tenant, transport, kind, to, notes) for kind, to in plan)
     this_month = month == month_of(now, zone)
     line_used, line_limit = _line_usage(tenant, transport, month, this_month, notes)
-    price = (line_plan.extra_message_price_yen or Decimal(0)) if line_plan.additional_messages else None
+    if line_plan is None:
+        notes.insert(0, _without_plan(line_limit, this_month))
     return Forecast(
         messages=messages,
         line_used=line_used,
         pending=_pending_deliveries(tenant, start, end, task) + _pending_posts(tenant, start, end),
-        allowance=line_plan.monthly_messages,
-        plan_name=line_plan.name,
-        extra_price_yen=price,
+        allowance=line_plan.monthly_messages if line_plan else None,
+        plan_name=line_plan.name if line_plan else "",
+        extra_price_yen=_extra_price(line_plan),
         line_limit=line_limit,
         month=month,
         this_month=this_month,
         note="、".join(dict.fromkeys(notes)),
     )
+
+
+def _without_plan(line_limit: int | None, this_month: bool) -> str:
+    """What a forecast without a plan counts against: LINE's limit, or no cap at all."""
+    if line_limit is not None:
+        return f"プラン未設定のため LINE の上限 {line_limit:,} 通で判定"
+    if this_month:
+        return "プラン未設定で LINE も上限を示していないため通数では判定しない"
+    return "プラン未設定のため通数では判定しない（LINE の上限は送信月に確認）"
+
+
+def _extra_price(line_plan: LinePlan | None) -> Decimal | None:
+    if line_plan is None or not line_plan.additional_messages:
+        return None
+    return line_plan.extra_message_price_yen or Decimal(0)
 
 
 def _month_bounds(when: datetime, zone) -> tuple[datetime, datetime]:

@@ -103,7 +103,9 @@ class LinePushSettings(models.Model):
         null=True,
         blank=True,
         verbose_name=_("プラン"),
-        help_text=_("空欄 = LINE の上限（毎日の確認結果）だけで判定"),
+        help_text=_(
+            "空欄 = LINE 自身の上限（LINE に確認した今月の上限）だけで判定。LINE が上限なしと答えれば通数では止めません"
+        ),
     )
     tenant_rate_limit = models.PositiveIntegerField(
         _("テナント全体の上限（件）"),

@@ -4,8 +4,9 @@ the approval comment.
 `used` is the tenant's `LineMonthlyUsage` row of the month (in the tenant's LINE time zone):
 LINE's own count whenever automedia asks LINE (the approval forecast, the daily quota check),
 plus automedia's group posts since. `limit` is the lower of the plan's monthly messages and
-LINE's target limit; a tenant without a plan is on コミュニケーションプラン (LINE's free plan,
-the one every new account starts on), as the forecast counts it.
+LINE's target limit (`GET /v2/bot/message/quota`: `limited` with its `value`). A tenant
+without a plan is counted against LINE's limit alone (none stated = no cap), as the approval
+forecast counts it: no plan is assumed.
 """
 
 from __future__ import annotations
@@ -21,16 +22,13 @@ from core.models import Tenant
 from linepush.models import LineMonthlyUsage, LinePlan, LinePushSettings
 from linepush.services import month_of
 
-DEFAULT_PLAN = "communication"
-
 
 @dataclass(frozen=True)
 class LineUsage:
     month: str
     used: int
     limit: int | None
-    plan: LinePlan | None  # the tenant's plan, or the default one
-    plan_chosen: bool
+    plan: LinePlan | None  # the tenant's plan; None = counted against LINE's limit alone
     checked_at: datetime | None  # when LINE last gave its count
 
     @property
@@ -39,22 +37,14 @@ class LineUsage:
 
     @property
     def plan_label(self) -> str:
-        if self.plan is None:
-            return "-"
-        return (
-            self.plan.name
-            if self.plan_chosen
-            else _("%(plan)s（未設定のため既定）") % {"plan": self.plan.name}
-        )
+        if self.plan is not None:
+            return self.plan.name
+        return _("プラン未設定（LINE の上限だけで判定）")
 
     def __str__(self) -> str:
         if not self.limit:
             return _("今月 %(used)s 通（上限なし）") % {"used": f"{self.used:,}"}
         return _("今月 %(used)s / %(limit)s 通") % {"used": f"{self.used:,}", "limit": f"{self.limit:,}"}
-
-
-def default_plan() -> LinePlan | None:
-    return LinePlan.objects.filter(code=DEFAULT_PLAN).first()
 
 
 def usage_limit(*, plan: LinePlan | None, line_limit: int | None) -> int | None:
@@ -76,15 +66,13 @@ def line_usages(*, tenants: list[Tenant], now: datetime | None = None) -> dict[i
     months = {t.pk: month_of(now, zone_of(pushes.get(t.pk))) for t in tenants}
     rows = LineMonthlyUsage.objects.filter(tenant__in=tenants, month__in=set(months.values()))
     stored = {(u.tenant_id, u.month): u for u in rows}
-    fallback = default_plan()
     usages = {}
     for tenant in tenants:
         push, month = pushes.get(tenant.pk), months[tenant.pk]
         row = stored.get((tenant.pk, month)) or LineMonthlyUsage(tenant=tenant, month=month)
-        chosen = push.plan if push is not None else None
-        plan = chosen or fallback
+        plan = push.plan if push is not None else None
         limit = usage_limit(plan=plan, line_limit=row.line_limit)
-        usages[tenant.pk] = LineUsage(month, row.messages, limit, plan, chosen is not None, row.checked_at)
+        usages[tenant.pk] = LineUsage(month, row.messages, limit, plan, row.checked_at)
     return usages
 
 

@@ -45,7 +45,7 @@ def test_the_task_page_shows_what_the_approval_checked(as_manager, approved, lin
     assert "<li>LINE 検証: OK</li>" in panel
     assert "確認日時: 2026-12-01 09:00:00 (JST)" in panel
     assert (
-        "<li>クォータ見込み: 3 通（今月 182 / 200）（プラン未設定のためコミュニケーションプランとして計算）</li>"
+        "<li>クォータ見込み: 3 通（今月 182 / LINE の上限 200）（プラン未設定のため LINE の上限 200 通で判定）</li>"
         in panel
     )
 

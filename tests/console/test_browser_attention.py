@@ -15,7 +15,7 @@ from playwright.sync_api import Page, expect
 from console.models import DeliveryOutcome
 from core.timeutil import JST
 from deliveries.models import STATUS_ERROR, DeliveryAttempt
-from linepush.models import LinePlan, LinePushItem, LinePushSettings, LineSource
+from linepush.models import LinePushItem, LinePushSettings, LineSource
 from tests.helpers.backlog import approve, body
 from tests.helpers.browser import manager_logged_in, shoot
 from tests.helpers.console import mirrored_issue
@@ -192,10 +192,8 @@ def test_it_previews_the_real_state_of_a_task(page: Page, live_server, trouble, 
 def test_it_shows_one_line_usage_figure_everywhere(
     page: Page, live_server, fake_backlog, pump, tenant, template, contacts, line
 ):
-    line.set_quota(type="none", total_usage=6)
-    if not LinePlan.objects.filter(code="communication").exists():  # migration data, gone after a flush
-        LinePlan.objects.create(code="communication", name="コミュニケーションプラン", monthly_messages=200)
-    settings = LinePushSettings.objects.create(tenant=tenant)  # no plan chosen
+    line.set_quota(type="limited", value=5000, total_usage=6)
+    settings = LinePushSettings.objects.create(tenant=tenant)  # no plan chosen: LINE's limit alone
     task = mirrored_issue(fake_backlog, pump, tenant, summary="使用数の確認", description=body(when=_later()))
     manager_logged_in(page, live_server, tenant)
 
@@ -203,14 +201,14 @@ def test_it_shows_one_line_usage_figure_everywhere(
     page.click("#task-approve")
     expect(page.locator(".messagelist")).to_contain_text("に配信を予約しました")
     comment = [c["content"] for c in fake_backlog.comments(task.issue_key) if c["content"]][-1]
-    assert "今月 6 / 200" in comment, comment
+    assert "今月 6 / LINE の上限 5,000" in comment, comment
 
     page.goto(f"{live_server.url}/admin/")
-    expect(page.locator("#quota")).to_contain_text("今月 6 / 200 通")
+    expect(page.locator("#quota")).to_contain_text("今月 6 / 5,000 通")
     expect(page.locator("#quota")).not_to_contain_text("上限不明")
 
     page.goto(f"{live_server.url}/admin/linepush/linepushsettings/{settings.pk}/change/")
-    expect(page.locator(".field-month_usage")).to_contain_text("今月 6 / 200 通")
-    expect(page.locator(".field-plan_label")).to_contain_text("コミュニケーションプラン")
+    expect(page.locator(".field-month_usage")).to_contain_text("今月 6 / 5,000 通")
+    expect(page.locator(".field-plan_label")).to_contain_text("プラン未設定（LINE の上限だけで判定）")
     page.goto(f"{live_server.url}/admin/linepush/linepushsettings/")
-    expect(page.locator("#result_list")).to_contain_text("今月 6 / 200 通")
+    expect(page.locator("#result_list")).to_contain_text("今月 6 / 5,000 通")

@@ -283,7 +283,7 @@ def test_it_shows_what_an_approval_would_check(
     checks = page[start : page.index("</td>", start)]
     assert "<li>LINE 検証: OK</li>" in checks
     assert (
-        "<li>クォータ見込み: 3 通（今月 182 / 200）（プラン未設定のためコミュニケーションプランとして計算）</li>"
+        "<li>クォータ見込み: 3 通（今月 182 / LINE の上限 200）（プラン未設定のため LINE の上限 200 通で判定）</li>"
         in checks
     )
     assert [r.path for r in line.requests if "/validate/" in r.path] == ["/v2/bot/message/validate/multicast"]

@@ -14,7 +14,7 @@ import respx
 import time_machine
 
 from core.timeutil import JST
-from deliveries.models import ContentTask, DeliverySchedule, MessageTemplate
+from deliveries.models import STATUS_ERROR, ContentTask, DeliverySchedule, MessageTemplate
 from linepush.models import LinePlan, LinePushSettings
 from tests.helpers.backlog import approve, body, status_of, texts
 from tests.helpers.channels import channel_body, channel_template
@@ -92,7 +92,7 @@ def test_it_asks_line_to_validate_the_rendered_messages_and_says_so(
     assert scheduled(key)
     comment = texts(fake_backlog, key)[-1]
     assert "配信を予約しました" in comment
-    assert "確認: LINE 検証: OK / クォータ見込み: 3 通（今月 182 / 200）" in comment
+    assert "確認: LINE 検証: OK / クォータ見込み: 3 通（今月 182 / 上限なし）" in comment
     checks = ContentTask.objects.get(issue_key=key).approval_checks
     assert checks["line_messages"] == 3 and checks["problems"] == []
 
@@ -146,7 +146,7 @@ def test_a_group_target_is_validated_as_a_push_and_counted_per_member(
 
     [request] = validate_calls(line_api)
     assert request.url.path == "/v2/bot/message/validate/push"
-    assert "クォータ見込み: 41 通（今月 182 / 200）" in texts(fake_backlog, key)[-1]
+    assert "クォータ見込み: 41 通（今月 182 / 上限なし）" in texts(fake_backlog, key)[-1]
 
 
 # -- the quota forecast ------------------------------------------------------------------------
@@ -205,21 +205,49 @@ def test_it_counts_what_is_scheduled_and_not_sent_in_the_month(fake_backlog, ten
     approve(fake_backlog, pump, tenant, second)
 
     # LINE still says 182: the first delivery's 3 messages are automedia's, not sent yet.
-    assert "クォータ見込み: 3 通（今月 182 / 200、予約済みで未送信 3 通）" in texts(fake_backlog, second)[-1]
+    assert (
+        "クォータ見込み: 3 通（今月 182 / 上限なし、予約済みで未送信 3 通）"
+        in texts(fake_backlog, second)[-1]
+    )
 
 
-def test_without_a_plan_to_count_against_the_approval_is_scheduled_and_says_so(
+def test_without_a_plan_the_approval_counts_against_lines_own_limit_and_says_so(
     fake_backlog, tenant, pump, issue, line_api
 ):
+    # No plan is assumed: past the free plan's 200 messages LINE still allows 5,000.
     LinePlan.objects.all().delete()
+    line_api.get(f"{LINE}/v2/bot/message/quota").respond(200, json={"type": "limited", "value": 5000})
+    line_api.get(f"{LINE}/v2/bot/message/quota/consumption").respond(200, json={"totalUsage": 1200})
     key = issue()
 
     approve(fake_backlog, pump, tenant, key)
 
     assert scheduled(key)
     assert (
-        "クォータ見込み: 未計算（LINE プラン「communication」が登録されていません"
+        "クォータ見込み: 3 通（今月 1,200 / LINE の上限 5,000）（プラン未設定のため LINE の上限 5,000 通で判定）"
         in texts(fake_backlog, key)[-1]
+    )
+
+
+def test_without_a_plan_hundreds_of_group_approvals_within_lines_limit_are_all_scheduled(
+    fake_backlog, tenant, pump, issue, line_api
+):
+    # 300 pushes to a group of 5 members: 1,500 messages, far past the free plan's 200 and
+    # within the 5,000 LINE states. Nothing is refused on a plan nobody set.
+    line_api.get(f"{LINE}/v2/bot/message/quota").respond(200, json={"type": "limited", "value": 5000})
+    line_api.get(f"{LINE}/v2/bot/group/{GROUP}/members/count").respond(200, json={"count": 5})
+    keys = [issue(body().replace("tag:active, !tag:opt_out", f"group:{GROUP}")) for _ in range(300)]
+
+    for key in keys:
+        fake_backlog.update_issue(key, status="automedia承認")
+    pump(tenant)
+
+    refused = [k for k in keys if not scheduled(k)]
+    assert (len(keys) - len(refused), refused) == (300, [])
+    assert {status_of(fake_backlog, k) for k in keys}.isdisjoint({STATUS_ERROR})
+    assert (
+        "クォータ見込み: 5 通（今月 182 / LINE の上限 5,000、予約済みで未送信 1,495 通）"
+        "（プラン未設定のため LINE の上限 5,000 通で判定）" in texts(fake_backlog, keys[-1])[-1]
     )
 
 

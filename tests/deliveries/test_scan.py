@@ -487,7 +487,7 @@ def test_its_rescues_ask_line_for_the_months_count_once_and_still_count_each_oth
     forecasts = [next(t for t in texts(fake_backlog, k) if "配信を予約しました" in t) for k in keys]
     # Each rescue's 3 messages are counted by the next ones (scheduled, not sent yet).
     assert [
-        "今月 182 / 200" in forecasts[0],
-        "今月 182 / 200、予約済みで未送信 3 通" in forecasts[1],
-        "今月 182 / 200、予約済みで未送信 6 通" in forecasts[2],
+        "今月 182 / 上限なし" in forecasts[0],
+        "今月 182 / 上限なし、予約済みで未送信 3 通" in forecasts[1],
+        "今月 182 / 上限なし、予約済みで未送信 6 通" in forecasts[2],
     ] == [True] * 3

@@ -11,7 +11,6 @@ import time_machine
 
 from core.timeutil import JST
 from deliveries.models import DeliverySchedule
-from deliveries.quota_forecast import ForecastUnavailable
 from linepush.forecast import approval_forecast
 from linepush.models import LineMonthlyUsage, LinePlan, LinePushSettings
 from tests.helpers.factories import ContentTaskFactory
@@ -66,11 +65,12 @@ def test_the_month_holds_lines_count_and_what_automedia_has_not_sent_yet(line, t
     result = forecast(tenant, [("multicast", USERS)])
 
     assert (result.line_used, result.pending, result.used, result.after) == (50, 38, 88, 95)
-    assert (result.allowance, result.plan_name) == (200, "コミュニケーションプラン")
-    assert result.note == "プラン未設定のためコミュニケーションプランとして計算"
+    assert (result.allowance, result.line_limit, result.problem()) == (None, None, "")
+    assert result.note == "プラン未設定で LINE も上限を示していないため通数では判定しない"
 
 
 def test_a_send_due_next_month_counts_only_that_months_schedules(line, tenant):
+    LinePushSettings.objects.create(tenant=tenant, plan=LinePlan.objects.get(code="communication"))
     line.set_quota(type="limited", value=200, total_usage=199)
     scheduled_delivery(tenant, 40, datetime(2027, 1, 5, 10, 0, tzinfo=JST))
 
@@ -111,8 +111,39 @@ def test_the_plans_carry_todays_price_of_an_extra_message(db):
     }
 
 
-def test_without_any_plan_the_forecast_cannot_be_made(line, tenant):
-    LinePlan.objects.all().delete()
+def test_it_counts_a_tenant_without_a_plan_against_lines_own_limit(line, tenant):
+    line.add_group("C" + "a" * 32, member_count=5)
+    line.set_quota(type="limited", value=5000, total_usage=1495)
 
-    with pytest.raises(ForecastUnavailable, match="LINE プラン「communication」が登録されていません"):
-        forecast(tenant, [("multicast", USERS)])
+    result = forecast(tenant, [("push", "C" + "a" * 32)])
+
+    assert (result.allowance, result.line_limit, result.after, result.problem()) == (None, 5000, 1500, "")
+    assert result.line() == (
+        "クォータ見込み: 5 通（今月 1,495 / LINE の上限 5,000）（プラン未設定のため LINE の上限 5,000 通で判定）"
+    )
+
+
+def test_without_a_plan_lines_own_limit_still_refuses_what_line_would_refuse(line, tenant):
+    line.set_quota(type="limited", value=5000, total_usage=4995)
+
+    result = forecast(tenant, [("multicast", USERS)])
+
+    assert result.problem().startswith("LINE の今月の送信上限 5,000 通を超えます")
+
+
+def test_without_a_plan_and_without_a_limit_from_line_nothing_is_refused(line, tenant):
+    line.set_quota(type="none", total_usage=100_000)
+
+    result = forecast(tenant, [("multicast", USERS)])
+
+    assert (result.overage, result.problem()) == (0, "")
+    assert result.line().startswith("クォータ見込み: 7 通（今月 100,000 / 上限なし）")
+
+
+def test_without_a_plan_no_registered_plan_is_assumed(line, tenant):
+    LinePlan.objects.all().delete()
+    line.set_quota(type="limited", value=5000, total_usage=300)
+
+    result = forecast(tenant, [("multicast", USERS)])
+
+    assert (result.plan_name, result.allowance, result.problem()) == ("", None, "")
