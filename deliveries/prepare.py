@@ -26,6 +26,7 @@ from django_q.tasks import async_task
 from backlog_bridge.client import BacklogError, shared_client
 from core.models import Tenant
 from core.orm_broker import enqueued_together
+from core.statements import rows_update
 from deliveries.channels import posts
 from deliveries.channels.publisher import Context, PublishFailed
 from deliveries.issues import issue_state
@@ -94,16 +95,28 @@ def prepare_run(ids: list[int]) -> int:
     rows = list(DeliverySchedule.objects.select_related("task", "tenant").filter(pk__in=ids, stage=DELIVER))
     issues = _issues(rows)
     now = timezone.now()
-    done = 0
+    prepared, next_pass = {}, {}
     for row in rows:
         issue = issues.get(row.task.issue_id)
         again = _channel_prepare(row, issue, now) if issue is not None else None
-        prepared = {"issue": issue, "read_at": now.isoformat()} if issue is not None else {}
-        # Not over a schedule registered anew meanwhile (its `updated_at` moved).
-        done += DeliverySchedule.objects.filter(pk=row.pk, updated_at=row.updated_at, stage=DELIVER).update(
-            prepared=prepared, prepare_at=_next_pass(row.due_at, now, again)
+        prepared[row.pk] = {"issue": issue, "read_at": now.isoformat()} if issue is not None else {}
+        next_pass[row.pk] = _next_pass(row.due_at, now, again)
+    read = {row.pk: row.updated_at for row in rows}
+    # One short transaction for the batch (on SQLite, one turn of the write lock), and not
+    # over a schedule registered anew meanwhile (its `updated_at` moved).
+    with transaction.atomic():
+        current = DeliverySchedule.objects.filter(pk__in=list(read), stage=DELIVER)
+        if connection.vendor == "postgresql":
+            current = current.select_for_update()
+        same = [pk for pk, at in current.values_list("pk", "updated_at") if at == read[pk]]
+        return rows_update(
+            DeliverySchedule,
+            same,
+            each={
+                "prepared": {pk: prepared[pk] for pk in same},
+                "prepare_at": {pk: next_pass[pk] for pk in same},
+            },
         )
-    return done
 
 
 def _issues(rows: list[DeliverySchedule]) -> dict[int, dict]:

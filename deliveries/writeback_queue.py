@@ -1,7 +1,7 @@
 """The write-backs' queue: schedules at the write-back stage, claimed apart from the sends.
 
 A send ends by giving its row back at the write-back stage (deliveries/delivery.py). This
-queue claims those rows one tenant at a time (Backlog asks for one user's calls in series)
+queue claims those rows once the tenant has no send due and unclaimed, one tenant at a time (Backlog asks for one user's calls in series)
 and hands them to a task on the default queue, never to a deliverer: a write-back takes
 neither a send's capacity nor its worker. The task writes them back in order through a
 client paced by Backlog's `X-RateLimit-*` headers; when the update budget is spent it gives
@@ -48,9 +48,18 @@ def writebacks_claim(*, now: datetime, limit: int) -> list[list[tuple[int, str]]
         .values_list("tenant_id", flat=True)
         .distinct()
     )
+    # Publishing comes first: while a tenant has sends due and not yet claimed (a burst),
+    # its write-backs wait.
+    sending = (
+        DeliverySchedule.objects.filter(
+            SCHEDULE_LEASE.free(now), stage=DeliverySchedule.Stage.DELIVER, due_at__lte=now
+        )
+        .values_list("tenant_id", flat=True)
+        .distinct()
+    )
     due = (
         DeliverySchedule.objects.filter(stage=WRITEBACK, due_at__lte=now)
-        .exclude(tenant_id__in=list(busy))
+        .exclude(tenant_id__in=list(busy) + list(sending))
         .only("id", "tenant_id", "lease_until")
         .order_by("due_at")
     )

@@ -80,3 +80,15 @@ def test_a_write_back_delayed_by_backlogs_limit_never_delays_the_next_publish(ap
         assert writebacks_claim(now=timezone.now(), limit=50) == []
     assert len(line.sent()) == 4
     assert all(r.status != 429 for r in fake_backlog.requests)
+
+
+def test_a_tenants_write_backs_wait_while_it_has_sends_due_and_unclaimed(approved, line):
+    sent_all(2, approved)
+    approved(body())  # due at the same second, not claimed yet (a burst still going out)
+
+    with time_machine.travel(AFTER_DUE + timedelta(seconds=1), tick=True):
+        assert writebacks_claim(now=timezone.now(), limit=50) == []
+        assert len(schedules_claim(now=timezone.now())) == 1  # the last send is on its way
+        [rows] = writebacks_claim(now=timezone.now(), limit=50)
+
+    assert len(rows) == 2
