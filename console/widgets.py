@@ -1,5 +1,6 @@
 """Form widgets of the settings a manager edits, instead of raw JSON: the quiet hours as
-on/off, a mode, a time zone and time ranges (`<input type=time>` pairs)."""
+on/off, a mode, a time zone and time ranges (`<input type=time>` pairs); the operators as
+rows of a type (ID / ログインID) and a value."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import pgettext
 
+from core.models import OPERATOR_ENTRY, operator_entry
 from core.quiet_hours import DEFAULT_TIMEZONE
 
 QUIET_RANGES = 3  # rows of the form; a tenant needing more is unheard of
@@ -95,4 +97,108 @@ class QuietHoursWidget(forms.MultiWidget):
             pgettext("時間帯", "終了"),
             rows,
             _("例: 開始 22:00、終了 07:00（日をまたぐ時間帯も 1 行で書けます）。空の行は使われません。"),
+        )
+
+
+OPERATOR_TYPES = [("id", _("ID")), ("user", _("ログインID"))]
+OPERATOR_PROBLEMS = {
+    "id": _("ID は Backlog の数値のユーザーIDです（例: 1001）。"),
+    "user": _("ログインID に空白と「:」は使えません（100 文字まで）。"),
+}
+
+
+class OperatorsWidget(forms.Widget):
+    """`["id:1001", "user:yamada"]` (core.models.validate_operators) as rows of a type and a
+    value, one more empty row to add to, and buttons to add and remove rows
+    (console/operators.js; without it, clearing a value removes its row).
+
+    Each row posts `<name>_type` and `<name>_value`; the widget hands the field the typed
+    entries as JSON text, and the model's validator judges them. A row it would refuse is
+    shown with its reason under it."""
+
+    class Media:
+        js = ["console/operators.js"]
+
+    def value_from_datadict(self, data, files, name):
+        types, values = data.getlist(f"{name}_type"), data.getlist(f"{name}_value")
+        if not types and not values and name in data:
+            return data[name]  # the JSON text itself, from a client that posts no rows
+        entries = []
+        for kind, value in zip(types, values, strict=False):
+            value = (value or "").strip()
+            if value:
+                # A pasted typed entry (`user:yamada`) keeps its own type.
+                typed = value.split(":", 1)[0] in dict(OPERATOR_TYPES)
+                entries.append(value if typed else f"{kind}:{value}")
+        return json.dumps(list(dict.fromkeys(entries)), ensure_ascii=False)
+
+    def value_omitted_from_data(self, data, files, name):
+        return f"{name}_value" not in data and name not in data
+
+    @staticmethod
+    def rows(value) -> list[tuple[str, str]]:
+        """(type, value) of each entry; an untyped one read as core reads it (digits = ID)."""
+        if isinstance(value, str):  # the JSON form field hands its value back as text
+            try:
+                value = json.loads(value or "[]")
+            except ValueError:
+                value = []
+        entries = [str(v) for v in value if str(v).strip()] if isinstance(value, list) else []
+        rows = []
+        for entry in entries:
+            kind, _sep, rest = entry.partition(":")
+            if kind not in dict(OPERATOR_TYPES):
+                kind, _sep, rest = operator_entry(entry).partition(":")
+            rows.append((kind, rest))
+        return rows
+
+    def render(self, name, value, attrs=None, renderer=None):
+        attrs = self.build_attrs(self.attrs, attrs)
+        base_id = attrs.get("id") or f"id_{name}"
+        rows = [*self.rows(value), ("id", "")]
+        body = format_html_join(
+            "", "{}", ((self._row(name, base_id, n, *row),) for n, row in enumerate(rows))
+        )
+        return format_html(
+            '<div class="am-operators" id="operators">'
+            '<table class="am-operator-rows"><thead><tr><th>{}</th><th>{}</th><th></th></tr></thead>'
+            "<tbody>{}</tbody></table>"
+            '<template class="am-operator-template">{}</template>'
+            '<p><button type="button" class="button am-operator-add">{}</button></p>'
+            '<p class="help">{}</p></div>',
+            _("種類"),
+            _("値"),
+            body,
+            self._row(name, base_id, "new", "id", ""),
+            _("行を追加"),
+            _(
+                "ID = Backlog の数値のユーザーID（例: 1001）、ログインID = userId（例: yamada）。"
+                "表示名は一意ではないため使えません。値が空の行は使われません。"
+            ),
+        )
+
+    @staticmethod
+    def _row(name: str, base_id: str, n, kind: str, value: str) -> str:
+        entry = f"{kind}:{value}"
+        problem = OPERATOR_PROBLEMS.get(kind) if value and not OPERATOR_ENTRY.fullmatch(entry) else None
+        select = forms.Select(choices=OPERATOR_TYPES).render(
+            f"{name}_type", kind, {"id": f"{base_id}_type_{n}", "aria-label": _("種類")}
+        )
+        text_id = base_id if n == 0 else f"{base_id}_value_{n}"  # the field's label points at row 1
+        text = forms.TextInput(attrs={"size": 24}).render(
+            f"{name}_value", value, {"id": text_id, "aria-label": _("値")}
+        )
+        error = (
+            format_html('<ul class="errorlist am-operator-error"><li>{}</li></ul>', problem)
+            if problem
+            else ""
+        )
+        return format_html(
+            '<tr class="am-operator-row{}"><td>{}</td><td>{}{}</td>'
+            '<td><button type="button" class="button am-operator-remove">{}</button></td></tr>',
+            " am-operator-invalid" if problem else "",
+            select,
+            text,
+            error,
+            _("削除"),
         )

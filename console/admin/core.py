@@ -9,7 +9,7 @@ from django.http import HttpRequest
 from django.utils.translation import gettext_lazy as _
 
 from console.access import TenantScopedAdmin
-from console.widgets import QuietHoursWidget
+from console.widgets import OperatorsWidget, QuietHoursWidget
 from core.crypto import mask
 from core.models import Tenant, TenantMembership, validate_max_concurrent_deliveries
 
@@ -87,6 +87,8 @@ class TenantAdmin(TenantScopedAdmin):
     def formfield_for_dbfield(self, db_field, request: HttpRequest, **kwargs):
         if db_field.name == "quiet_hours":  # the superusers' form and the managers' alike
             kwargs["widget"] = QuietHoursWidget
+        if db_field.name == "operators":  # the rows say what the model's help says of the JSON
+            kwargs.update(widget=OperatorsWidget, help_text="")
         return super().formfield_for_dbfield(db_field, request, **kwargs)
 
     def has_add_permission(self, request: HttpRequest) -> bool:

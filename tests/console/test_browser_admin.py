@@ -253,3 +253,37 @@ def test_it_edits_the_quiet_hours_with_time_fields_and_shows_what_the_system_set
         "mode": "defer",
     }
     expect(page.locator("input[name=quiet_hours_3]")).to_have_value("22:00")
+
+
+def test_it_edits_the_operators_as_rows_of_a_type_and_a_value(page: Page, live_server, tenant):
+    Tenant.objects.filter(pk=tenant.pk).update(operators=["id:1001", "user:sato"])
+    manager_logged_in(page, live_server, tenant)
+
+    page.goto(f"{live_server.url}/admin/core/tenant/{tenant.pk}/change/")
+    expect(page.locator("textarea[name=operators]")).to_have_count(0)
+    rows = page.locator("#operators tbody tr.am-operator-row")
+    expect(rows).to_have_count(3)  # the two entries and an empty row to add to
+    expect(rows.nth(0).locator("select")).to_have_value("id")
+    expect(rows.nth(0).locator("input")).to_have_value("1001")
+    rows.nth(1).locator(".am-operator-remove").click()  # sato goes
+    expect(rows).to_have_count(2)
+    rows.nth(1).locator("select").select_option("user")
+    rows.nth(1).locator("input").fill("yamada")
+    page.click("#operators .am-operator-add")
+    expect(rows).to_have_count(3)
+    rows.nth(2).locator("input").fill("yamada taro")  # an ID that is no number, a space
+    page.click("input[name=_continue]")
+
+    expect(page.locator("#operators .am-operator-error")).to_have_count(1)
+    invalid = page.locator("#operators tr.am-operator-invalid")
+    expect(invalid.locator("input")).to_have_value("yamada taro")
+    expect(invalid).to_contain_text("ID は Backlog の数値のユーザーIDです")
+    tenant.refresh_from_db()
+    assert tenant.operators == ["id:1001", "user:sato"]  # nothing saved while a row is refused
+
+    invalid.locator("input").fill("2002")
+    page.click("input[name=_continue]")
+    expect(page.locator(".messagelist")).to_be_visible()
+    tenant.refresh_from_db()
+    assert tenant.operators == ["id:1001", "user:yamada", "id:2002"]
+    expect(page.locator("#operators tbody tr.am-operator-row input")).to_have_count(4)
