@@ -150,6 +150,7 @@ class DatabaseRun:
     machine_busy: float | None  # … and over the burst
     # ERROR lines of each process's log from the window's start (the steady phase) to the end
     log_errors: dict[str, list[str]] = field(default_factory=dict)
+    patched_twice: int = 0  # issues Backlog accepted more than one PATCH of (a write-back is one)
     instagram: dict = field(default_factory=dict)  # bench/platform_phases.py instagram_lateness
     writeback: dict = field(default_factory=dict)  # … writeback_pacing: the campaign's write-backs
 
@@ -348,8 +349,14 @@ def is_reservation(r: BacklogRequest) -> bool:
 
 
 def written_back(stack: Stack) -> int:
-    return sum(
-        1
+    """Issues Backlog accepted a PATCH of (each counted once, however often it was patched)."""
+    return len(patched(stack))
+
+
+def patched(stack: Stack) -> Counter[str]:
+    """{issue path: PATCHes Backlog accepted}."""
+    return Counter(
+        r.path
         for r in list(stack.backlog.requests)
         if r.method == "PATCH" and r.path.startswith("/api/v2/issues/") and r.status == 200
     )
@@ -643,6 +650,7 @@ def run_database(args: argparse.Namespace, database: str, broker: str, tmp: Path
             wait_pushes(stack, compare, DJANGO_Q_SCHEDULER_S + 15)
         samples["end"] = sample(stack)
         pushes = stack.line.sent("push")
+        twice = sum(1 for n in patched(stack).values() if n > 1)
         errors = {name: error_lines(stack.log(name)[logged[name] :]) for name in PROCESSES}
     results = [
         steady_result("automedia steady", database, pushes, steady_groups),
@@ -667,6 +675,7 @@ def run_database(args: argparse.Namespace, database: str, broker: str, tmp: Path
         halves,
         busy,
         {name: lines for name, lines in errors.items() if lines},
+        twice,
         instagram,
         writeback,
     )
@@ -739,6 +748,7 @@ def print_table(runs: list[DatabaseRun]) -> None:
             f"their write-backs are {2 * burst.n} claims): {run.claims_expired}"
         )
         print_platforms(run)
+        print(f"issues patched more than once (a write-back is one PATCH): {run.patched_twice}")
         print(
             f"ERROR lines in the processes' logs, steady start -> end: {sum(map(len, run.log_errors.values()))}"
         )
