@@ -37,7 +37,7 @@ run: venv
 	rm -rf .run/prometheus && mkdir -p .run/prometheus
 	DEBUG=1 $(PY) manage.py migrate --noinput
 	DEBUG=1 $(SANDBOX_BACKLOG) $(PY) manage.py seed_demo --base-url http://127.0.0.1:$(PORT)
-	DEBUG=1 $(SANDBOX_BACKLOG) PORT=$(PORT) LINE_API_BASE_URL=http://127.0.0.1:8082 $(SANDBOX_PLATFORMS) PROMETHEUS_MULTIPROC_DIR=$(CURDIR)/.run/prometheus PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/honcho start -f Procfile
+	DEBUG=1 $(SANDBOX_BACKLOG) PORT=$(PORT) PUBLIC_BASE_URL=http://127.0.0.1:$(PORT) LINE_API_BASE_URL=http://127.0.0.1:8082 $(SANDBOX_PLATFORMS) PROMETHEUS_MULTIPROC_DIR=$(CURDIR)/.run/prometheus PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/honcho start -f Procfile
 
 lint: venv
 	$(VENV)/bin/ruff check .
