@@ -334,7 +334,7 @@ SANDBOX_HUBSPOT_URL = env.str("SANDBOX_HUBSPOT_URL", default="http://127.0.0.1:8
 # sleep, and health thresholds.
 DELIVERY_LEASE_SECONDS = env.int("DELIVERY_LEASE_SECONDS", default=5)
 SCHEDULER_POLL_SECONDS = env.float("SCHEDULER_POLL_SECONDS", default=0.5)
-# The sleep instead while due rows wait only for room (a queue's or a tenant's cap).
+# The sleep instead while due rows wait only for room under a queue's cap.
 SCHEDULER_HELD_POLL_SECONDS = env.float("SCHEDULER_HELD_POLL_SECONDS", default=0.05)
 # Rows run_scheduler claims per pass and queue (its --batch): a pass costs a dozen queries
 # whatever its size, so a burst or a drain takes few passes.

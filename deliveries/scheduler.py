@@ -20,12 +20,11 @@ from django.db.models import Count, Min, Q
 from django_q.brokers import Broker, get_broker
 from django_q.tasks import async_task
 
-from core.due import Lease, any_free, claim, release, renew, take_over
+from core.due import Lease, claim, release, renew, take_over
 from core.keeper import Held, held_claim
 from core.models import Tenant
 from core.orm_broker import enqueued_together
 from deliveries.models import DeliverySchedule, SchedulerHeartbeat
-from deliveries.scheduler_steps import Pass
 
 DELIVERY_QUEUE = "deliveries"  # settings.Q_CLUSTER["ALT_CLUSTERS"]
 
@@ -39,14 +38,11 @@ SCHEDULE_LEASE = Lease(length=lease_length)  # lease_until / claimed_by
 
 class Capacity:
     """The tenants' room for more claimed sends in one pass: what each may still take, read
-    once (every live claim counted by tenant, then the limits of those tenants), and whether
-    a due row was left for lack of room (the pass then answers HELD: a freed slot is
-    refilled within SCHEDULER_HELD_POLL_SECONDS, not after the poll)."""
+    once (every live claim counted by tenant, then the limits of those tenants)."""
 
     def __init__(self, now: datetime) -> None:
         self.busy = _in_flight(now)
         self.limits = _limits(set(self.busy))
-        self.held_back = False
 
     def full(self) -> list[int]:
         return [tenant_id for tenant_id, n in self.busy.items() if n >= self.limits.get(tenant_id, 1)]
@@ -58,8 +54,6 @@ class Capacity:
             if self.busy[row.tenant_id] < self.limits.get(row.tenant_id, 1):
                 self.busy[row.tenant_id] += 1
                 chosen.append(row)
-            else:
-                self.held_back = True
         return chosen
 
 
@@ -76,13 +70,6 @@ def schedules_claim(
         due = due.filter(tenant_id__in=tenants)
     if full := capacity.full():
         due = due.exclude(tenant_id__in=full)
-        capacity.held_back = capacity.held_back or any_free(
-            DeliverySchedule.objects.filter(
-                due_at__lte=now, stage=DeliverySchedule.Stage.DELIVER, tenant_id__in=full
-            ),
-            now=now,
-            lease=SCHEDULE_LEASE,
-        )
     return claim(
         due.only("id", "tenant_id", "lease_until").order_by("due_at"),
         now=now,
@@ -120,20 +107,19 @@ def delivery_broker() -> Broker:
     return get_broker(DELIVERY_QUEUE)
 
 
-def schedules_step(*, now: datetime, limit: int) -> bool | Pass:
+def schedules_step(*, now: datetime, limit: int) -> bool:
     """run_scheduler's step for due schedules: claim them and hand them, a few per task,
-    to django-q2 `deliver_batch` tasks. HELD when a tenant's limit left due rows behind."""
-    capacity = Capacity(now)
-    claimed = schedules_claim(now=now, limit=limit, capacity=capacity)
+    to django-q2 `deliver_batch` tasks. Rows a tenant's limit leaves behind are not the
+    loop's to watch: the tasks whose sends end claim them (`deliver_batch`), and a lost
+    task's room comes back with its lease, seen by the next pass."""
+    claimed = schedules_claim(now=now, limit=limit)
     size = task_size()
     broker = delivery_broker()
     with enqueued_together(broker):
         for start in range(0, len(claimed), size):
             batch = claimed[start : start + size]
             async_task("deliveries.tasks.deliver_batch", batch, cluster=DELIVERY_QUEUE, broker=broker)
-    if claimed:
-        return Pass.WORKED
-    return Pass.HELD if capacity.held_back else Pass.IDLE
+    return bool(claimed)
 
 
 def _in_flight(now: datetime) -> Counter:
