@@ -49,9 +49,17 @@ def _recheck_at(due_at: datetime) -> datetime:
     return due_at - timedelta(seconds=settings.DELIVERY_RECHECK_SECONDS * 2 / 3)
 
 
+def gather() -> timedelta:
+    """How far ahead of its time a row is prepared with the rows whose time has come: a
+    stream of sends a second apart then makes a few tasks a second, each with one issue
+    read, not one task per row. The re-read stays within DELIVERY_RECHECK_SECONDS of the
+    due second by a margin as large again."""
+    return timedelta(seconds=settings.DELIVERY_RECHECK_SECONDS / 6)
+
+
 def _wanted(now: datetime):
     return DeliverySchedule.objects.filter(
-        SCHEDULE_LEASE.free(now), stage=DELIVER, prepare_at__lte=now, due_at__gt=now
+        SCHEDULE_LEASE.free(now), stage=DELIVER, prepare_at__lte=now + gather(), due_at__gt=now
     )
 
 
@@ -160,8 +168,11 @@ def _channel_prepare(row: DeliverySchedule, issue: dict, now: datetime) -> datet
 
 
 def _next_pass(due_at: datetime, now: datetime, again: datetime | None) -> datetime | None:
-    """The channel's next look, else the re-read before the due second, else none."""
-    times = [t for t in (again, _recheck_at(due_at)) if t is not None and now < t < due_at]
+    """The channel's next look, else the re-read before the due second, else none. A time
+    within the gathering window of now is this pass's own (the pass would only repeat)."""
+    recheck = _recheck_at(due_at)
+    times = [t for t in (again,) if t is not None and now < t < due_at]
+    times += [recheck] if now + gather() < recheck < due_at else []
     return min(times, default=None)
 
 

@@ -56,6 +56,32 @@ def test_it_reads_a_tenants_issues_ahead_in_one_call_and_the_send_reads_none(app
     assert not DeliverySchedule.objects.filter(task__issue_key__in=keys, stage="deliver").exists()
 
 
+def test_sends_due_within_the_gathering_window_are_prepared_together(approved, fake_backlog, line):
+    approved(body())
+    second = approved(body())
+    # A stream: the second send is due 0.4 s after the first (within DELIVERY_RECHECK_SECONDS / 6).
+    later = DeliverySchedule.objects.get(task__issue_key=second)
+    later.due_at += timedelta(seconds=0.4)
+    later.prepare_at += timedelta(seconds=0.4)
+    later.save(update_fields=["due_at", "prepare_at"])
+    fake_backlog.reset_requests()
+
+    assert len(prepare_at(DUE - timedelta(seconds=30))) == 2  # one pass, one task
+    assert len(prepare_at(DUE - timedelta(seconds=2))) == 2  # the re-reads together too
+    assert prepare_at(DUE - timedelta(seconds=1.6)) == []
+    assert [len(r.query["id[]"]) for r in issue_reads(fake_backlog)] == [2, 2]
+
+
+def test_a_re_read_inside_the_gathering_window_does_not_ask_for_another(approved, fake_backlog, line):
+    approved(body())
+    prepare_at(DUE - timedelta(seconds=30))
+
+    assert len(prepare_at(DUE - timedelta(seconds=2.4))) == 1  # gathered a little early
+
+    assert DeliverySchedule.objects.get().prepare_at is None  # no second re-read at DUE - 2 s
+    assert prepare_at(DUE - timedelta(seconds=2)) == []
+
+
 def test_a_status_taken_back_after_the_first_read_still_stops_the_send(approved, fake_backlog, line):
     key = approved(body())
     prepare_at(DUE - timedelta(seconds=30))
