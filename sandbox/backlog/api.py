@@ -35,7 +35,7 @@ class RateLimiter:
 
     def __init__(self, fake: BacklogSpace) -> None:
         self._fake = fake
-        self._window = 0
+        self._window, self._generation = 0, 0
         self._used: dict[str, int] = {}
 
     def take(self, method: str, path: str) -> tuple[bool, dict[str, str]]:
@@ -43,8 +43,8 @@ class RateLimiter:
         fake = self._fake
         span = fake.rate_limit_window
         window = int(fake.clock() // span)
-        if window != self._window:
-            self._window, self._used = window, {}
+        if (window, fake.rate_limit_generation) != (self._window, self._generation):
+            self._window, self._generation, self._used = window, fake.rate_limit_generation, {}
         group = _group(method, path)
         limit = fake.rate_limits.get(group, fake.rate_limit_per_minute)
         used = self._used.get(group, 0)

@@ -72,6 +72,7 @@ class BacklogSpace(BulkEdits):
         """Wall clock of the outage and rate-limit windows; tests may replace it."""
         self.rate_limits: dict[str, int] = {}  # per group, enforced once set (set_rate_limits)
         self.rate_limit_window, self.rate_limit_enforced = 60.0, False
+        self.rate_limit_generation = 0  # set_rate_limits starts the count afresh
         self.rate_limited = 0  # calls answered 429 because a limit was spent (not fail_next)
         self._projects: dict[str, Project] = {}
         self._projects_by_id: dict[int, Project] = {}
@@ -163,6 +164,9 @@ class BacklogSpace(BulkEdits):
         with self._lock:
             self.rate_limits = {"read": read, "update": update, "search": read if search is None else search}
             self.rate_limit_window, self.rate_limit_enforced = window, True
+            # Limits that apply from now on: calls made before under other limits are not
+            # counted against them (a real space's limits do not change mid-window).
+            self.rate_limit_generation += 1
 
     def set_outages(self, windows: Iterable[tuple[float, float]], *, status: int = 503) -> None:
         """While ``clock()`` is inside one of the ``[start, end)`` windows (epoch seconds), every

@@ -136,6 +136,22 @@ def test_it_enforces_a_rate_limit_per_group_and_window_once_set(fake: FakeBacklo
     assert api.post(f"/issues/{key}/comments", data={"content": "c1"}).status_code == 201
 
 
+def test_limits_set_mid_window_do_not_count_the_calls_made_before(
+    fake: FakeBacklog, api: httpx.Client
+) -> None:
+    now = [1_800_000_010.0]
+    fake.clock = lambda: now[0]
+    key = fake.create_issue("DEMO", summary="告知")["issueKey"]
+    for i in range(3):  # under the default limits
+        assert api.post(f"/issues/{key}/comments", data={"content": f"before {i}"}).status_code == 201
+
+    fake.set_rate_limits(read=10, update=2, window=60)
+    writes = [api.post(f"/issues/{key}/comments", data={"content": f"c{i}"}) for i in range(3)]
+
+    assert [r.status_code for r in writes] == [201, 201, 429]
+    assert [r.headers["X-RateLimit-Remaining"] for r in writes] == ["1", "0", "0"]
+
+
 def test_it_counts_but_does_not_enforce_by_default(fake: FakeBacklog, api: httpx.Client) -> None:
     fake.rate_limit_per_minute = 2
     statuses = [api.get("/users/myself").status_code for _ in range(4)]
