@@ -69,7 +69,7 @@ bench-http: venv
 bench-retention: venv
 	$(PY) bench/retention.py $(BENCH_ARGS)
 
-# The chaos campaigns (README "Chaos campaign"): real processes, the fakes on loopback,
+# The chaos campaigns (docs/OPERATIONS.md "Chaos campaigns"): real processes, the fakes on loopback,
 # kill -9, Backlog outages, LINE failing and hanging; needs PostgreSQL and Redis on
 # 127.0.0.1. Not part of `make test`. CHAOS_ARGS="--campaign kill-sqlite --seed 7".
 chaos: venv

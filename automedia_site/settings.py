@@ -369,7 +369,7 @@ LINE_WEBHOOK_MAX_BYTES = 1024 * 1024
 # The lease of a stored webhook event (Backlog, LINE) a worker is processing, renewed likewise.
 EVENT_LEASE_SECONDS = env.int("EVENT_LEASE_SECONDS", default=5)
 # The retention policy (core/retention.py, `manage.py prune_records`; what each period
-# covers: .env.example, README), in batches with a pause that lets deliveries write between.
+# covers: .env.example, docs/OPERATIONS.md), in batches with a pause that lets deliveries write between.
 RETENTION_EVENTS_DAYS = env.int("RETENTION_EVENTS_DAYS", default=30)
 RETENTION_AUDIT_DAYS = env.int("RETENTION_AUDIT_DAYS", default=400)
 RETENTION_UNFOLLOWED_DAYS = env.int("RETENTION_UNFOLLOWED_DAYS", default=30)

@@ -1,4 +1,4 @@
-"""The lifecycle of an issue (README "How an issue is handled"), driven through the webhook with the fake Backlog."""
+"""The lifecycle of an issue (docs/USAGE.md "What each Backlog change does"), driven through the webhook with the fake Backlog."""
 
 from __future__ import annotations
 

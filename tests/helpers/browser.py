@@ -1,6 +1,6 @@
 """The browser tests' helpers: Debian's Chromium, logging in, screenshots.
 
-The screenshots in docs/screenshots/ (shown in the README) are taken by the browser tests:
+The screenshots in docs/screenshots/ (shown in docs/USAGE.md) are taken by the browser tests:
 into that folder with `UPDATE_SCREENSHOTS=1 make test`, otherwise into a temporary one (a
 test run leaves the tracked images as they are). The `browser` and `page` fixtures are in
 tests/conftest.py.
