@@ -1,15 +1,9 @@
 """automedia's production web server: `gunicorn automedia_site.wsgi`, run from this directory.
 
-gunicorn reads this file by default. Two worker processes (WEB_CONCURRENCY); threads
-per worker from GUNICORN_THREADS, or by database:
-- PostgreSQL: 3 threads (the gthread worker). A webhook spends much of its time
-  waiting for its commit; another thread uses the CPU meanwhile. Each thread keeps
-  its own connection (CONN_MAX_AGE), so a web host holds workers x threads of them.
-- SQLite: sync workers. Its writes take turns anyway; threads would only queue on
-  its lock and lengthen the slowest answers.
-bench-webhook measures both (docs/BENCHMARKS.md).
-
-Its logger masks the Backlog webhook token in the access and error logs.
+WEB_CONCURRENCY workers (2); threads per worker from GUNICORN_THREADS, or by database:
+3 on PostgreSQL (the gthread worker: another thread uses the CPU while a webhook waits for
+its commit), sync workers on SQLite (its writes take turns anyway; threads would only queue
+on its lock). Its logger masks the Backlog webhook token in the access and error logs.
 """
 
 import os

@@ -4,8 +4,8 @@ A webhook sender (Backlog, LINE) is a server, not a browser: it has no session, 
 logged-in user, no CSRF cookie, no flash messages, no language and no frames. The
 browser middleware below skip requests under WEBHOOK_PATH_PREFIX and behave exactly
 as Django's everywhere else; SecurityMiddleware and CommonMiddleware stay Django's
-own and see every request. Skipping them takes about a fifth of a webhook's CPU
-(docs/BENCHMARKS.md, bench-webhook).
+own and see every request. Skipping them saves a good share of a webhook's CPU
+(docs/benchmarks/history/webhook.md).
 """
 
 from __future__ import annotations

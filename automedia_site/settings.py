@@ -252,7 +252,7 @@ AI_REVIEW_TIMEOUT_SECONDS = env.float("AI_REVIEW_TIMEOUT_SECONDS", default=20.0)
 BACKLOG_TIMEOUT_SECONDS = env.float("BACKLOG_TIMEOUT_SECONDS", default=10.0)
 # A tenant's Backlog URL must be https://{space}.backlog.jp|backlog.com|backlogtool.com;
 # any other host (the sandbox's fake Backlog on loopback) must be listed here, or the
-# tenant's API key is never sent to it (issue 13).
+# tenant's API key is never sent to it.
 BACKLOG_ALLOWED_HOSTS = env.list("BACKLOG_ALLOWED_HOSTS", default=[])
 # Where the Backlog API key travels: "header" (X-Api-Key) or, as a fallback, "query" (?apiKey=).
 BACKLOG_API_KEY_IN = env.str("BACKLOG_API_KEY_IN", default="header")

@@ -1,17 +1,11 @@
 """Pacing by Backlog's rate-limit headers, so that a long run of calls never draws a 429.
 
-Backlog limits each user's calls per minute in separate groups — Read (GET), Update
-(POST, PATCH, DELETE), Search and Icon — and answers every call with the state of its
-group: `X-RateLimit-Limit` (per minute), `X-RateLimit-Remaining` and `X-RateLimit-Reset`
-(UTC epoch seconds when the window restarts); over the limit it answers 429
+Backlog limits each user's calls per minute in groups (Read, Update, Search, Icon) and
+answers every call with its group's `X-RateLimit-Limit`, `-Remaining` and `-Reset`
 (https://developer.nulab.com/docs/backlog/rate-limit). Which GETs count as Search is not
-listed there, so a GET of the issue list has a budget of its own here: a group that is
-really shared is then seen through the last answer of each kind, and the reserve absorbs
-the difference.
-
-A paced client stops before a call when its group's last answer left no more than the
-reserve, and sleeps until that answer's reset: the reserve is what other processes using
-the same API key (deliveries, webhook drains) still have in the window.
+listed, so the issue list has a budget of its own here. A paced client stops before a call
+when its group's last answer left no more than the reserve (what other processes on the
+same key still have) and sleeps until that answer's reset.
 """
 
 from __future__ import annotations

@@ -38,7 +38,7 @@ from bench.machine import calibration  # noqa: E402
 from sandbox.stack import Stack  # noqa: E402
 
 PUSH = "/v2/bot/message/push"
-TARGET_PER_S = 1500.0  # issue 17 (PostgreSQL); 500 before
+TARGET_PER_S = 1500.0  # on PostgreSQL
 
 SEED = """
 import json

@@ -48,7 +48,7 @@ class TenantScopedAdmin(admin.ModelAdmin):
     # form); everyone else gets them masked, as a read-only page would print them in the clear.
     secret_fields: tuple[str, ...] = ()
     # Integration endpoints (hosts the server calls with the tenant's secrets): a superuser
-    # changes them, everyone else reads them (issue 13: a manager must not redirect a key).
+    # changes them, everyone else reads them (a manager must not redirect a key).
     superuser_fields: tuple[str, ...] = ()
 
     def get_queryset(self, request: HttpRequest) -> QuerySet:

@@ -1,14 +1,9 @@
 """How deliveries ended, for the dashboard's outcomes per day.
 
-`DeliveryOutcome` rows are recorded when a run ends, but only since the admin console
-added them (`deliveries.tasks.deliver`): deliveries that ended before that, or whose
-record was lost to a worker dying between the end and the record, have none. They did
-leave their traces, though: the attempt rows of each approval, the task's
-自動配信実行日時 and status, and the ChannelPost of a platform publication. An ending is
-derived from those and counted unless a recorded outcome already accounts for it.
-
-Not derivable: skips (nothing but the record shows them) and failures before any
-request went out (a parse, render or quiet-hours failure leaves no dated row).
+A `DeliveryOutcome` row is recorded when a run ends. An ending without one (a worker died
+between the end and the record) is derived from the traces it left: the attempt rows of
+its approval, the task's 自動配信実行日時 and status, a platform's ChannelPost. Skips and
+failures before any request leave no such trace and are not derived.
 """
 
 from __future__ import annotations

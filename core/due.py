@@ -1,30 +1,9 @@
-"""The due-work kernel: claiming due rows under a lease, renewing and releasing it.
+"""The due-work kernel: claiming due rows under a short lease, renewing and releasing it.
 
-Every queue (delivery schedules, group push items, Backlog and LINE webhook events,
-effect reports, token refreshes) claims through these functions; a `Lease` names the
-queue's own columns, so no table had to change for it.
-
-- A claim is a lease: the row is held until `until`; a dead worker's row is free again
-  when the lease expires. `owner`, when the queue has one, holds the claimer's token, so
-  only the holder renews or releases it.
-- A pass claims in one short transaction: read the free rows, then one UPDATE takes the
-  chosen ones. PostgreSQL locks them (`SELECT … FOR UPDATE SKIP LOCKED`); elsewhere the
-  UPDATE repeats the "free" condition (SQLite's IMMEDIATE transactions run one at a
-  time, so none is lost there). `claim_one` is the single-row form: a conditional UPDATE
-  that must change exactly one row.
-- Never hold the claim's transaction across an HTTP call: claim, commit, call, record.
-- Leases are short (seconds): a worker renews what it holds while it works
-  (core/keeper.py), so a dead worker's claim is free again within one lease.
-- A claim handed to a worker through the broker carries a *queued* token (`QUEUED`
-  prefix); the worker's first step (`take_over`) swaps it for a token of its own. A task
-  that waited in the broker past its lease may take its row back from a claim that is
-  still queued: the first of the row's tasks to start runs it, none waits behind a
-  later copy, and the others find nothing to do.
-- A queued token carries the time it was made (it sorts by it), so a task that starts
-  knows how long it waited in the broker. One that waited half a lease or more renews the
-  queued claims made after its own, which wait behind it: a long queue (a burst) then
-  costs no second claim and no copy of a task per row, while a claim whose task the
-  broker lost is renewed only until every task ahead of it has started.
+Every queue (delivery schedules, group posts, Backlog and LINE events, effect reports,
+token refreshes) claims through these functions; a `Lease` names the queue's own columns.
+A claim is never held across an HTTP call: claim, commit, call, record. How leases, queued
+tokens and take-overs fit together: docs/ARCHITECTURE.md, "The due-work kernel".
 """
 
 from __future__ import annotations
@@ -141,16 +120,7 @@ def claim(
     the broker; with `group`, each run of that many rows shares one, as the rows of one
     task do). `read`: how many candidates to read (default `limit`); `choose`: which of
     them to take (e.g. a per-tenant capacity), at most `limit` are. `changes`: more columns
-    set by the same UPDATE.
-
-    A pass that finds nothing free ends with that one read: the scheduler runs every queue's
-    step on each pass, so a burst on one queue would otherwise open a transaction (on
-    SQLite, take the write lock) per pass for each idle queue. Otherwise one short
-    transaction reads the candidates and takes them with one UPDATE that repeats the
-    "free" condition. On PostgreSQL the candidates are locked (`SKIP LOCKED`);
-    elsewhere, when the UPDATE took fewer rows than chosen (another claimer won some
-    between read and write; not on SQLite, whose IMMEDIATE transactions run one at a
-    time), the rows that carry this claim's tokens are read back.
+    set by the same UPDATE. A pass with nothing free is one read and no transaction.
     """
     rows = _rows(rows)
     if not any_free(rows, now=now, lease=lease):  # an idle pass: no transaction, no `choose`
@@ -233,16 +203,10 @@ def take_over(
 
 
 def _renew_behind(rows: QuerySet, *, tokens: list[str], now: datetime, lease: Lease) -> None:
-    """A task that waited in the broker half a lease or more: the tasks enqueued after it
-    wait about as long (the brokers hand tasks out roughly in the order they came), and
-    nobody renews a queued claim, so their leases would run out in the broker and the
-    scheduler would claim their rows again and enqueue a copy behind them (a burst on a
-    slow machine: up to 1,127 of 2,000 claims made again; docs/BENCHMARKS.md). So the live
-    queued claims made after this task's, with less than half a lease left, get a fresh
-    lease: one UPDATE per task start while the queue is that long, and none otherwise.
-    Safety does not rest on the order: a claim whose task was lost is renewed only by
-    tasks made before it, a fixed set, so once they have all started its lease runs out
-    as before."""
+    """A task that waited in the broker half a lease or more renews the live queued claims
+    made after its own: their tasks wait behind it and nobody else renews them, so their
+    leases would run out in the broker and their rows be claimed twice. A claim whose task
+    was lost is renewed only by the tasks made before it, so its lease still runs out."""
     made = sorted(t for t in tokens if t.startswith(QUEUED))
     oldest = queued_at(made[0]) if made and lease.owner else None
     half = (lease.ends(now) - now) / 2

@@ -1,27 +1,9 @@
 """Group commit: the short writes of several threads made in one transaction.
 
-The rows of a delivery batch run in threads (core/keeper.py `in_threads`), and each ends
-its send with a short write. Made one by one, a burst of 1,000 sends was 1,000 commits:
-on SQLite, where one connection writes at a time, the other writers slept in SQLite's
-busy handler (pauses of 1, 2, 5 … 100 ms, with nothing to wake them when the lock is
-freed); 18 % of the deliverer's thread samples waited there (docs/BENCHMARKS.md, issue 17).
-On PostgreSQL each commit is a WAL flush.
-
-A thread hands its write to the group. If no write of the group is being committed, it
-commits at once, together with every write that is waiting; otherwise it waits, and the
-next commit takes its write along. No write waits for a timer: a group is whatever
-arrived while the previous commit ran, so a lone write costs what it did before.
-
-A write is a function that only touches the database (never an HTTP call: the
-transaction would hold it) and can be made twice: when the group's transaction fails,
-each of its writes is made again in a transaction of its own, so one write's error
-reaches only its own thread. Inside a transaction of the caller, a write is made there
-and then (it must commit or roll back with the caller's work).
-
-A write of many rows' kind is a `Together`: the group's writes of the same `many` are made
-in one call, so the rows' records cost one INSERT or UPDATE per table and group, not one
-per row (a row's own statements were a third of the deliverer's time in a burst). They
-are made after the group's other writes, in no order among themselves.
+The rows of a delivery batch run in threads and each ends its send with a short write.
+A thread hands its write to the group: it commits at once with every waiting write, or
+waits for the commit under way to take it along; no timer, so a lone write costs what it
+did alone. Why and how it fails safely: docs/ARCHITECTURE.md, "One commit per send".
 """
 
 from __future__ import annotations
@@ -39,8 +21,9 @@ Item = TypeVar("Item")
 
 @dataclass(frozen=True)
 class Together(Generic[Item]):
-    """A write made with the group's other writes of the same `many` in one `many(items)`;
-    alone (or outside a group), `many([item])`."""
+    """A write made with the group's other writes of the same `many` in one `many(items)`
+    (one statement per table for the group, after its other writes); alone (or outside a
+    group), `many([item])`."""
 
     many: Callable[[list[Item]], None]
     item: Item
@@ -67,7 +50,12 @@ class _Write(Generic[T]):
 
 
 class GroupCommit:
-    """The writes of one group of threads (e.g. the rows of one batch)."""
+    """The writes of one group of threads (e.g. the rows of one batch).
+
+    A write only touches the database (never an HTTP call: the transaction would hold it)
+    and may be made twice: when the group's transaction fails, each write is made again in
+    a transaction of its own, so one write's error reaches only its own thread. Inside a
+    transaction of the caller, a write is made there and then."""
 
     def __init__(self, using: str = DEFAULT_DB_ALIAS) -> None:
         self.using = using

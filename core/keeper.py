@@ -1,20 +1,9 @@
-"""The keeper: while a process works on claimed rows, it renews their leases.
+"""The keeper: while a process works on claimed rows, one daemon thread renews their leases.
 
-Leases are short (seconds, core/due.py), so a claim whose worker died is free again
-within one lease. A live worker must therefore keep what it holds, including while one
-of its threads waits out a slow platform call: one daemon thread per process renews
-every claim registered with `keeping(...)` every third of its lease, in one UPDATE per
-queue and token. A claim the keeper finds gone (another worker took it after a stall)
-is marked `lost`; the worker's own checks before each send (`renew`, the token in every
-write) decide what that means, the keeper only stops renewing it.
-
-The thread starts with the first claim held and closes its database connection when the
-process holds none. `in_threads` runs a batch's calls concurrently on pooled threads,
-each keeping its own connection from one batch to the next.
-
-Tests set `THREADS = False` (tests/conftest.py): no thread is started (they run the
-keeper's pass, `keeper.renew_held`, themselves) and `in_threads` runs its calls one after
-another, since another connection could not see a test's uncommitted rows.
+Every claim registered with `keeping(...)` is renewed every third of its lease, one UPDATE
+per queue and token; a claim found gone is marked `lost` and no longer renewed (the
+worker's own checks decide what that means). `in_threads` runs a batch's calls
+concurrently on pooled threads. docs/ARCHITECTURE.md, "The due-work kernel".
 """
 
 from __future__ import annotations
@@ -41,6 +30,9 @@ from core.due import Lease
 
 logger = logging.getLogger(__name__)
 
+# Tests set False (tests/conftest.py): no thread starts (they run `renew_held` themselves)
+# and `in_threads` runs its calls one after another, as another connection could not see
+# a test's uncommitted rows.
 THREADS = True
 T = TypeVar("T")
 

@@ -1,33 +1,9 @@
-"""django-q2's ORM broker (the database as the queue), taking a pusher's tasks several at a
-time and a scheduler pass's tasks in one transaction.
+"""django-q2's ORM broker (the database as the queue), with fewer, larger writes.
 
-django-q2's own ORM broker hands out one task per SELECT and UPDATE (`bulk` is ignored
-beyond the SELECT's limit: each task is still its own UPDATE), and each task enqueued is
-an INSERT of its own. On SQLite every one of those writes is a write transaction, taken in
-turn with the deliverers' own; a burst's pusher spent its time waiting for that lock while
-the workers waited for it. Here a pusher takes up to `bulk` tasks (Q_CLUSTER, per cluster:
-the default cluster's is django-q2's default, 1) with one UPDATE, and `enqueued_together`
-puts the INSERTs of several tasks into one transaction. Which task a cluster gets is
-decided as before: only a task whose lock has passed is taken, under the row lock on
-PostgreSQL (SKIP LOCKED: two pushers never wait for each other) and under SQLite's write lock.
-
-On PostgreSQL a pusher (of either cluster) that finds its queue empty waits for a NOTIFY on
-its queue's channel, sent by each enqueue (at commit, once per transaction), instead of
-sleeping a whole poll: a task is taken as soon as it is committed, not up to
-`Q_POLL_SECONDS` later. The poll is still
-the longest wait, so a lost notification costs no more than before. The tasks of one
-`enqueued_together` send one NOTIFY, at its end (a NOTIFY is delivered at commit: one per
-transaction is all a pusher can see). SQLite has no NOTIFY: there an enqueue's commit sets
-the modification time of a file beside the database (`<database>-q_<queue>`), and a waiting
-pusher looks at it every `WAKE_CHECK_SECONDS` (a `stat`, no query) instead of sleeping the
-whole poll, which left a burst's first tasks waiting up to 0.2 s with the machine idle.
-
-django-q2 runs `close_old_connections` before every use of the queue, which with
-CONN_HEALTH_CHECKS is a `SELECT 1` round trip each time, and deletes an acknowledged task
-inside a transaction of its own: four statements per task done (a tenth of a PostgreSQL
-burst's statements, docs/BENCHMARKS.md). Here a thread's connection is checked at most once
-a second and after an error (core/keeper.py `ConnectionCheck`), and a task is deleted with
-one statement.
+A pusher takes up to `bulk` tasks with one UPDATE, `enqueued_together` puts the INSERTs of
+several tasks into one transaction, and an idle pusher is woken at an enqueue's commit
+(NOTIFY on PostgreSQL, a wake file beside the database on SQLite) rather than at its next
+poll. Why: docs/ARCHITECTURE.md, "django-q2's queue".
 """
 
 from __future__ import annotations

@@ -6,9 +6,7 @@
 - `OutboundAttempt`: one outbound request, the audit log and the admin's history
   (`deliveries.DeliveryAttempt`, `linepush.LinePushAttempt`).
 
-Each concrete model keeps its own table and column names; the fields here are the
-ones both twins already had, with the same names, types and labels, so moving them
-here changed no migration state.
+Each concrete model keeps its own table and column names.
 """
 
 from __future__ import annotations

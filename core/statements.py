@@ -1,13 +1,8 @@
 """The INSERT and UPDATE of many rows a commit group makes, written without the ORM's compiler.
 
-A delivery burst's records are a few statements per commit group (core/group_commit.py):
-an INSERT of the attempts, UPDATEs of tasks and schedules with a value per row. Built by
-the ORM (`bulk_create`, `update()` of a `Case`), each cost about 0.6 ms of Python for four
-rows, five times the time SQLite took to run it, and on SQLite all of it ran while the
-one write lock was held: that is the work every other writer of a burst waited for
-(docs/BENCHMARKS.md, issue 17). Here each statement is a string and its parameters,
-every value prepared by its own field (`get_db_prep_save`), as the ORM would.
-
+A commit group (core/group_commit.py) writes a burst's records while SQLite's one write
+lock is held, so building them must cost little: each statement here is a string and its
+parameters, every value prepared by its own field (`get_db_prep_save`), as the ORM would.
 Only plain columns: no expressions as values, and a row's primary key is its model's `pk`.
 """
 

@@ -1,32 +1,10 @@
 """Approval-time checks: what would fail at publish time is said at approval.
 
-Run by every way a task is approved (the lifecycle's registration — webhook, admin
-approve, scan rescue — and `/automedia send`) and by the preview, before anything is
-scheduled:
-
-- LINE: the messages rendered with the task's variables go to LINE's validate endpoint
-  for the send kind the publisher will use (push to groups, multicast to tagged users;
-  https://developers.line.biz/en/reference/messaging-api/#validate-message-objects-of-push-message).
-  A 400 is LINE's verdict and refuses the approval, naming each `details[].property`
-  and `message`; a 5xx, timeout or any other failure only means LINE could not be asked,
-  which never blocks an approval.
-- LINE coupons: a `coupon` message names a running coupon of the tenant (the check
-  linepush registers with `line_message_check_register`).
-- LINE quota: the forecast of deliveries/quota_forecast.py (over a plan without extra
-  messages refuses; over one with them states the overage and its cost).
-- Instagram / TikTok / HubSpot: the channel's template rules
-  (deliveries/channels/<kind>/templates.py, their one home), applied to the filled
-  template; the publisher applies the same rules again before its first platform call.
-- Instagram: the account's rolling publishing limit (`content_publishing_limit`, 50 in
-  24 h) at the post's time, counting automedia's published and scheduled posts
-  (deliveries/channels/instagram/approval.py); over it refuses, with the count.
-- TikTok: the posting choices the body states (公開範囲, コメント, デュエット, スティッチ,
-  商用コンテンツ), every one needed, checked against the creator's `creator_info`
-  (deliveries/channels/tiktok/approval.py); TikTok not answering refuses nothing.
-
-What may still change before the due time without anyone editing the issue (a template
-not imported yet, a missing token or account, no contacts with the tag yet) is said in
-the comment but refuses nothing: the delivery reports it if it is still so then.
+Every way a task is approved (webhook, admin, scan rescue, `/automedia send`) and the preview
+run them before anything is scheduled: LINE's validate endpoint, LINE coupons, the LINE quota
+forecast, each platform's template rules, Instagram's publishing limit and TikTok's posting
+choices. What may still change before the due time without an edit of the issue (a template
+not imported yet, a missing account) is said in the comment but refuses nothing.
 """
 
 from __future__ import annotations
@@ -175,6 +153,9 @@ def _send_kind(expression: str) -> str:
 
 
 def _line_validate(checks: ApprovalChecks, tenant: Tenant, messages: list[dict], expression: str) -> None:
+    """LINE's answer to the send the publisher will make: a 400 is its verdict and refuses;
+    any other failure only means LINE could not be asked, which never blocks an approval
+    (https://developers.line.biz/en/reference/messaging-api/#validate-message-objects-of-push-message)."""
     kind = _send_kind(expression)
     try:
         details = line_transport(tenant.line_channel_token).validate(kind=kind, messages=messages)

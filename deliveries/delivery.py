@@ -1,13 +1,8 @@
 """`deliver`: one claimed schedule → its channel's publisher exactly once → one Backlog write-back.
 
-Order of work (seed 000/001): claim → lock per (tenant, issue) →
-idempotency (自動配信実行日時) → re-check in Backlog (still approved, unchanged,
-quiet hours) → render → publish (deliveries/channels/<kind>/publisher.py: LINE sends
-each chunk with a deterministic X-Line-Retry-Key) → record and give the row back at the
-write-back stage; the write-backs' queue (deliveries/writeback_queue.py) then writes it back
-in one PATCH (deliveries/writeback.py) and deletes the schedule. A Backlog failure is retried on Backlog's
-own short schedule, never on the channel's (deliveries/retry.py). No transaction or row
-lock is held across an HTTP call; every step tolerates running twice.
+Claim → lock per (tenant, issue) → idempotency (自動配信実行日時) → re-check in Backlog →
+render → publish → record, the row given back for its write-back (deliveries/writeback.py).
+No transaction or row lock is held across an HTTP call; every step tolerates running twice.
 """
 
 from __future__ import annotations

@@ -1,13 +1,9 @@
 """Preparing a send before its due second, so that at the second only the publish is left.
 
-From DELIVERY_PREPARE_SECONDS before a send is due, run_scheduler's prepare step hands its
-row to a task on the default queue, which reads the issues of a tenant from Backlog (one call
-per 100) and lets the channel prepare what publishes nothing: an Instagram container made and
-looked at until FINISHED. Two thirds of DELIVERY_RECHECK_SECONDS before the due second the
-issue is read once more. The send relies on that read when it is at most
-DELIVERY_RECHECK_SECONDS old and reads the issue itself otherwise (docs/ARCHITECTURE.md).
-A change Backlog reports by webhook re-registers or removes the schedule at any time, which
-drops what was prepared (deliveries/services.py `schedule_upsert`).
+From DELIVERY_PREPARE_SECONDS ahead, a task on the default queue reads a tenant's due issues
+from Backlog and lets the channel prepare what publishes nothing (an Instagram container),
+then reads the issue once more shortly before the second (docs/ARCHITECTURE.md, "Preparing
+ahead"). A change Backlog reports by webhook drops what was prepared.
 """
 
 from __future__ import annotations

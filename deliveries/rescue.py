@@ -1,22 +1,11 @@
-"""The scan's rescue of one page of leaks: the decision and registration of
-`issue_reconcile`, with the page's new tasks and schedules written together.
+"""The scan's rescue of one page of leaks, with the page's new tasks and schedules written together.
 
-Each leak is still read again from Backlog (its own GET: a delivery may have finished
-since the listing) and gets its own "配信を予約しました" comment. What changes is the
-writing: a leak Backlog still shows approved, undelivered, with a body that parses and
-checks that pass, and that has no task yet, would be registered by `issue_reconcile`
-with a new task, its claim, its approval, its checks and a schedule — about 15 SQL
-statements. Here such leaks become one INSERT of tasks and one of schedules for the
-page, in one short transaction (no HTTP call inside it), and then each one's
-`task_approved` signal and comment, in page order.
-
-Anything else goes through `issue_reconcile` itself, one by one, after the leaks before
-it are registered: a task that already exists (its claim is by version), an issue no
-longer approved, delivered, moved or gone, a refusal (it posts its own comment), and an
-approval whose checks count the others (a LINE quota forecast). If the page's INSERT
-meets a row another process wrote meanwhile (a webhook's registration of the same
-issue: the unique task key or schedule name), nothing of the page is kept and each of
-its leaks goes through `issue_reconcile`, which reads it again: never two schedules.
+Each leak is read again from Backlog and gets its own comment. A leak that is still
+approved, has no task yet and passes its checks is written with the page's one INSERT of
+tasks and one of schedules (one short transaction, no HTTP call inside). Anything else (an
+existing task, a refusal, a LINE quota forecast that counts the others) goes through
+`issue_reconcile` one by one, and so does the whole page if its INSERT meets a row written
+meanwhile: never two schedules.
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
 """Claiming due schedules under a lease (core/due.py), safely from several processes at once,
 within each tenant's concurrency limit; the loop's wake-up time and heartbeat.
 
-Only sends are claimed here: a row at the write-back stage is the write-backs' queue
-(deliveries/writebacks.py), which never takes a tenant's delivery capacity.
-
-A claim is a short lease (DELIVERY_LEASE_SECONDS) that the worker's keeper renews while
-it works (core/keeper.py): if the worker dies, the row is due again, and no longer counts
-against its tenant's capacity, within one lease.
+Only sends are claimed here: a row at the write-back stage belongs to the write-backs' queue
+(deliveries/writeback_queue.py), which never takes a tenant's delivery capacity.
 """
 
 from __future__ import annotations

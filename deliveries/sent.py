@@ -1,13 +1,9 @@
 """What a send leaves in the database, for all the rows of a commit group at once.
 
 A row that has sent records its accepted attempts, the task's 自動配信実行日時 and its
-schedule's move to the write-back stage (deliveries/delivery.py `_sent`). In a burst the
-rows of a batch send at the same moment; their records go into one group commit
-(core/group_commit.py), where these functions make them in one statement per table:
-one INSERT of every attempt, one UPDATE of the tasks, one or two of the schedules and
-one DELETE of the locks given back. Each UPDATE of a schedule is conditional on its claim
-(`claimed_by`); if a claim was lost meanwhile, the group is made again row by row, where
-a row whose claim is gone reads its schedule back instead.
+schedule's move to the write-back stage (deliveries/delivery.py `_sent`): one statement per
+table for the group (core/group_commit.py). Each schedule's UPDATE checks its claim; if a
+claim was lost meanwhile, the group is made again row by row.
 """
 
 from __future__ import annotations

@@ -1,16 +1,9 @@
 """`POST /api/linepush/items/`: other systems (e.g. a talent-management app) queue group posts.
 
-Authentication: `Authorization: Bearer <token>` with a per-tenant token
-(`manage.py linepush_token SLUG`); only its SHA-256 is stored. The body is the item's
-fields; 201 = created, 200 = an item of this tenant with this dedupe_key already exists
-(returned as it is), 400 = the reasons (a `scheduled_at` outside its window too),
-401 = no or a bad token, 403 = a trigger type the token may not use, 413 = a body over
-DATA_UPLOAD_MAX_MEMORY_SIZE (Django's 2.5 MB by default, above LINE's own 2 MB per
-push), 429 = over the token's rate (`LINEPUSH_API_THROTTLE_RATE`) with `Retry-After`.
-A token's posts wait for a manager's approval unless the token says they skip it.
-Dedupe keys are per tenant: another tenant's item with the same key is invisible
-here (the answer is 201, as for a new key), so the API never tells whether a key exists
-elsewhere.
+A per-tenant Bearer token (`manage.py linepush_token SLUG`, only its SHA-256 stored) may
+post the trigger types it lists, throttled by `LINEPUSH_API_THROTTLE_RATE`; its posts wait
+for a manager unless it skips approval. Dedupe keys are per tenant, so the API never tells
+whether a key exists elsewhere. The answers: docs/USAGE.md, "LINE group posts".
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
 """The LINE quota forecast of a delivery at approval (deliveries/quota_forecast.py asks it).
 
-The month's use so far is LINE's own count (`GET /v2/bot/message/quota/consumption`,
-which includes sends made outside automedia) plus what automedia has scheduled in that
-month and not sent yet: approved LINE deliveries (the messages their approval counted)
-and open group posts (a member count each). The allowance is the tenant's plan
-(LinePushSettings.plan), and LINE's target limit (`GET /v2/bot/message/quota`: `limited`
-with its `value`) also caps the month. A tenant without a plan is counted against LINE's
-answer alone (`none` = no cap): automedia never assumes a plan LINE did not state.
+The month's use is LINE's own count plus what automedia has scheduled and not sent yet;
+the allowance is the tenant's plan, capped by LINE's target limit. A tenant without a plan
+is counted against LINE's answer alone: no plan is assumed.
 Counting rules: https://developers.line.biz/en/docs/messaging-api/pricing/.
 """
 

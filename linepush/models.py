@@ -131,7 +131,7 @@ class LinePushItem(models.Model):
     source_table = models.CharField(_("発生元テーブル"), max_length=64, blank=True)
     source_id = models.CharField(_("発生元ID"), max_length=128, blank=True)
     # Unique per tenant (Meta): a key is a tenant's own name for a post, never a claim on
-    # another tenant's (issue 13 §1).
+    # another tenant's.
     dedupe_key = models.CharField(_("重複排除キー"), max_length=255)
     # The `X-Line-Retry-Key` of every attempt, fixed when the item is created: a later change
     # of how keys are derived never changes the key of a post LINE may already have accepted.
@@ -183,7 +183,7 @@ class LinePushItem(models.Model):
             # flight on every scheduler pass: both from an index, not a scan and sort of the
             # table. Both hold pending rows only: a post is written three times on its way
             # out (claim, take-over, sent), and no other row version (a sent post above all,
-            # most of the table) adds an entry to them (docs/BENCHMARKS.md, LINE group posts).
+            # most of the table) adds an entry to them (docs/benchmarks/history/linepush.md).
             models.Index(fields=["scheduled_at", "id"], name="line_push_due_idx", condition=_PENDING),
             models.Index(fields=["lease_until"], name="line_push_lease_idx", condition=_PENDING),
             models.Index(fields=["tenant", "ext_group_id", "reserved_at"], name="line_push_window_idx"),
@@ -250,7 +250,7 @@ class LinePushAttempt(OutboundAttempt):
 class LinePushProblem(models.Model):
     """A post a producer could not queue, kept with its source until a later run queues it.
 
-    Producers go on with the other posts (issue 13 §1); this row is how a manager sees
+    Producers go on with the other posts; this row is how a manager sees
     that one of them was not queued, and why.
     """
 

@@ -88,7 +88,7 @@ def _of_task(task: ContentTask, trigger: str) -> PushSource:
 
 
 def _produce(source: PushSource, make: Callable[[], T]) -> T | None:
-    """One post of a batch: any problem is recorded on its source, never raised (issue 13 §1).
+    """One post of a batch: any problem is recorded on its source, never raised.
 
     The savepoint keeps a failed insert from breaking the caller's transaction (the
     Backlog webhook's approval runs in one).

@@ -1,26 +1,10 @@
 """Claiming the group push queue through the delivery scheduler (sub-second, seed 003 §6).
 
-Sending and recording the claimed items: linepush/sending.py.
-
-`run_scheduler` calls `push_step` on every pass: it claims due items under a lease
-and decides, in one short transaction, everything that needs the database — the
-group's opt-in, the per-group and per-tenant rate limits, the monthly quota — and
-reserves the item's place in those windows. django-q2 workers then push each claimed
-item (`push_send`) with the item's stored `X-Line-Retry-Key` (uuid5 of tenant and
-dedupe key, fixed at creation), and record the outcome. No transaction is held across
-an HTTP call.
-
-Exactly once: a key LINE already accepted answers 409, which is `sent`; a worker that
-dies after the push leaves its claim to expire (a short lease its keeper renews while it
-lives, core/keeper.py), and the resend with the same key is that 409. An item claimed
-again after its claim expired keeps the messages it reserved then (the month's count is
-not raised twice). LINE keeps a retry key 24 h, so an item first tried more than 23 h ago is
-failed instead of being resent blind.
-
-Concurrency: PostgreSQL claims with `SKIP LOCKED` and locks the tenants' settings
-rows (in id order) so that two schedulers never count the same rate-limit window at
-once. SQLite runs every transaction as `BEGIN IMMEDIATE` (settings), so the claim is
-the only writer while it runs. The lease columns are core/due.py's (`PUSH_LEASE`).
+`run_scheduler` calls `push_step` on every pass: it claims due items under a lease and
+decides in one short transaction what needs the database (the group's opt-in, the per-group
+and per-tenant rate limits, the monthly quota), reserving the item's place in those windows.
+Workers then send them (linepush/sending.py) with each item's stored `X-Line-Retry-Key`, so
+a resend after a crash is LINE's 409, which is `sent`.
 """
 
 from __future__ import annotations
@@ -147,7 +131,7 @@ def _waiting(now: datetime) -> int:
     That queue is what the cap bounds: it is what a due delivery behind it waits for, and
     nobody renews its leases. Items a worker has taken over are not counted, so the next
     batches are claimed while it sends; counting them left the workers idle until the
-    scheduler's next poll (issue 17)."""
+    scheduler's next poll."""
     held = LinePushItem.objects.filter(PUSH_LEASE.held(now), status=Status.PENDING)
     return held.filter(claimed_by__startswith=QUEUED).count()
 
@@ -245,6 +229,8 @@ def _tenant_states(items: list[LinePushItem], now: datetime) -> dict[int, _Tenan
 
 
 def _locked_settings(tenant_id: int) -> LinePushSettings:
+    """The tenant's settings, locked on PostgreSQL so that two schedulers never count the same
+    rate-limit window at once (SQLite's IMMEDIATE transactions already run one at a time)."""
     LinePushSettings.objects.get_or_create(tenant_id=tenant_id)
     rows = LinePushSettings.objects.select_related("plan").filter(tenant_id=tenant_id)
     if connection.vendor == "postgresql":

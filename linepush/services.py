@@ -105,7 +105,7 @@ def push_enqueue(
     """Queue one post; the tenant's existing dedupe_key is a no-op returning that item (created=False).
 
     Dedupe keys are the tenant's own: another tenant's item with the same key is neither
-    found nor in the way (issue 13 §1).
+    found nor in the way.
 
     The group's opt-in is checked now (an opted-out group ends `skipped` with the reason,
     so the refusal is visible) and again when the item is sent. `approval_required`: the

@@ -1,12 +1,9 @@
 """The month's LINE message use of a tenant: one figure for the dashboard, the settings and
 the approval comment.
 
-`used` is the tenant's `LineMonthlyUsage` row of the month (in the tenant's LINE time zone):
-LINE's own count whenever automedia asks LINE (the approval forecast, the daily quota check),
-plus automedia's group posts since. `limit` is the lower of the plan's monthly messages and
-LINE's target limit (`GET /v2/bot/message/quota`: `limited` with its `value`). A tenant
-without a plan is counted against LINE's limit alone (none stated = no cap), as the approval
-forecast counts it: no plan is assumed.
+`used`: the tenant's `LineMonthlyUsage` row of the month, LINE's own count whenever
+automedia asks LINE plus automedia's group posts since. `limit`: the lower of the plan's
+monthly messages and LINE's target limit (no plan: LINE's limit alone).
 """
 
 from __future__ import annotations

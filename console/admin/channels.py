@@ -1,4 +1,4 @@
-"""Instagram / TikTok / HubSpot accounts and posts (issue 7): deliveries' ChannelAccount and
+"""Instagram / TikTok / HubSpot accounts and posts: deliveries' ChannelAccount and
 ChannelPost, scoped to the user's tenants."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The accounts of the publishing platforms (Instagram / TikTok / HubSpot, issue 7) and each
+"""The accounts of the publishing platforms (Instagram / TikTok / HubSpot) and each
 publication on them. Models of the deliveries app, registered through deliveries/models.py."""
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ class ChannelPost(models.Model):
     """One publication of one approval on Instagram / TikTok / HubSpot.
 
     Every platform id is saved here the moment it exists, before the next call, so a
-    retry continues from it instead of publishing again (issue 7; neither Instagram nor TikTok
+    retry continues from it instead of publishing again (neither Instagram nor TikTok
     has an idempotency key, see deliveries/channels/platform.py).
     """
 

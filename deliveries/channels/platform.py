@@ -1,12 +1,10 @@
 """What the Instagram, TikTok and HubSpot transports share beyond base.HttpTransport.
 
-Publishing is not idempotent on Instagram and TikTok (no idempotency key documented:
-https://developers.facebook.com/documentation/instagram-platform/instagram-graph-api/reference/ig-user/media_publish,
-https://developers.tiktok.com/doc/content-posting-api-reference-direct-post; duplicate posts
-after retries, third-party: https://github.com/gitroomhq/postiz-app/issues/1681), so a
-publisher must know more than "retry or not": whether a failed call may still have reached
-the platform (`unclear`). A connection that was never opened cannot have published
-anything; a timeout, a dropped connection or a 5xx may have.
+Publishing on Instagram and TikTok has no idempotency key
+(https://developers.facebook.com/documentation/instagram-platform/instagram-graph-api/reference/ig-user/media_publish,
+https://developers.tiktok.com/doc/content-posting-api-reference-direct-post), so a publisher
+must know whether a failed call may still have reached the platform (`unclear`): a
+connection never opened cannot have published; a timeout, a dropped connection or a 5xx may.
 """
 
 from __future__ import annotations

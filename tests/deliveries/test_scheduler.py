@@ -248,7 +248,8 @@ def test_the_loop_looks_again_soon_while_a_queue_holds_due_work_back_and_after_i
     monkeypatch, settings, found, slept
 ):
     """A cap on what waits for the workers frees room as they start their tasks, many times
-    a second in a drain: sleeping a whole poll there bounded the drain (docs/BENCHMARKS.md)."""
+    a second in a drain: sleeping a whole poll there bounded the drain
+    (docs/benchmarks/history/linepush.md)."""
     import core.keeper
 
     settings.SCHEDULER_HELD_POLL_SECONDS = 0.05

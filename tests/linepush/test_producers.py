@@ -238,7 +238,7 @@ def test_the_digest_follows_the_tenants_time_zone(tenant):
     assert items("morning_digest")[0].scheduled_at == datetime(2026, 12, 10, 10, 0, tzinfo=JST)
 
 
-# -- one post that cannot be queued never stops the others (issue 13 §1) ---------------------------
+# -- one post that cannot be queued never stops the others ------------------------------------------
 
 
 @pytest.fixture

@@ -1,5 +1,5 @@
-"""What the push queue costs the database per item (docs/BENCHMARKS.md, LINE group posts,
-issue 17): the claim's reads come from indexes, and a batch is recorded in a fixed number
+"""What the push queue costs the database per item (docs/benchmarks/history/linepush.md):
+the claim's reads come from indexes, and a batch is recorded in a fixed number
 of statements whatever its size."""
 
 from __future__ import annotations

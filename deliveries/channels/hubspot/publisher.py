@@ -1,23 +1,10 @@
 """Deliver one approval through HubSpot exactly once: a CRM note or a single-send email.
 
-The audience is the task's 対象タグ matched against each contact's tag property
-(`ChannelAccount.hubspot_tag_property`, a multiple-checkbox property: values joined by
-`;`), read page by page from the contacts API.
-
-- note mode: one note on all matched contacts. Notes have no idempotency key (none
-  found in https://developers.hubspot.com/docs/api-reference/crm-notes-v3/guide;
-  UNCONFIRMED absence), so its body carries a marker token derived
-  from the task; after an unclear create the next run searches for the marker before
-  creating. The id is saved the moment it exists; associations are idempotent and
-  sent in batches of 100, progress saved after each.
-- email mode: one marketing single-send per contact with `sendId` derived from
-  (tenant, issue, approval, contact): HubSpot sends at most one email per sendId, and
-  a repeat answers IDEMPOTENT_IGNORE — so a retry after a lost answer simply resends.
-  The recorded attempts are the progress (a retry skips contacts already answered).
-
-Pacing: after every call the `X-HubSpot-RateLimit-*` headers are read; when fewer than
-PACE_FLOOR calls remain in the window (or the day), the run stops and the same schedule
-row is due again after the interval — no sleep in a worker. A 429 is a retry (deliveries/retry.py).
+The audience is the contacts whose tag property matches the task's 対象タグ. Note mode: one
+note, found again by a marker after an unclear create, then associated in batches. Email
+mode: one single-send per contact with a `sendId` derived from the task and contact, so a
+retry resends safely. When the `X-HubSpot-RateLimit-*` headers run low the run stops and the
+row is due again after the interval: no sleep in a worker.
 """
 
 from __future__ import annotations

@@ -1,31 +1,11 @@
 """The one HubSpot API client: contacts, CRM notes and marketing single-send email.
 
-Facts: a private-app token or a service key is a static Bearer token
-(https://developers.hubspot.com/docs/apps/legacy-apps/private-apps/overview,
-https://developers.hubspot.com/changelog/service-keys); a 401 means it was revoked or
-rotated (no retry). Single-send email is idempotent per `message.sendId` ("No more than
-one email will be sent per sendId",
-HubSpot/hubspot-api-python:hubspot/marketing/transactional/models/public_single_send_email.py;
-a repeat answers `sendResult: IDEMPOTENT_IGNORE`); CRM notes have no idempotency key, so
-a note carries a marker token it can be found by. Every answer carries
-`X-HubSpot-RateLimit-*` headers (-Max / -Remaining / -Interval-Milliseconds UNCONFIRMED),
-read into `rate` after each call so the caller can pace itself; errors are `{"status":"error","message","category","correlationId"}`
-with every field optional (https://developers.hubspot.com/docs/api-reference/error-handling).
-Request bodies follow HubSpot's published OpenAPI: a CRM create is
-`SimplePublicObjectInputForCreate`, whose `properties` and `associations` are both
-required (HubSpot/hubspot-api-python:hubspot/crm/objects/notes/models/simple_public_object_input_for_create.py),
-so a note is created with `"associations": []` and associated afterwards; a single-send
-is `PublicSingleSendRequestEgg` with `emailId`, `message`, `contactProperties` (a map of
-strings) and `customProperties` all required
-(https://developers.hubspot.com/docs/api-reference/2026-03/marketing/transactional-emails/create-transactional-email),
-where the single-send guide's examples leave `contactProperties` out.
-From the 2026-09 API versions CRM writes also meet the portal's own rules (conditional
-required properties, the create form's required fields, association permissions) and
-answer 400 `VALIDATION_ERROR` otherwise
-(https://developers.hubspot.com/changelog/crm-api-write-validation-enforcement): a
-configuration error a person fixes in HubSpot, never retried.
-The v3/v4 paths are supported until 2027
-(https://developers.hubspot.com/changelog/legacy-apis-and-legacy-apps-whats-going-unsupported-and-when);
+A private-app token or service key is a static Bearer token; a 401 means it was revoked or
+rotated (https://developers.hubspot.com/docs/apps/legacy-apps/private-apps/overview,
+https://developers.hubspot.com/changelog/service-keys). Errors are
+`{"status", "message", "category", "correlationId"}`, every field optional
+(https://developers.hubspot.com/docs/api-reference/error-handling). The v3/v4 paths are
+supported until 2027 (https://developers.hubspot.com/changelog/legacy-apis-and-legacy-apps-whats-going-unsupported-and-when);
 the base URL is a setting.
 """
 
@@ -52,7 +32,8 @@ DEFAULT_INTERVAL_MS = 10_000
 
 @dataclass
 class RateState:
-    """The last answer's X-HubSpot-RateLimit-* headers (None = not sent)."""
+    """The last answer's X-HubSpot-RateLimit-* headers (None = not sent), read after every call so
+    the caller can pace itself (the header names beyond -Remaining are UNCONFIRMED)."""
 
     remaining: int | None = None
     interval_ms: int = DEFAULT_INTERVAL_MS
@@ -98,6 +79,8 @@ def hubspot_error(response: httpx.Response) -> PlatformError:
         )
     if status == 403:
         return PlatformError(f"権限（スコープ）がありません: {label}", permanent=True, **common)
+    # From the 2026-09 API versions CRM writes meet the portal's own rules, a configuration a
+    # person fixes in HubSpot (https://developers.hubspot.com/changelog/crm-api-write-validation-enforcement).
     if status == 400 and data.get("category") == "VALIDATION_ERROR":
         return PlatformError(
             "HubSpot の設定エラー（VALIDATION_ERROR）: ポータルの検証ルール（条件付き必須プロパティ、"
@@ -146,6 +129,9 @@ class HubSpotTransport(PlatformTransport):
         return list(data.get("results") or []), next_after
 
     def note_create(self, *, body: str, timestamp: str) -> str:
+        """A CRM create requires `associations` (HubSpot's OpenAPI, `SimplePublicObjectInputForCreate`
+        in HubSpot/hubspot-api-python), so the note is created with none and associated after.
+        Notes have no idempotency key: the body carries a marker `note_find` looks for."""
         properties = {"hs_note_body": body, "hs_timestamp": timestamp}
         body = {"properties": properties, "associations": []}
         return str(self._call("POST", NOTES, json=body)["id"])
@@ -170,6 +156,9 @@ class HubSpotTransport(PlatformTransport):
     def single_send(
         self, *, email_id: int, to: str, send_id: str, custom_properties: dict, sender: dict
     ) -> dict:
+        """At most one email per `sendId`; a repeat answers `sendResult: IDEMPOTENT_IGNORE`.
+        `contactProperties` is required by the request's OpenAPI although the guide's examples
+        leave it out (https://developers.hubspot.com/docs/api-reference/2026-03/marketing/transactional-emails/create-transactional-email)."""
         message = {"to": to, "sendId": send_id, **sender}
         body = {
             "emailId": email_id,

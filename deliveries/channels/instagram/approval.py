@@ -1,17 +1,11 @@
 """Instagram at approval time: the account's publishing limit, counted at the post's time.
 
-An Instagram professional account publishes at most `quota_total` posts (currently 50) in a
-rolling window of `quota_duration` seconds (24 h); `content_publishing_limit` reports the
-posts of the last window, whoever made them
-(https://developers.facebook.com/documentation/instagram-platform/instagram-graph-api/reference/ig-user/content_publishing_limit,
-https://developers.facebook.com/documentation/instagram-platform/instagram-graph-api/reference/ig-user/media_publish).
-Meta asks apps that schedule posts to keep to it themselves (the content publishing
-guide). So an approval counts, for its due time and for every approval scheduled after it
-within one window (each of which it may push over), the posts that window would hold:
-automedia's published and scheduled Instagram posts, this one, and, while the window still
-reaches back before now, the account's other posts Meta counted. Over the limit refuses the
-approval with the count. When Meta cannot be asked, automedia's own posts are counted
-against 50 and the comment says so.
+An account publishes at most `quota_total` posts in a rolling `quota_duration`
+(https://developers.facebook.com/documentation/instagram-platform/instagram-graph-api/reference/ig-user/content_publishing_limit),
+and Meta asks apps that schedule posts to keep to it. An approval counts, for its due time
+and for every approval scheduled after it within one window, automedia's published and
+scheduled posts, this one and, while the window reaches back before now, the account's
+other posts Meta counted. When Meta cannot be asked, automedia's own posts are counted.
 """
 
 from __future__ import annotations

@@ -1,19 +1,12 @@
 """Publish one approval to Instagram exactly once.
 
-A publish-once recipe inferred from field reports (third-party:
-https://github.com/gitroomhq/postiz-app/issues/1681,
-https://github.com/trypostit/trypost/issues/281), with the issue's rules:
-1. read `content_publishing_limit`; over the quota → wait (the Backlog comment says
-   until when) — before a container exists, so none expires while waiting;
-2. create the container(s); each id is saved the moment it is returned;
-3. read `status_code` once now and then about once a minute for up to 5 minutes
-   (Meta's advice), by re-scheduling the same schedule row, never by sleeping;
-   EXPIRED / ERROR end the task with the reason;
-4. read the quota again, mark the post PUBLISHING, then call `media_publish`;
-   the media id is saved at once, then the permalink is read;
-5. after an unclear `media_publish` (timeout, dropped connection, 5xx, 4/2207051)
-   the next run reads the container: PUBLISHED = done (never publish again),
-   FINISHED = it was not published, so publishing is safe.
+1. read `content_publishing_limit`; over it, the row waits (before any container exists);
+2. create the container(s), each id saved the moment it is returned;
+3. read `status_code` now and then about once a minute for up to 5 minutes (Meta's advice),
+   by re-scheduling the row, never by sleeping; EXPIRED / ERROR end the task;
+4. read the quota again, mark the post PUBLISHING and call `media_publish`;
+5. after an unclear `media_publish` the next run reads the container: PUBLISHED is done,
+   FINISHED was not published, so publishing is safe.
 """
 
 from __future__ import annotations

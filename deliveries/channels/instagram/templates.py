@@ -1,13 +1,7 @@
 """Instagram's template rules (shapes in deliveries/channel_templates.py).
 
-Carousels take up to 10 items (quoted in public code from
-https://developers.facebook.com/docs/instagram-platform/content-publishing/, UNCONFIRMED) and
-media are fetched from public URLs (same page). The caption limits — 2,200 characters,
-30 hashtags, 20 @ tags — are the `caption` parameter's in Meta's IG User Media reference
-(https://developers.facebook.com/docs/instagram-platform/instagram-graph-api/reference/ig-user/media;
-UNCONFIRMED against the current page: third parties report lower hashtag limits since 2025,
-which would still fail at publish time). They are checked at approval and again before the
-first platform call (deliveries/approval_checks.py, deliveries/channels/posts.py).
+Checked at approval and again before the first platform call (deliveries/approval_checks.py,
+deliveries/channels/posts.py).
 """
 
 from __future__ import annotations
@@ -27,11 +21,17 @@ from deliveries.channel_templates import (
 )
 from deliveries.templating import with_samples
 
+# The `caption` parameter's limits in Meta's IG User Media reference
+# (https://developers.facebook.com/docs/instagram-platform/instagram-graph-api/reference/ig-user/media;
+# UNCONFIRMED against the current page: third parties report lower hashtag limits, which
+# would still fail at publish time).
 CAPTION_MAX = 2200
 CAPTION_HASHTAGS_MAX = 30
 CAPTION_MENTIONS_MAX = 20
 HASHTAG = re.compile(r"#\w+")
 MENTION = re.compile(r"(?<![\w@])@[\w.]+")
+# Up to 10 items, media fetched from public URLs (quoted in public code from
+# https://developers.facebook.com/docs/instagram-platform/content-publishing/; UNCONFIRMED).
 CAROUSEL_ITEMS = (2, 10)
 
 

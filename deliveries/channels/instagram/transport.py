@@ -1,17 +1,12 @@
 """The one Instagram Graph API client (Instagram API with Instagram Login).
 
-Facts from https://developers.facebook.com/docs/instagram-platform/content-publishing/ and
-https://developers.facebook.com/documentation/instagram-platform/instagram-graph-api/reference/ig-user/media:
-publishing is container → status → `media_publish`; containers expire after 24 h;
-`media_publish` has no idempotency key; the publishing quota is read at runtime from
-`content_publishing_limit` (25, 50 and 100 all appear in Meta's texts). Errors are
-`{"error": {"message", "type", "code", "error_subcode", "fbtrace_id", "is_transient"}}`,
-usually HTTP 400 (UNCONFIRMED as a rule): we branch on the code, not the HTTP status
-(https://developers.facebook.com/docs/graph-api/guides/error-handling). The host and the
-Graph API version are settings.
-The token goes in an `Authorization: Bearer` header, so it never appears in a URL.
-Media insights (effect measurement): what automedia relies on is listed, with its sources
-and UNCONFIRMED marks, in deliveries/channel_effects.py.
+Publishing is container → status → `media_publish`; containers expire after 24 h and
+`media_publish` has no idempotency key
+(https://developers.facebook.com/docs/instagram-platform/content-publishing/). Errors are
+`{"error": {"message", "type", "code", "error_subcode", "fbtrace_id"}}`, branched on by code,
+not HTTP status (https://developers.facebook.com/docs/graph-api/guides/error-handling). The
+token travels in an `Authorization: Bearer` header, never in a URL; host and version are settings.
+Media insights (effect measurement): their sources are in deliveries/channel_effects.py.
 """
 
 from __future__ import annotations

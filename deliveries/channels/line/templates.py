@@ -4,12 +4,9 @@ A LINE template is a JSON array of 1–5 LINE message objects whose strings may 
 `{{ variable }}` placeholders (seed 001: テンプレ `announce_open@<commit>`, 文面 / 変数,
 添付); resolving and importing are deliveries/rendering.py.
 
-Limits are LINE's message object limits (https://developers.line.biz/en/reference/messaging-api/#message-objects):
-1–5 messages per request, text ≤ 5,000 characters, media URLs https and ≤ 2,000
-characters, flex and template altText ≤ 1,500 characters, a flex bubble ≤ 30 KB and a
-flex carousel ≤ 50 KB of JSON with ≤ 12 bubbles, and the template text, title, action
-and column counts of #template-messages. Every problem message is Japanese: it is
-posted to the Backlog issue or answered to the API caller.
+The limits are LINE's message object limits
+(https://developers.line.biz/en/reference/messaging-api/#message-objects). Every problem
+message is Japanese: it is posted to the Backlog issue or answered to the API caller.
 """
 
 from __future__ import annotations

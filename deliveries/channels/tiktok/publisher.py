@@ -1,17 +1,11 @@
 """Publish one approval to TikTok (Direct Post, pulled from URL) exactly once.
 
-https://developers.tiktok.com/doc/content-posting-api-reference-direct-post:
-`creator_info` before each post (the posting choices the issue body states must be ones it
-allows, deliveries/channels/tiktok/choices.py; unaudited apps only SELF_ONLY); the init's
-`post_info` carries exactly those choices; `init` returns the `publish_id`, saved at once; `status/fetch` is re-checked on the same schedule row
-until PUBLISH_COMPLETE or FAILED. `init` has no idempotency key and its `publish_id`
-is the only handle on the post: when the answer to an `init` is lost, automedia cannot
-read the state and never posts again on its own — the task ends in automediaエラー
-asking a person to look in TikTok (third-party advice:
-https://github.com/trypostit/trypost/issues/281). Per-token limits (init 6/min, status
-20–30/min) are kept by counting automedia's own recorded calls; a 429 is retried after a
-minute.
-An expired access token is refreshed once (single-flight, rotating refresh token).
+`creator_info` before each post (the body's posting choices must be ones it allows), then
+`init` with exactly those choices in `post_info`; its `publish_id`, the only handle on the
+post, is saved at once and `status/fetch` is re-checked on the same row until
+PUBLISH_COMPLETE or FAILED. A lost `init` answer cannot be read back, so the task ends in
+automediaエラー asking a person to look in TikTok rather than posting twice. Per-token
+limits are kept by counting automedia's own recorded calls; an expired token is refreshed once.
 """
 
 from __future__ import annotations

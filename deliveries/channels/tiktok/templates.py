@@ -1,11 +1,5 @@
 """TikTok's template rules (shapes in deliveries/channel_templates.py).
 
-Video titles up to 2,200 UTF-16 units (https://developers.tiktok.com/doc/content-posting-api-reference-direct-post);
-photo titles up to 90 and photo descriptions up to 4,000 (the photo reference,
-https://developers.tiktok.com/doc/content-posting-api-reference-photo-post, whose text as read
-stops before the figure: the 90 is UNCONFIRMED there and given by third parties, e.g.
-https://docs.postsyncer.com/platforms/tiktok; one other says 150); photos up to 35
-(third-party: https://docs.getlate.dev/resources/media-guidelines/tiktok, UNCONFIRMED).
 The privacy level and the interactions are not the template's: TikTok's guidelines leave
 them to the person posting, so the issue body states them (deliveries/channels/tiktok/choices.py).
 """
@@ -25,9 +19,14 @@ from deliveries.channel_templates import (
 )
 from deliveries.templating import with_samples
 
+# Video titles in UTF-16 units (https://developers.tiktok.com/doc/content-posting-api-reference-direct-post).
 TIKTOK_TITLE_MAX = 2200
+# Photo titles and descriptions (https://developers.tiktok.com/doc/content-posting-api-reference-photo-post,
+# whose text stops before the title's figure: the 90 is UNCONFIRMED, given by third parties,
+# e.g. https://docs.postsyncer.com/platforms/tiktok; one other says 150).
 TIKTOK_PHOTO_TITLE_MAX = 90
 TIKTOK_PHOTO_DESCRIPTION_MAX = 4000
+# Third-party, UNCONFIRMED: https://docs.getlate.dev/resources/media-guidelines/tiktok.
 TIKTOK_PHOTOS = (1, 35)
 # Choices the issue body states (「## 配信メタ」), never a template.
 BODY_CHOICES = {

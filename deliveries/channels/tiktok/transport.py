@@ -1,19 +1,10 @@
 """The one TikTok API client (Content Posting API, Direct Post; OAuth token refresh).
 
-Facts: every v2 answer is `{"data": {...}, "error": {"code", "message", "log_id"}}` with
-`code: "ok"` on success (https://developers.tiktok.com/doc/tiktok-api-v2-error-handling);
-`creator_info` says which privacy levels the creator may use (unaudited apps: SELF_ONLY;
-https://developers.tiktok.com/doc/content-posting-api-reference-query-creator-info/);
-`init` returns a `publish_id` and has no idempotency key
-(https://developers.tiktok.com/doc/content-posting-api-reference-direct-post); `status/fetch`
-reports PROCESSING_UPLOAD / PROCESSING_DOWNLOAD / SEND_TO_USER_INBOX / PUBLISH_COMPLETE / FAILED
-(https://developers.tiktok.com/doc/content-posting-api-reference-get-video-status; the full
-list is third-party: https://docs.workato.com/en/connectors/tiktok/check-post-status-action).
-Per-token limits: creator_info 20/min, init 6/min, status/fetch 30/min (same pages). Refresh
-tokens rotate: the old one stops working once a new one is issued
-(https://developers.tiktok.com/docs/en/oauth-refresh-a-user-access-token).
-`video/query` (Display API, effect measurement): what automedia relies on is listed, with
-its sources and UNCONFIRMED marks, in deliveries/channel_effects.py.
+Every v2 answer is `{"data": {...}, "error": {"code", "message", "log_id"}}` with `code: "ok"`
+on success (https://developers.tiktok.com/doc/tiktok-api-v2-error-handling). `init` returns
+a `publish_id` and has no idempotency key
+(https://developers.tiktok.com/doc/content-posting-api-reference-direct-post). `video/query`
+(effect measurement): its sources are in deliveries/channel_effects.py.
 """
 
 from __future__ import annotations
@@ -33,6 +24,7 @@ STATUS_FETCH = "/v2/post/publish/status/fetch/"
 OAUTH_TOKEN = "/v2/oauth/token/"
 VIDEO_QUERY = "/v2/video/query/"
 VIDEO_STATS_FIELDS = ("id", "share_url", "view_count", "like_count", "comment_count", "share_count")
+# Per-token limits, from each endpoint's reference page.
 PER_MINUTE = {CREATOR_INFO: 20, VIDEO_INIT: 6, CONTENT_INIT: 6, STATUS_FETCH: 30}
 RATE_LIMIT_RETRY_AFTER = 60.0  # the limits are per token per minute
 
@@ -98,6 +90,9 @@ class TikTokTransport(PlatformTransport):
         )
 
     def creator_info(self) -> dict:
+        """Which privacy levels the creator may use (unaudited apps: SELF_ONLY) and the
+        interactions they turned off
+        (https://developers.tiktok.com/doc/content-posting-api-reference-query-creator-info/)."""
         return self._call(CREATOR_INFO, {})
 
     def video_init(self, *, post_info: dict, video_url: str) -> str:
@@ -118,6 +113,9 @@ class TikTokTransport(PlatformTransport):
         return str(self._call(CONTENT_INIT, body)["publish_id"])
 
     def status(self, publish_id: str) -> dict:
+        """PROCESSING_UPLOAD / PROCESSING_DOWNLOAD / SEND_TO_USER_INBOX / PUBLISH_COMPLETE / FAILED
+        (https://developers.tiktok.com/doc/content-posting-api-reference-get-video-status; the
+        full list is third-party: https://docs.workato.com/en/connectors/tiktok/check-post-status-action)."""
         return self._call(STATUS_FETCH, {"publish_id": publish_id})
 
     def video_query(self, video_ids: list[str], fields: tuple[str, ...] = VIDEO_STATS_FIELDS) -> list[dict]:
@@ -131,7 +129,9 @@ class TikTokTransport(PlatformTransport):
         return [video for video in data.get("videos") or [] if isinstance(video, dict)]
 
     def refresh(self, *, client_key: str, client_secret: str, refresh_token: str) -> dict:
-        """POST /v2/oauth/token/ (form-encoded): a new access token AND a new refresh token."""
+        """POST /v2/oauth/token/ (form-encoded): a new access token AND a new refresh token; the
+        old refresh token stops working once a new one is issued
+        (https://developers.tiktok.com/docs/en/oauth-refresh-a-user-access-token)."""
         response, _ = self.request(
             "POST",
             OAUTH_TOKEN,

@@ -6,7 +6,7 @@ the exit code is 1 when any file failed.
 
 The channel is `--channel`, else the folder's name when it is one of instagram /
 tiktok / hubspot (`templates/instagram/NAME.json`), else LINE (`templates/line`, or any
-other folder, as before).
+other folder).
 """
 
 from __future__ import annotations

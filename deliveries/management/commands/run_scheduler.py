@@ -1,14 +1,9 @@
-"""The delivery scheduler loop (`manage.py run_scheduler`).
+"""The scheduler loop (`manage.py run_scheduler`): due work fires within a second.
 
-django-q2's own Schedule runner looks only every ~30 s; deliveries must fire within
-a second, so this loop sleeps until the earliest due row (never longer than a short
-poll, so new rows are seen quickly; SCHEDULER_HELD_POLL_SECONDS while a queue's cap holds
-due rows back, since workers free that room as they start) and runs the registered steps: each claims its
-queue's due rows under a lease (core/due.py) and hands them to django-q2 workers —
-due schedules (deliveries), due group posts and stranded LINE events (linepush),
-stranded Backlog events (backlog_bridge). Steps are registered in the apps'
-AppConfig.ready (deliveries/scheduler_steps.py), so this loop imports none of them.
-Several of these processes may run at once.
+django-q2's own Schedule runner looks only every ~30 s. This loop sleeps until the earliest
+due row (at most SCHEDULER_POLL_SECONDS) and runs the steps the apps register in their
+AppConfig.ready (deliveries/scheduler_steps.py): each claims its queue's due rows under a
+lease and hands them to django-q2 workers. Several of these processes may run at once.
 """
 
 from __future__ import annotations
