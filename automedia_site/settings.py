@@ -354,11 +354,10 @@ HEALTH_OVERDUE_MAX_SECONDS = env.int("HEALTH_OVERDUE_MAX_SECONDS", default=60)
 METRICS_TOKEN = env.str("METRICS_TOKEN", default="")
 METRICS_PUBLIC = env.bool("METRICS_PUBLIC", default=False)
 
-# LINE group posts (linepush): the claim lease of a queued post, the longest wait
-# before the first retry (doubled each time, 3 attempts), posts per worker task,
-# the most posts under lease at once, and when an automediaエラー task is escalated.
+# LINE group posts (linepush): the claim lease of a queued post, posts per worker task,
+# the most posts under lease at once, and when an automediaエラー task is escalated
+# (their retries: core/retry.py).
 LINEPUSH_LEASE_SECONDS = env.int("LINEPUSH_LEASE_SECONDS", default=5)
-LINEPUSH_RETRY_BASE_SECONDS = env.int("LINEPUSH_RETRY_BASE_SECONDS", default=30)
 LINEPUSH_BATCH_SIZE = env.int("LINEPUSH_BATCH_SIZE", default=100)
 LINEPUSH_MAX_IN_FLIGHT = env.int("LINEPUSH_MAX_IN_FLIGHT", default=500)
 LINEPUSH_SEND_LANES = env.int("LINEPUSH_SEND_LANES", default=8)  # 100 / 8: ~12 pushes a lane

@@ -11,7 +11,6 @@ from automedia_site.settings import *  # noqa: E402,F403
 Q_CLUSTER = {**Q_CLUSTER, "sync": True}  # noqa: F405 - async_task runs inline in unit tests
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
-BACKLOG_RETRY_BASE_DELAY = 0.0
 BACKLOG_EVENT_BATCH_SECONDS = 0.0  # every webhook enqueues its drain (runs inline: sync)
 LOGGING = {**LOGGING, "loggers": {**LOGGING["loggers"], "django-q": {"level": "WARNING"}}}  # noqa: F405
 ADMINS = [("運用担当", "ops@example.jp")]

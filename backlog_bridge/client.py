@@ -17,7 +17,6 @@ stored URL is checked before every request, not only when it was typed in.
 from __future__ import annotations
 
 import contextlib
-import logging
 import re
 import time
 from collections.abc import Iterator
@@ -33,11 +32,7 @@ from core import metrics
 from core.backlog_url import base_url_problem
 from core.http import USER_AGENT, ClientCache, http_client
 
-logger = logging.getLogger(__name__)
-
 MAX_PAGE = 100  # Backlog's maximum `count`
-QUICK_RETRIES = 2  # for 5xx / timeouts / connection errors inside one call
-MAX_RATE_LIMIT_WAIT = 10.0  # seconds; a longer wait is left to the caller's retry policy
 # The header that carries the API key. Backlog's getting-started page sends the key in a
 # header and keeps `?apiKey=` as the alternative; BACKLOG_API_KEY_IN=query switches back to
 # the query parameter (the key then appears in request URLs).
@@ -122,6 +117,14 @@ def _id_like(value: object) -> bool:
     return id_valid(value)
 
 
+class BacklogPaced(BacklogError):
+    """A paced client's budget for this kind of call is spent: nothing was sent. Retryable
+    once Backlog's window restarts, `retry_after` seconds from now."""
+
+    def __init__(self, wait: float):
+        super().__init__("Backlog の利用枠の回復待ち（送信していません）", status=429, retry_after=wait)
+
+
 class BacklogHostRefused(BacklogError):
     """The base URL is not a Backlog space's (nor a listed host): no request was sent."""
 
@@ -181,8 +184,9 @@ class BacklogClient:
 
     @classmethod
     def for_tenant(cls, tenant, *, paced: bool = False) -> BacklogClient:
-        """`paced`: wait for the rate-limit reset rather than draw a 429 (long runs: the scan)."""
-        pacer = Pacer() if paced else None
+        """`paced`: a batch run through a whole project (the scan), whose calls wait for the
+        rate-limit reset rather than draw a 429 (`Pacer.waiting`)."""
+        pacer = Pacer.waiting() if paced else None
         return cls(base_url=tenant.backlog_base_url, api_key=tenant.backlog_api_key, pacer=pacer)
 
     def close(self) -> None:
@@ -197,6 +201,8 @@ class BacklogClient:
     # -- transport -------------------------------------------------------------
 
     def _request(self, method: str, path: str, *, params=None, data=None) -> Any:
+        """One call, tried once: a failure raises (`retryable`, `retry_after`) and the caller
+        gives its work a new due time (core/retry.py), so no worker waits in here."""
         problem = base_url_problem(self.base_url)
         if problem:  # a URL stored before the check, or a setting changed since
             raise BacklogHostRefused(problem)
@@ -204,39 +210,20 @@ class BacklogClient:
         query, headers = _credentials(self._api_key)
         query += _pairs(params)
         group = rate_group(method, path)
-        for attempt in range(QUICK_RETRIES + 1):
-            if self.pacer is not None:
-                self.pacer.before(group)
-            try:
-                response = self._http.request(method, path, params=query, **_form(data, headers))
-            except httpx.TransportError as exc:
-                metrics.outbound_call("backlog", "connection_error")
-                error = BacklogError(f"{type(exc).__name__}: {path}")
-            else:
-                metrics.outbound_call("backlog", str(response.status_code))
-                if self.pacer is not None:
-                    self.pacer.after(group, response.headers)
-                if response.is_success:
-                    with contextlib.suppress(ValueError):
-                        return response.json() if response.content else None
-                error = _error_from_response(response)
-            if not error.retryable or attempt == QUICK_RETRIES or not self._wait(error, attempt, group):
-                raise error
-        raise AssertionError("unreachable")
-
-    def _wait(self, error: BacklogError, attempt: int, group: str) -> bool:
-        """Sleep before a quick retry; False when the wait would be too long for one call."""
-        if error.status == 429 and self.pacer is not None and self.pacer.knows(group):
-            return True  # the pacer sleeps until the reset before the next attempt
-        if error.status == 429:
-            delay = error.retry_after if error.retry_after is not None else 1.0
-            if delay > MAX_RATE_LIMIT_WAIT:
-                return False
-        else:
-            delay = getattr(settings, "BACKLOG_RETRY_BASE_DELAY", 0.5) * (2**attempt)
-        logger.warning("backlog retry in %.1fs after %s", delay, error)
-        time.sleep(delay)
-        return True
+        if self.pacer is not None and (wait := self.pacer.before(group)):
+            raise BacklogPaced(wait)
+        try:
+            response = self._http.request(method, path, params=query, **_form(data, headers))
+        except httpx.TransportError as exc:
+            metrics.outbound_call("backlog", "connection_error")
+            raise BacklogError(f"{type(exc).__name__}: {path}") from exc
+        metrics.outbound_call("backlog", str(response.status_code))
+        if self.pacer is not None:
+            self.pacer.after(group, response.headers)
+        if response.is_success:
+            with contextlib.suppress(ValueError):
+                return response.json() if response.content else None
+        raise _error_from_response(response)
 
     # -- issues ----------------------------------------------------------------
 
@@ -390,7 +377,8 @@ _paced = ClientCache(
 
 def paced_client(tenant) -> BacklogClient:
     """The worker process's kept-alive client for this tenant's space whose calls are paced by
-    Backlog's rate-limit headers (its Pacer remembers the budget between tasks)."""
+    Backlog's rate-limit headers (its Pacer remembers the budget between tasks): a call whose
+    budget is spent raises `BacklogPaced` instead of waiting."""
     return _paced.get(tenant.backlog_base_url, tenant.backlog_api_key)
 
 

@@ -33,10 +33,11 @@ from backlog_bridge.statuses import BacklogConfigError
 from core.due import Lease, claim_one
 from core.keeper import held_claim, keeper
 from core.models import Tenant
+from core.retry import max_attempts
 
 logger = logging.getLogger(__name__)
 
-MAX_EVENT_ATTEMPTS = 5
+MAX_EVENT_ATTEMPTS = max_attempts("webhook_event")
 
 
 def _event_lease() -> timedelta:

@@ -5,7 +5,9 @@ answers every call with its group's `X-RateLimit-Limit`, `-Remaining` and `-Rese
 (https://developer.nulab.com/docs/backlog/rate-limit). Which GETs count as Search is not
 listed, so the issue list has a budget of its own here. A paced client stops before a call
 when its group's last answer left no more than the reserve (what other processes on the
-same key still have) and sleeps until that answer's reset.
+same key still have): the call is refused with the wait until that answer's reset, for
+its caller to give the work that due time; only the scan, a batch run of its own, waits
+it out instead (`Pacer.waiting`).
 """
 
 from __future__ import annotations
@@ -55,10 +57,11 @@ def budget_from(headers: Mapping[str, str]) -> Budget | None:
 
 
 class Pacer:
-    """The last known budget per group of one API key; `before` waits when it is spent.
+    """The last known budget per group of one API key; `before` tells when it is spent.
 
     `reserve`: the share of each group's limit left to other users of the key.
-    `clock` and `sleep`: time.time and time.sleep unless given.
+    `clock`: time.time unless given. `sleep`: given, a spent budget is waited out with it
+    before the call; None, the call is refused with the wait.
     """
 
     def __init__(
@@ -69,19 +72,28 @@ class Pacer:
         sleep: Callable[[float], None] | None = None,
     ) -> None:
         self.reserve = reserve
-        self._clock, self._sleep = clock or time.time, sleep or _sleep
+        self._clock, self._sleep = clock or time.time, sleep
         self._budgets: dict[str, Budget] = {}
         self._lock = threading.Lock()
         self.waited = 0.0  # seconds slept so far (reported by the scan)
 
-    def before(self, group: str) -> None:
-        """Sleep until the group's window restarts if its budget is down to the reserve."""
+    @classmethod
+    def waiting(cls) -> Pacer:
+        """A pacer that waits for the window to restart: for the scan, a run of thousands of
+        calls in a process of its own, never for a request or a worker's row."""
+        return cls(sleep=_sleep)
+
+    def before(self, group: str) -> float:
+        """0 when a call of `group` may go now. A budget down to the reserve is waited out
+        with `sleep` (then 0); without it, the seconds until the window restarts."""
+        if self._sleep is None:
+            return self.wait_needed(group)
         wait = self._wait_for(group)
-        if wait <= 0:
-            return
-        logger.info("backlog %s budget spent: waiting %.1fs for the rate-limit reset", group, wait)
-        self._sleep(wait)
-        self.waited += wait
+        if wait > 0:
+            logger.info("backlog %s budget spent: waiting %.1fs for the rate-limit reset", group, wait)
+            self._sleep(wait)
+            self.waited += wait
+        return 0.0
 
     def wait_needed(self, group: str) -> float:
         """Seconds until the group's window restarts if its budget is down to the reserve, else
@@ -91,10 +103,6 @@ class Pacer:
             if budget is None or budget.remaining > int(budget.limit * self.reserve):
                 return 0.0
             return max(0.0, min(budget.reset + RESET_MARGIN - self._clock(), MAX_PACING_WAIT))
-
-    def knows(self, group: str) -> bool:
-        with self._lock:
-            return group in self._budgets
 
     def after(self, group: str, headers: Mapping[str, str]) -> None:
         budget = budget_from(headers)

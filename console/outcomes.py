@@ -16,14 +16,14 @@ from django.db.models import Count, Max, Q, QuerySet
 
 from console.models import DeliveryOutcome
 from core.access import scope
+from core.retry import max_attempts
 from deliveries.models import STATUS_ERROR, ChannelPost, ContentTask, DeliveryAttempt
-from deliveries.retry import MAX_RETRIES
 
 SENT = DeliveryOutcome.Kind.SENT
 FAILED = DeliveryOutcome.Kind.FAILED
 DELIVERED = (DeliveryAttempt.Outcome.SENT, DeliveryAttempt.Outcome.DUPLICATE)
 # A run's outcome is recorded when its write-back to Backlog ends: at once, unless
-# Backlog is down and the write-back is retried (deliveries.retry.writeback_delay).
+# Backlog is down and the write-back is retried (core.retry.writeback_delay).
 RECORD_DELAY = timedelta(days=1)
 CLOCK_SKEW = timedelta(minutes=1)  # the record may be written by another worker's clock
 
@@ -122,7 +122,8 @@ def _ending(approval: Approval, task: ContentTask, post: ChannelPost | None) -> 
         return Ending(task.pk, SENT, post.published_at or approval.last_at)
     if post is None and approval.last_outcome in DELIVERED:  # LINE: the last chunk went out
         return Ending(task.pk, SENT, approval.last_at)
-    if approval.last_outcome == DeliveryAttempt.Outcome.FAILED or approval.retries > MAX_RETRIES:
+    given_up = approval.retries >= max_attempts("delivery")
+    if approval.last_outcome == DeliveryAttempt.Outcome.FAILED or given_up:
         return Ending(task.pk, FAILED, approval.last_at)
     return None  # cancelled while it was being retried
 

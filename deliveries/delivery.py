@@ -19,6 +19,7 @@ from core import metrics
 from core.group_commit import GroupCommit, Together
 from core.models import Tenant
 from core.quiet_hours import QuietAction, quiet_hours_apply
+from core.retry import backlog_budget_spent, backlog_delay, retry_delay
 from core.timeutil import iso_jst
 from deliveries.channels import posts
 from deliveries.channels.base import TransportError
@@ -28,7 +29,6 @@ from deliveries.issues import IssueState, issue_read, issue_state
 from deliveries.lifecycle import issue_reconcile
 from deliveries.locks import lock_release, lock_take
 from deliveries.models import ChannelPost, ContentTask, DeliverySchedule
-from deliveries.retry import backlog_budget_spent, backlog_delay, next_delay
 from deliveries.scheduler import SCHEDULE_LEASE, lease_length, lease_release, lease_renew
 from deliveries.sent import Moved, Sent, sends_record, to_writeback
 from deliveries.tokens import channel_token_expired
@@ -288,7 +288,7 @@ def _sent(run: Run, now: datetime, outcome: dict, *, records: list) -> str:
 def _retry_or_fail(run: Run, exc: TransportError) -> str:
     if exc.permanent:
         return _fail(run, DeliveryFailed(exc.message, auth=exc.auth))
-    delay = next_delay(run.schedule.attempts, exc.retry_after)
+    delay = retry_delay("delivery", run.schedule.attempts + 1, exc.retry_after)
     if delay is None:
         return _fail(
             run,
@@ -303,7 +303,7 @@ def _retry_or_fail(run: Run, exc: TransportError) -> str:
 
 def _backlog_retry_or_fail(run: Run, exc: BacklogError) -> str:
     """The re-read before sending failed. Backlog is retried within seconds on a budget of its
-    own (deliveries/retry.py); the channel's retries (`attempts`) are left for the channel."""
+    own (core/retry.py); the channel's retries (`attempts`) are left for the channel."""
     if not exc.retryable:
         return _fail(run, DeliveryFailed(str(exc)))
     now = timezone.now()

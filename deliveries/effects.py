@@ -24,6 +24,7 @@ from django.utils import timezone
 from backlog_bridge.body.channels import PLATFORM_CHANNELS
 from backlog_bridge.client import BacklogClient, BacklogError
 from core.due import Lease, claim_one
+from core.retry import max_attempts, next_retry_at
 from deliveries.channel_effects import channel_measure, planned_labels, planned_recipients
 from deliveries.channels.base import TransportError
 from deliveries.channels.line.transport import aggregation_unit
@@ -33,8 +34,7 @@ from deliveries.models import ChannelPost, ContentTask, DeliveryAttempt, EffectR
 logger = logging.getLogger(__name__)
 
 OFFSETS = {EffectReport.Label.H24: timedelta(hours=24), EffectReport.Label.H72: timedelta(hours=72)}
-MAX_ATTEMPTS = 5
-RETRY_DELAY = timedelta(hours=1)
+MAX_ATTEMPTS = max_attempts("effect")
 LEASE = timedelta(minutes=10)  # a worker that dies mid-report gives its row back after this
 REPORT_CLAIM = Lease(length=LEASE, until="due_at", owner=None)  # a claim moves due_at on
 BATCH = 100
@@ -169,10 +169,11 @@ def _measure(report: EffectReport, now: datetime) -> tuple[dict, str]:
 
 def _failed(report: EffectReport, exc: Exception, now: datetime) -> None:
     attempts = report.attempts + 1
+    again = next_retry_at("effect", attempts, now=now)
     EffectReport.objects.filter(pk=report.pk).update(
-        attempts=attempts, last_error=str(exc), due_at=now + RETRY_DELAY
+        attempts=attempts, last_error=str(exc), **({"due_at": again} if again else {})
     )
-    if attempts >= MAX_ATTEMPTS:
+    if again is None:
         logger.warning(
             "effect report %s (%s) given up after %d attempts: %s",
             report.task.issue_key,

@@ -136,7 +136,7 @@ class DeliverySchedule(models.Model):
     last_error = models.TextField(_("最後のエラー"), blank=True)
     # Since when Backlog has failed this row (the re-read before sending, or the write-back);
     # None while Backlog answers. Backlog's own retry budget: `attempts` counts only the
-    # channel's retries (deliveries/retry.py).
+    # channel's retries (core/retry.py).
     backlog_failing_since = models.DateTimeField(_("Backlog 障害の開始"), null=True, blank=True)
     # What to write back to Backlog once delivery has ended (kept until Backlog accepts it).
     outcome = models.JSONField(_("配信結果"), default=dict, blank=True)

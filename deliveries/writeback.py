@@ -11,6 +11,7 @@ from django.utils import timezone
 from backlog_bridge.client import BacklogClient, BacklogError
 from backlog_bridge.statuses import BacklogConfigError, status_id_require
 from core.group_commit import GroupCommit, Together
+from core.retry import writeback_delay
 from core.statements import rows_insert, rows_update
 from deliveries.effects import effect_report_rows
 from deliveries.issues import issue_read
@@ -22,7 +23,6 @@ from deliveries.models import (
     DeliverySchedule,
 )
 from deliveries.outcome_comments import failure_comment, success_comment
-from deliveries.retry import writeback_delay
 from deliveries.scheduler import lease_release
 from deliveries.signals import delivery_failed
 
@@ -64,7 +64,7 @@ def _retry(schedule: DeliverySchedule, token: str, exc: BacklogError) -> str:
     now = timezone.now()
     since = schedule.backlog_failing_since or now
     delay = writeback_delay(
-        schedule.attempts, retryable=exc.retryable, failing_for=now - since, retry_after=exc.retry_after
+        schedule.attempts + 1, retryable=exc.retryable, failing_for=now - since, retry_after=exc.retry_after
     )
     lease_release(
         schedule_id=schedule.pk,

@@ -24,6 +24,7 @@ from django.utils import timezone
 from core.due import Lease, claim_one, release
 from core.keeper import held_claim, keeper
 from core.models import Tenant
+from core.retry import max_attempts
 from deliveries.channels.base import TransportError
 from deliveries.channels.line.transport import LineTransport, line_transport
 from linepush.answers import answer_apply
@@ -34,7 +35,7 @@ from linepush.services import push_settings
 
 logger = logging.getLogger(__name__)
 
-MAX_EVENT_ATTEMPTS = 5
+MAX_EVENT_ATTEMPTS = max_attempts("webhook_event")
 
 
 def _event_lease() -> timedelta:

@@ -21,6 +21,7 @@ from django.utils.translation import pgettext_lazy
 from core.i18n import japanese
 from core.models import Tenant
 from core.records import OutboundAttempt
+from core.retry import max_attempts
 
 # Django registers an app's models from its models.py: these live in a module of their own.
 from linepush.coupon_models import LineCoupon  # noqa: F401
@@ -119,7 +120,7 @@ class LinePushItem(models.Model):
         SKIPPED = "skipped", _("スキップ")
 
     OPEN = (Status.WAITING_APPROVAL, Status.PENDING, Status.HELD)
-    MAX_ATTEMPTS = 3
+    MAX_ATTEMPTS = max_attempts("line_push")
 
     # No index of its own: the tenant leads the dedupe key's and the rate window's indexes.
     tenant = models.ForeignKey(

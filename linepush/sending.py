@@ -15,7 +15,7 @@ from __future__ import annotations
 import zlib
 from collections import Counter, defaultdict
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from django.conf import settings
 from django.db import transaction
@@ -26,6 +26,7 @@ from django.utils import timezone
 from core.due import take_over
 from core.keeper import held_claim, in_threads, keeper
 from core.models import Tenant
+from core.retry import next_retry_at
 from core.statements import rows_insert
 from deliveries.channels.base import SendResult, TransportError
 from deliveries.channels.line.transport import LineTransport, line_transport
@@ -184,14 +185,9 @@ def _record_unsent(outcome: Outcome, token: str, now: datetime) -> tuple[str, st
         reason = f"再試行の上限（{LinePushItem.MAX_ATTEMPTS} 回）に達しました。最後のエラー: {error.message}"
         mine.update(status=Status.FAILED, last_error=reason, **done)
         return Status.FAILED, LinePushAttempt.Outcome.FAILED
-    mine.update(scheduled_at=now + backoff(attempt, error.retry_after), last_error=error.message, **done)
+    again = next_retry_at("line_push", attempt, error.retry_after, now=now)
+    mine.update(scheduled_at=again, last_error=error.message, **done)
     return "retry", LinePushAttempt.Outcome.RETRY
-
-
-def backoff(attempt: int, retry_after: float | None = None) -> timedelta:
-    """Exponential: base, 2 × base, … (LINEPUSH_RETRY_BASE_SECONDS); a longer Retry-After wins."""
-    seconds = settings.LINEPUSH_RETRY_BASE_SECONDS * 2 ** (attempt - 1)
-    return timedelta(seconds=max(seconds, retry_after or 0))
 
 
 def _monthly_limit(error: TransportError) -> bool:

@@ -81,7 +81,7 @@ class HttpTransport:
         return response, int((time.perf_counter() - started) * 1000)
 
     def raise_for(self, response: httpx.Response, reason: str, request_id: str = "") -> None:
-        """Sort a non-2xx answer into the retry policy (deliveries/retry.py)."""
+        """Sort a non-2xx answer into the retry policy (core/retry.py)."""
         status = response.status_code
         if status == 429:
             raise TransportError(

@@ -96,7 +96,7 @@ def test_it_keeps_a_failed_event_for_a_later_retry_while_backlog_is_down(
     key = fake_backlog.create_issue("ACME", summary="障害", description=body(), status="automedia承認")[
         "issueKey"
     ]
-    fake_backlog.fail_next(503, count=3, path_prefix=f"/api/v2/issues/{key}")
+    fake_backlog.fail_next(503, path_prefix=f"/api/v2/issues/{key}")
     with django_capture_on_commit_callbacks(execute=True):
         webhook_accept(tenant=tenant, payload=fake_backlog.outbox.pop())
     event = BacklogEvent.objects.get()

@@ -132,49 +132,34 @@ def test_it_does_not_retry_an_auth_error(backlog, mock):
     assert caught.value.status == 401 and not caught.value.retryable
 
 
-def test_it_retries_a_server_error_quickly_then_succeeds(backlog, mock):
-    route = mock.get("/api/v2/issues/ACME-1")
-    route.side_effect = [httpx.Response(503), httpx.Response(502), httpx.Response(200, json={"id": 1})]
-
-    assert backlog.get_issue("ACME-1") == {"id": 1}
-    assert route.call_count == 3
-
-
-def test_it_gives_up_after_a_few_timeouts_with_a_retryable_error(backlog, mock):
-    route = mock.get("/api/v2/issues/ACME-1").mock(side_effect=httpx.ReadTimeout("slow"))
-
-    with pytest.raises(BacklogError) as caught:
-        backlog.get_issue("ACME-1")
-
-    assert route.call_count == 3
-    assert caught.value.status == 0 and caught.value.retryable
-
-
-def test_it_waits_for_the_rate_limit_reset_then_retries(backlog, mock, monkeypatch):
-    slept = []
-    monkeypatch.setattr(time, "sleep", slept.append)
-    reset = str(int(time.time()) + 2)
-    route = mock.get("/api/v2/issues/ACME-1")
-    route.side_effect = [
-        httpx.Response(
-            429, headers={"X-RateLimit-Reset": reset}, json={"errors": [{"message": "Too many", "code": 13}]}
-        ),
-        httpx.Response(200, json={"id": 1}),
-    ]
-
-    assert backlog.get_issue("ACME-1") == {"id": 1}
-    assert 0 < slept[0] <= 2
-
-
-def test_it_does_not_wait_for_a_rate_limit_reset_that_is_far_away(backlog, mock, monkeypatch):
+@pytest.mark.parametrize(
+    "fault", [httpx.Response(503), httpx.ReadTimeout("slow")], ids=["server-error", "timeout"]
+)
+def test_it_raises_a_retryable_error_at_once_for_its_caller_to_reschedule(backlog, mock, monkeypatch, fault):
     monkeypatch.setattr(time, "sleep", lambda s: pytest.fail("must not sleep"))
-    reset = str(int(time.time()) + 600)
-    mock.get("/api/v2/issues/ACME-1").respond(429, headers={"X-RateLimit-Reset": reset})
+    route = mock.get("/api/v2/issues/ACME-1").mock(side_effect=[fault, httpx.Response(200, json={"id": 1})])
 
     with pytest.raises(BacklogError) as caught:
         backlog.get_issue("ACME-1")
 
-    assert caught.value.status == 429 and caught.value.retry_after > 500
+    assert route.call_count == 1
+    assert caught.value.retryable and caught.value.status in (0, 503)
+
+
+@pytest.mark.parametrize("seconds", [2, 600])
+def test_it_raises_a_429_with_the_wait_until_the_reset_and_never_sleeps(backlog, mock, monkeypatch, seconds):
+    monkeypatch.setattr(time, "sleep", lambda s: pytest.fail("must not sleep"))
+    reset = str(int(time.time()) + seconds)
+    route = mock.get("/api/v2/issues/ACME-1").respond(
+        429, headers={"X-RateLimit-Reset": reset}, json={"errors": [{"message": "Too many", "code": 13}]}
+    )
+
+    with pytest.raises(BacklogError) as caught:
+        backlog.get_issue("ACME-1")
+
+    assert route.call_count == 1
+    assert caught.value.status == 429 and caught.value.retryable
+    assert seconds - 2 < caught.value.retry_after <= seconds
 
 
 def test_it_reads_no_wait_from_the_rate_limit_headers_of_a_server_error(backlog, mock):

@@ -6,7 +6,7 @@ import httpx
 import pytest
 import respx
 
-from backlog_bridge.client import BacklogClient
+from backlog_bridge.client import BacklogClient, BacklogError, BacklogPaced
 from backlog_bridge.ratelimit import MAX_PACING_WAIT, RESET_MARGIN, Pacer
 
 pytestmark = pytest.mark.usefixtures("httpx_engine")  # respx sees only httpx
@@ -104,7 +104,7 @@ def test_it_paces_reads_and_updates_on_their_own_budgets(backlog, mock, clock):
     assert clock.slept == [40 + RESET_MARGIN]
 
 
-def test_it_retries_a_429_after_the_reset_however_far_when_paced(backlog, mock, clock):
+def test_a_waiting_pacer_raises_a_429_and_waits_for_the_reset_before_the_next_call(backlog, mock, clock):
     route = mock.get("/api/v2/issues/ACME-1")
     route.side_effect = [
         httpx.Response(
@@ -113,9 +113,28 @@ def test_it_retries_a_429_after_the_reset_however_far_when_paced(backlog, mock, 
         httpx.Response(200, json={"id": 1}, headers=limits(150, 149, NOW + 105)),
     ]
 
+    with pytest.raises(BacklogError) as caught:
+        backlog.get_issue("ACME-1")
+    assert caught.value.status == 429 and clock.slept == []  # the call itself is not retried
+
     assert backlog.get_issue("ACME-1") == {"id": 1}
     assert route.call_count == 2
-    assert clock.slept == [45 + RESET_MARGIN]  # once: the pacer's wait, not also the retry's
+    assert clock.slept == [45 + RESET_MARGIN]
+
+
+def test_a_pacer_without_sleep_refuses_a_call_whose_budget_is_spent_and_sends_nothing(clock, mock):
+    backlog = BacklogClient(base_url=BASE, api_key="secret-key", pacer=Pacer(clock=clock))
+    route = mock.get("/api/v2/issues/ACME-1").respond(json={"id": 1}, headers=limits(150, 0, NOW + 30))
+    backlog.get_issue("ACME-1")
+
+    with pytest.raises(BacklogPaced) as caught:
+        backlog.get_issue("ACME-1")
+
+    assert route.call_count == 1 and clock.slept == []
+    assert caught.value.retryable and caught.value.retry_after == 30 + RESET_MARGIN
+    clock.now += 31  # the window restarted
+    backlog.get_issue("ACME-1")
+    assert route.call_count == 2
 
 
 def test_it_sends_at_once_without_rate_limit_headers(backlog, mock, clock):

@@ -339,7 +339,7 @@ def test_it_ignores_a_comment_that_backlog_does_not_have(approved, forge, fake_b
 
 def test_it_retries_the_comment_read_after_a_transient_error(approved, fake_backlog, tenant, pump):
     key = approved()
-    fake_backlog.fail_next(503, count=3, method="GET", path_prefix=f"/api/v2/issues/{key}/comments/")
+    fake_backlog.fail_next(503, method="GET", path_prefix=f"/api/v2/issues/{key}/comments/")
 
     with time_machine.travel(NOW, tick=True):
         fake_backlog.add_comment(key, "/automedia cancel")

@@ -292,7 +292,7 @@ def test_a_send_accepted_before_a_lost_answer_is_not_posted_twice(approved, fake
 
 def test_it_retries_the_write_back_without_sending_again(approved, fake_backlog, line):
     key = approved()
-    fake_backlog.fail_next(503, count=3, method="PATCH")
+    fake_backlog.fail_next(503, method="PATCH")
 
     assert fire(key) == "write-back retry"
     schedule = schedule_of(key)

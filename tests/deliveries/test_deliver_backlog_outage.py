@@ -18,12 +18,13 @@ import time_machine
 from django.utils import timezone
 
 from core import metrics
+from core.retry import BACKLOG_BUDGET, BACKLOG_CAP, BACKLOG_JITTER
 from deliveries.delivery import delivery_run
 from deliveries.models import ContentTask, DeliveryAttempt, DeliverySchedule
-from deliveries.retry import BACKLOG_BUDGET, BACKLOG_CAP, BACKLOG_JITTER
 from deliveries.scheduler import schedules_claim
+from deliveries.services import schedule_upsert
 from tests.helpers.backlog import texts
-from tests.helpers.deliveries import DUE, MULTICAST, fire, write_backs, written_back
+from tests.helpers.deliveries import DUE, MULTICAST, fire, make_schedule, write_backs, written_back
 
 pytestmark = pytest.mark.usefixtures("httpx_engine")  # respx sees only httpx
 
@@ -110,15 +111,13 @@ def test_it_retries_each_kind_of_backlog_failure_within_a_second_or_so(approved,
 
     with respx.mock(assert_all_called=False) as router:
         reread = router.get(url__startswith=f"{fake_backlog.base_url}/api/v2/issues/{key}").mock(
-            side_effect=[fault] * 3
+            side_effect=[fault]
         )
         router.route().pass_through()
         result = fire(key)
 
     schedule = schedule_of(key)
-    assert (
-        result.startswith("backlog retry in ") and reread.call_count == 3
-    )  # with the client's quick retries
+    assert result.startswith("backlog retry in ") and reread.call_count == 1  # no retry inside the call
     assert schedule.attempts == 0 and schedule.backlog_failing_since is not None
     waited = (schedule.due_at - schedule.backlog_failing_since).total_seconds()
     assert 0.75 <= waited <= 1.25
@@ -143,9 +142,9 @@ def test_it_retries_a_write_back_within_seconds_and_never_sends_again(approved, 
 
 def test_backlog_trouble_leaves_the_channel_all_its_retries(approved, fake_backlog, line):
     key = approved()
-    # Six failed re-reads (each with the client's quick retries): on the channel's ladder
-    # this would have been 30 s … 1 h and then automediaエラー.
-    fake_backlog.fail_next(503, count=6 * 3, method="GET")
+    # Six failed re-reads: on the channel's ladder this would have been 30 s … 1 h and then
+    # automediaエラー.
+    fake_backlog.fail_next(503, count=6, method="GET")
     line.fail_next(500, path_prefix=MULTICAST)
 
     results = [fire(key) for _ in range(8)]
@@ -160,7 +159,7 @@ def test_an_hour_of_backlog_trouble_is_still_retried_within_seconds(approved, fa
     DeliverySchedule.objects.filter(task__issue_key=key).update(
         backlog_failing_since=DUE - timedelta(hours=1)
     )
-    fake_backlog.fail_next(503, count=3, method="GET")
+    fake_backlog.fail_next(503, method="GET")
 
     result = fire(key)
 
@@ -174,7 +173,7 @@ def test_an_hour_of_backlog_trouble_is_still_retried_within_seconds(approved, fa
 def test_it_ends_in_error_without_sending_once_backlogs_budget_is_spent(approved, fake_backlog, line):
     key = approved()
     DeliverySchedule.objects.filter(task__issue_key=key).update(backlog_failing_since=DUE - BACKLOG_BUDGET)
-    fake_backlog.fail_next(503, count=3, method="GET")  # the re-read (with the client's quick retries)
+    fake_backlog.fail_next(503, method="GET")  # the re-read
 
     with backlog_down(fake_backlog, start=DUE, end=DUE + timedelta(seconds=10), method="PATCH"):
         first = fire(key)
@@ -228,3 +227,12 @@ def test_it_measures_how_late_a_delivery_fired_once_through_backlog_retries(
 
     assert len(runs) > 2 and runs[-1][1] == "delivered"
     assert fired == [pytest.approx(0.01, abs=0.5)]  # the first claim only, not each Backlog retry
+
+
+def test_a_new_schedule_starts_backlogs_budget_afresh(db):
+    schedule = make_schedule(attempts=2, backlog_failing_since=timezone.now() - timedelta(minutes=30))
+
+    schedule_upsert(task=schedule.task, due_at=schedule.due_at, reason="approval")
+
+    schedule.refresh_from_db()
+    assert schedule.backlog_failing_since is None and schedule.attempts == 0

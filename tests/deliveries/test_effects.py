@@ -156,7 +156,7 @@ def test_it_retries_an_hour_later_when_line_answers_500(delivered, fake_backlog,
 
 
 def test_it_retries_when_backlog_rejects_the_comment(delivered, fake_backlog, line):
-    fake_backlog.fail_next(503, count=3, method="POST", path_prefix=f"/api/v2/issues/{delivered}/comments")
+    fake_backlog.fail_next(503, method="POST", path_prefix=f"/api/v2/issues/{delivered}/comments")
     first = delivered_at(delivered) + timedelta(hours=24)
 
     assert run_at(first) == 0

@@ -156,6 +156,18 @@ def test_it_backs_off_exponentially_on_5xx_and_fails_after_three_attempts(line, 
     assert [a.outcome for a in item.attempts.order_by("id")] == ["retry", "retry", "failed"]
 
 
+def test_a_retry_after_replaces_the_ladders_step_and_counts_as_an_attempt(line, tenant, team):
+    line.fail_next(429, path_prefix=PUSH, headers={"Retry-After": "5"})
+    item = enqueue(tenant, team)
+    start = timezone.now()
+
+    step()
+
+    item = reload(item)
+    assert (item.status, item.attempt_count) == (Status.PENDING, 1)
+    assert item.scheduled_at - start == pytest.approx(timedelta(seconds=5), abs=timedelta(seconds=2))
+
+
 def _resend_after_one_failure(item) -> LinePushItem:
     step()
     item = reload(item)

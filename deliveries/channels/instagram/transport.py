@@ -36,7 +36,7 @@ BLOCKED_RETRY_AFTER = 3600.0
 
 
 def graph_error(response: httpx.Response) -> PlatformError:
-    """Sort a Graph API error into the retry policy (deliveries/retry.py)."""
+    """Sort a Graph API error into the retry policy (core/retry.py)."""
     try:
         error = response.json().get("error") or {}
     except (ValueError, AttributeError):

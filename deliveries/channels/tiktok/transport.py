@@ -44,7 +44,7 @@ AUTH_CODES = {"access_token_invalid", "scope_not_authorized", "scope_permission_
 
 
 def tiktok_error(response: httpx.Response) -> PlatformError:
-    """Sort a TikTok error into the retry policy (deliveries/retry.py) (match on `error.code`)."""
+    """Sort a TikTok error into the retry policy (core/retry.py) (match on `error.code`)."""
     try:
         error = response.json().get("error") or {}
     except (ValueError, AttributeError):
