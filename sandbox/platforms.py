@@ -34,7 +34,7 @@ DEMO_BODIES = {
 
 
 # TikTok's posting choices are the body's, never a default (the demo creator is unaudited).
-TIKTOK_DEMO_CHOICES = "- 公開範囲: SELF_ONLY\n- コメント: 不可\n- デュエット: 不可\n- スティッチ: 不可\n- 商用コンテンツ: なし\n"
+TIKTOK_DEMO_CHOICES = "- 公開範囲: SELF_ONLY\n- コメント: 不可\n- デュエット: 不可\n- スティッチ: 不可\n- 商用コンテンツ: なし\n- 音楽利用確認: 同意\n"
 
 
 def demo_body(channel: str, publish_at: datetime) -> str:

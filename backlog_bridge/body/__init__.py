@@ -11,7 +11,7 @@ One concern per module, imported from where it lives:
 - ``publish_at``: 投稿日時, from the body or a custom field (``parse_publish_at``);
 - ``content``: ``## 文面 / 変数`` and ``## 添付``;
 - ``tiktok``: TikTok's posting choices in ``## 配信メタ`` (公開範囲, コメント, デュエット,
-  スティッチ, 商用コンテンツ);
+  スティッチ, 商用コンテンツ, 音楽利用確認);
 - ``fingerprint``: ``content_fingerprint``, telling a content change from a time change.
 
 Every problem found is collected into ``ParsedTask.errors`` in Japanese, because the

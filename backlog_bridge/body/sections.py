@@ -19,7 +19,7 @@ META_KEYS = (KEY_CHANNEL, KEY_PUBLISH_AT, KEY_AUDIENCE, KEY_TEMPLATE)
 # Optional: the LINE group told about the task (linepush's task_approved / reminder posts),
 # and TikTok's posting choices (backlog_bridge/body/tiktok.py), which a TikTok post needs.
 KEY_CONTACT_GROUP = "連絡グループ"
-TIKTOK_CHOICE_KEYS = ("公開範囲", "コメント", "デュエット", "スティッチ", "商用コンテンツ")
+TIKTOK_CHOICE_KEYS = ("公開範囲", "コメント", "デュエット", "スティッチ", "商用コンテンツ", "音楽利用確認")
 OPTIONAL_META_KEYS = (KEY_CONTACT_GROUP, *TIKTOK_CHOICE_KEYS)
 # Spellings managers actually use for the same items.
 META_ALIASES = {"チャンネル": KEY_CHANNEL, "テンプレート": KEY_TEMPLATE}

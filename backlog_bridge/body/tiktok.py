@@ -1,8 +1,10 @@
-"""TikTok's posting choices in `## 配信メタ`: 公開範囲, コメント, デュエット, スティッチ, 商用コンテンツ.
+"""TikTok's posting choices in `## 配信メタ`: 公開範囲, コメント, デュエット, スティッチ, 商用コンテンツ,
+音楽利用確認.
 
 TikTok's Direct Post guidelines leave each of these to the person posting: no privacy level
 chosen in advance, interactions not turned on by default, the commercial content disclosure
-answered (https://developers.tiktok.com/doc/content-sharing-guidelines/). So the issue body
+answered, and the person's consent to TikTok's Music Usage Confirmation given before the post
+(https://developers.tiktok.com/doc/content-sharing-guidelines/). So the issue body
 states them, and nothing else does. What is written is read here; whether every one is
 there for the post, and whether the creator allows it, is the approval's check
 (deliveries/channels/tiktok/choices.py).
@@ -14,7 +16,7 @@ import unicodedata
 
 from backlog_bridge.body.sections import SECTION_META, TIKTOK_CHOICE_KEYS, Item
 
-KEY_PRIVACY, KEY_COMMENT, KEY_DUET, KEY_STITCH, KEY_COMMERCIAL = TIKTOK_CHOICE_KEYS
+KEY_PRIVACY, KEY_COMMENT, KEY_DUET, KEY_STITCH, KEY_COMMERCIAL, KEY_MUSIC = TIKTOK_CHOICE_KEYS
 
 # TikTok's `privacy_level` values (creator_info's `privacy_level_options`), and the names the
 # TikTok app shows for them, which a manager may write instead.
@@ -35,11 +37,15 @@ ALLOWED, DENIED = "許可", "不可"
 # 商用コンテンツ: none, your own brand (TikTok's "Your brand", brand_organic_toggle), or
 # another brand's paid partnership ("Branded content", brand_content_toggle).
 COMMERCIAL = {"なし": "none", "自社": "own", "ブランド": "brand"}
+# 音楽利用確認: the one answer that lets a post go out. Not agreeing is not a choice TikTok
+# offers: such a post is not made at all.
+AGREED = "同意"
 
 
 def meta_tiktok(items: dict[str, Item], channel: str | None, errors: list[str]) -> dict:
     """The choices written, in TikTok's terms: `privacy_level`, `comment` / `duet` / `stitch`
-    (True = 許可), `commercial` (none / own / brand). A choice not written is absent."""
+    (True = 許可), `commercial` (none / own / brand), `music_usage` (True = 同意). A choice
+    not written is absent."""
     given = {key: items[key] for key in TIKTOK_CHOICE_KEYS if key in items}
     if given and channel is not None and channel != "tiktok":
         errors.append(
@@ -73,6 +79,14 @@ def meta_tiktok(items: dict[str, Item], channel: str | None, errors: list[str]) 
             )
         else:
             choices["commercial"] = value
+    if KEY_MUSIC in given:
+        if _word(given[KEY_MUSIC].value) != AGREED:
+            errors.append(
+                f"{KEY_MUSIC}「{given[KEY_MUSIC].value}」は「{AGREED}」とだけ書けます"
+                "（TikTok の Music Usage Confirmation に同意しない投稿は TikTok に出せません）。"
+            )
+        else:
+            choices["music_usage"] = True
     return choices
 
 

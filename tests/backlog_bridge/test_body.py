@@ -766,6 +766,7 @@ def test_it_reads_tiktoks_posting_choices():
             "- デュエット: 不可",
             "- スティッチ: 許可",
             "- 商用コンテンツ: 自社",
+            "- 音楽利用確認: 同意",
         )
     )
 
@@ -776,6 +777,7 @@ def test_it_reads_tiktoks_posting_choices():
         "duet": False,
         "stitch": True,
         "commercial": "own",
+        "music_usage": True,
     }
     assert ParsedTask.from_json(json.loads(json.dumps(parsed.to_json()))).tiktok == parsed.tiktok
 
@@ -793,6 +795,7 @@ def test_it_reads_the_privacy_level_by_the_name_tiktok_shows(written, level):
         ("- 公開範囲: PUBLIC", "公開範囲「PUBLIC」は使えません（PUBLIC_TO_EVERYONE / MUTUAL_FOLLOW_FRIENDS"),
         ("- コメント: はい", "コメント「はい」は「許可」か「不可」で書いてください。"),
         ("- 商用コンテンツ: 他社", "商用コンテンツ「他社」は使えません（なし / 自社 / ブランド のどれか）。"),
+        ("- 音楽利用確認: 不同意", "音楽利用確認「不同意」は「同意」とだけ書けます"),
     ],
 )
 def test_it_names_a_tiktok_choice_it_cannot_read(line, error):

@@ -220,6 +220,21 @@ def test_it_draws_a_tiktok_video_with_the_creator_and_the_bodys_choices(
     assert "このクリエイターが使える公開範囲: SELF_ONLY（自分のみ）" in page
 
 
+def test_it_shows_the_music_usage_confirmation_of_a_tiktok_post(
+    as_manager, fake_backlog, pump, tenant, tt_account
+):
+    task = channel_task(fake_backlog, pump, tenant, "tiktok")
+    lacking = channel_body("tiktok", tiktok={"音楽利用確認": None})
+    other = mirrored_issue(fake_backlog, pump, tenant, description=lacking)
+
+    page = as_manager.get(task_url("preview", task)).content.decode()
+    refused = as_manager.get(task_url("preview", other)).content.decode()
+
+    assert "商用コンテンツ なし、音楽利用確認 同意" in page
+    assert "音楽利用確認 が必要です" not in page
+    assert "TikTok の投稿には「## 配信メタ」の 音楽利用確認 が必要です" in refused
+
+
 def test_it_counts_the_hubspot_contacts_of_a_note(as_manager, fake_backlog, pump, tenant, hs_account):
     task = channel_task(fake_backlog, pump, tenant, "hubspot")
 

@@ -1,4 +1,4 @@
-"""TikTok's posting choices (公開範囲, コメント, デュエット, スティッチ, 商用コンテンツ) at approval:
+"""TikTok's posting choices (公開範囲, コメント, デュエット, スティッチ, 商用コンテンツ, 音楽利用確認) at approval:
 the body states each one, creator_info allows it, and the init carries exactly them."""
 
 from __future__ import annotations
@@ -129,7 +129,35 @@ def test_an_approval_names_the_creator_and_the_levels_it_allows(approve_tiktok, 
         "duet": False,
         "stitch": False,
         "commercial": "none",
+        "music_usage": True,
     }
+
+
+@pytest.mark.parametrize("kind", ["video", "photo"])
+def test_it_refuses_a_post_whose_body_lacks_the_music_usage_confirmation(
+    approve_tiktok, fake_backlog, tiktok, kind
+):
+    photo = {"type": "photo", "title": "{{ date }}", "photo_urls": ["https://cdn.example.jp/1.jpg"]}
+    lacking = {"音楽利用確認": None} | ({"デュエット": None, "スティッチ": None} if kind == "photo" else {})
+    key = approve_tiktok(
+        body=channel_body("tiktok", tiktok=lacking), content=photo if kind == "photo" else None
+    )
+
+    assert not scheduled(key)
+    comment = texts(fake_backlog, key)[-1]
+    assert comment.startswith(REFUSED)
+    assert "TikTok の投稿には「## 配信メタ」の 音楽利用確認 が必要です（例: - 音楽利用確認: 同意）" in comment
+    assert "By posting, you agree to TikTok's Music Usage Confirmation" in comment
+    assert fake_backlog.issue(key)["status"]["name"] == "automediaエラー"
+    assert tiktok.inits() == []
+
+
+def test_it_refuses_a_music_usage_confirmation_that_is_not_consent(approve_tiktok, fake_backlog, tiktok):
+    key = approve_tiktok(body=channel_body("tiktok", tiktok={"音楽利用確認": "確認中"}))
+
+    assert not scheduled(key)
+    assert "音楽利用確認「確認中」は「同意」とだけ書けます" in texts(fake_backlog, key)[-1]
+    assert tiktok.inits() == []
 
 
 def test_tiktok_that_cannot_be_asked_never_blocks_the_approval(approve_tiktok, fake_backlog, tiktok):

@@ -52,7 +52,7 @@ TIKTOK_PUBLIC = {
     "title": "{{ date }} 公開「{{ title }}」",
     "video_url": "{{ video_url }}",
 }
-TIKTOK_CHOICES = "- 公開範囲: PUBLIC_TO_EVERYONE\n- コメント: 許可\n- デュエット: 不可\n- スティッチ: 不可\n- 商用コンテンツ: なし\n"
+TIKTOK_CHOICES = "- 公開範囲: PUBLIC_TO_EVERYONE\n- コメント: 許可\n- デュエット: 不可\n- スティッチ: 不可\n- 商用コンテンツ: なし\n- 音楽利用確認: 同意\n"
 CONTACTS = [("fan1@example.jp", ["active"]), ("fan2@example.jp", ["active", "vip"])]
 OTHERS = [("fan3@example.jp", ["active", "opt_out"]), ("fan4@example.jp", ["inactive"])]
 

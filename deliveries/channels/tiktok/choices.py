@@ -1,5 +1,5 @@
-"""TikTok's posting choices (公開範囲, コメント, デュエット, スティッチ, 商用コンテンツ): the one home of
-their rules, used by the approval-time check, the preview and the init request.
+"""TikTok's posting choices (公開範囲, コメント, デュエット, スティッチ, 商用コンテンツ, 音楽利用確認):
+the one home of their rules, used by the approval-time check, the preview and the init request.
 
 From TikTok's Direct Post guidelines (https://developers.tiktok.com/doc/content-sharing-guidelines/)
 and the Direct Post / photo references
@@ -11,7 +11,12 @@ https://developers.tiktok.com/doc/content-posting-api-reference-photo-post):
   `duet_disabled`, `stitch_disabled`) cannot be allowed;
 - the commercial content disclosure is answered: `brand_organic_toggle` (your own brand) or
   `brand_content_toggle` (a paid partnership with another brand), both false for none;
-- a photo post has no duet or stitch (its `post_info` has `disable_comment` only).
+- a photo post has no duet or stitch (its `post_info` has `disable_comment` only);
+- before the post, the person consents to TikTok's Music Usage Confirmation ("By posting,
+  you agree to TikTok's Music Usage Confirmation"): 音楽利用確認: 同意 in the body is that
+  consent. The API has no field for it, so it is checked here and sent nowhere. The
+  guideline's wording is quoted from a third-party copy of the page
+  (https://githubissues.com/inovector/mixpost/74); the stored official page stops before it.
 Branded content cannot be posted privately (`SELF_ONLY`): third-party pages say so
 (https://docs.rs/crate/zernio/latest/source/src/models/tik_tok_platform_data.rs); the
 official guideline text was not seen, so this rule is UNCONFIRMED.
@@ -21,14 +26,22 @@ from __future__ import annotations
 
 from backlog_bridge.body.sections import SECTION_META
 from backlog_bridge.body.tiktok import (
+    AGREED,
     ALLOWED,
     DENIED,
     KEY_COMMENT,
     KEY_COMMERCIAL,
     KEY_DUET,
+    KEY_MUSIC,
     KEY_PRIVACY,
     KEY_STITCH,
     PRIVACY_LEVELS,
+)
+
+MUSIC_CONFIRMATION = "By posting, you agree to TikTok's Music Usage Confirmation"
+_MUSIC_WHY = (
+    f"TikTok の規約により、投稿する人が投稿前に TikTok の音楽利用確認（{MUSIC_CONFIRMATION}）に"
+    f"同意したことを明示します。内容を確認して「{AGREED}」と書いてください。"
 )
 
 NEEDED = {
@@ -38,8 +51,14 @@ NEEDED = {
         (KEY_DUET, "duet"),
         (KEY_STITCH, "stitch"),
         (KEY_COMMERCIAL, "commercial"),
+        (KEY_MUSIC, "music_usage"),
     ),
-    "photo": ((KEY_PRIVACY, "privacy_level"), (KEY_COMMENT, "comment"), (KEY_COMMERCIAL, "commercial")),
+    "photo": (
+        (KEY_PRIVACY, "privacy_level"),
+        (KEY_COMMENT, "comment"),
+        (KEY_COMMERCIAL, "commercial"),
+        (KEY_MUSIC, "music_usage"),
+    ),
 }
 EXAMPLES = {
     KEY_PRIVACY: "SELF_ONLY",
@@ -47,6 +66,7 @@ EXAMPLES = {
     KEY_DUET: DENIED,
     KEY_STITCH: DENIED,
     KEY_COMMERCIAL: "なし",
+    KEY_MUSIC: AGREED,
 }
 CREATOR_OFF = {
     "comment": (KEY_COMMENT, "comment_disabled"),
@@ -57,11 +77,11 @@ CREATOR_OFF = {
 
 def missing_choices(choices: dict, kind: str) -> list[str]:
     """Every choice the post needs that the body does not state, each with an example line."""
-    missing = [(key, name) for key, name in NEEDED.get(kind, NEEDED["video"]) if name not in choices]
+    missing = [key for key, name in NEEDED.get(kind, NEEDED["video"]) if name not in choices]
     return [
         f"TikTok の投稿には「## {SECTION_META}」の {key} が必要です（例: - {key}: {EXAMPLES[key]}）。"
-        "TikTok の規約により automedia は既定値を選びません。"
-        for key, _ in missing
+        + (_MUSIC_WHY if key == KEY_MUSIC else "TikTok の規約により automedia は既定値を選びません。")
+        for key in missing
     ]
 
 
@@ -143,4 +163,6 @@ def choices_text(choices: dict) -> str:
     if "commercial" in choices:
         words = {"none": "なし", "own": "自社", "brand": "ブランド"}
         parts.append(f"{KEY_COMMERCIAL} {words[choices['commercial']]}")
+    if choices.get("music_usage"):
+        parts.append(f"{KEY_MUSIC} {AGREED}")
     return "、".join(parts)
