@@ -245,6 +245,11 @@ if OUTBOUND_HTTP_CLIENT not in ("curl", "httpx"):
     raise ImproperlyConfigured(f"OUTBOUND_HTTP_CLIENT must be curl or httpx, not {OUTBOUND_HTTP_CLIENT!r}")
 LINE_API_BASE_URL = env.str("LINE_API_BASE_URL", default="https://api.line.me")
 LINE_TIMEOUT_SECONDS = env.float("LINE_TIMEOUT_SECONDS", default=10.0)
+# A tag of at least this many LINE followers goes out by narrowcast (0: never). LINE fails a
+# narrowcast to fewer than 50 later (errorCode 4), so a lower figure is refused.
+LINE_NARROWCAST_MIN_RECIPIENTS = env.int("LINE_NARROWCAST_MIN_RECIPIENTS", default=0)
+if LINE_NARROWCAST_MIN_RECIPIENTS and LINE_NARROWCAST_MIN_RECIPIENTS < 50:
+    raise ImproperlyConfigured("LINE_NARROWCAST_MIN_RECIPIENTS must be 0 (off) or at least 50")
 ANTHROPIC_API_KEY = env.str("ANTHROPIC_API_KEY", default="")
 ANTHROPIC_MODEL = env.str("ANTHROPIC_MODEL", default="claude-sonnet-5")
 ANTHROPIC_BASE_URL = env.str("ANTHROPIC_BASE_URL", default="https://api.anthropic.com")

@@ -13,6 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from django.conf import settings
+
 from backlog_bridge.audience import AudienceError, parse_audience
 from backlog_bridge.body.task import ParsedTask, TemplateRef
 from core.models import Tenant
@@ -144,11 +146,16 @@ def _line_messages(
         return None
 
 
-def _send_kind(expression: str) -> str:
-    """The endpoint the publisher uses: push to `group:` targets, multicast to tagged users."""
+def _send_kind(tenant: Tenant, expression: str) -> str:
+    """The endpoint the publisher uses: push to `group:` targets, multicast to tagged users,
+    narrowcast to a tag of LINE_NARROWCAST_MIN_RECIPIENTS followers or more."""
     try:
-        return "push" if parse_audience(expression).is_group_target else "multicast"
-    except AudienceError:
+        if parse_audience(expression).is_group_target:
+            return "push"
+        if not settings.LINE_NARROWCAST_MIN_RECIPIENTS:
+            return "multicast"
+        return audience_plan(tenant=tenant, expression=expression)[0][0]
+    except (AudienceError, PublishFailed):
         return "multicast"
 
 
@@ -156,7 +163,12 @@ def _line_validate(checks: ApprovalChecks, tenant: Tenant, messages: list[dict],
     """LINE's answer to the send the publisher will make: a 400 is its verdict and refuses;
     any other failure only means LINE could not be asked, which never blocks an approval
     (https://developers.line.biz/en/reference/messaging-api/#validate-message-objects-of-push-message)."""
-    kind = _send_kind(expression)
+    kind = _send_kind(tenant, expression)
+    if kind == "narrowcast":
+        checks.lines.append(
+            f"LINE 配信方法: ナローキャスト（対象タグが {settings.LINE_NARROWCAST_MIN_RECIPIENTS:,} 人以上のため、"
+            "オーディエンスを作って 1 回で送ります）"
+        )
     try:
         details = line_transport(tenant.line_channel_token).validate(kind=kind, messages=messages)
     except TransportError as exc:

@@ -79,7 +79,8 @@ class ChannelAccount(models.Model):
 
 
 class ChannelPost(models.Model):
-    """One publication of one approval on Instagram / TikTok / HubSpot.
+    """One publication of one approval on Instagram / TikTok / HubSpot, or one LINE
+    narrowcast (deliveries/channels/line/narrowcast.py: `post_id` is its request id).
 
     Every platform id is saved here the moment it exists, before the next call, so a
     retry continues from it instead of publishing again (neither Instagram nor TikTok

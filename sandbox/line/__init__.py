@@ -29,8 +29,8 @@ What it models, and the choices made where LINE's behaviour is undocumented:
   accepted and counts as ``DEFAULT_MEMBER_COUNT`` recipients; once one is registered, a push
   to an unregistered group answers 400. Group summary and member count answer 404 for any
   unregistered group. Rooms are always accepted and count as ``DEFAULT_MEMBER_COUNT``.
-- ``X-Line-Retry-Key`` is honoured on push and multicast; any other endpoint answers 400 when
-  it is sent. A key must be a canonical (8-4-4-4-12) hexadecimal UUID, compared
+- ``X-Line-Retry-Key`` is honoured on push, multicast and narrowcast; any other endpoint
+  answers 400 when it is sent. A key must be a canonical (8-4-4-4-12) hexadecimal UUID, compared
   case-insensitively. A key stays accepted for ``RETRY_KEY_TTL`` seconds (24 h) after its
   first accepted request, measured with ``FakeLine.clock``. A repeat answers 409 with
   ``x-line-accepted-request-id`` and, for a push, the original ``sentMessages``; it is not
@@ -55,6 +55,14 @@ What it models, and the choices made where LINE's behaviour is undocumented:
   (410 Gone for a closed coupon) keep the spec's response shapes. Coupons are kept until
   ``reset``; a ``coupon`` message is sent whatever its ``couponId`` (LINE's answer to an
   unknown or closed coupon is undocumented).
+- Narrowcast (sandbox/line/narrowcast.py): audiences for uploading user ids, a 202 with the
+  request id, progress phases that advance with ``clock`` (``set_narrowcast_timing``),
+  errorCode 4 for an audience under 50 ids, 5 for ``forbidPartialDelivery`` over the quota,
+  ``fail_narrowcast`` for any other; ``audiences`` lists what was uploaded.
+- Narrowcast (narrowcast.py): audiences for uploading user ids, a 202 with the request id,
+  progress phases that advance with ``clock`` (``set_narrowcast_timing``), errorCode 4 for
+  an audience under 50 ids, 5 for ``forbidPartialDelivery`` over the quota,
+  ``fail_narrowcast`` for any other; ``audiences()`` lists what was uploaded.
 - ``numOfCustomAggregationUnits`` counts the distinct unit names of accepted sends.
   Per-unit statistics come from ``set_unit_stats``; an unknown unit has all-null figures.
 - ``fail_next`` faults apply after authentication and before routing, in the order added.
@@ -69,7 +77,7 @@ What it models, and the choices made where LINE's behaviour is undocumented:
   seeded ``random.Random``; ``chaos_counts`` says how many of each were drawn.
 
 The package: records.py (limits, texts, records), validation.py (send bodies), spec.py (the
-OpenAPI spec as a validator), state.py
+OpenAPI spec as a validator), coupons.py, narrowcast.py, state.py
 (the channel), api.py (the endpoints), server.py (FakeLine on the shared HTTP base of
 sandbox/http.py), cli.py (``python -m sandbox.line --help``).
 """

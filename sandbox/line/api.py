@@ -1,5 +1,6 @@
 """The fake LINE's Messaging API endpoints: routing, body checks, sends, quota, statistics,
-groups, profiles and coupons (sandbox/line/coupons.py)."""
+groups, profiles, coupons (sandbox/line/coupons.py) and narrowcast with its audiences
+(sandbox/line/narrowcast.py)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from urllib.parse import unquote
 from sandbox.line.records import (
     MAX_AGGREGATION_DAYS,
     MULTICAST,
+    NARROWCAST,
     OVERVIEW_KEYS,
     PUSH,
     REPLY,
@@ -45,6 +47,12 @@ class LineApi:
             "/v2/bot/message/aggregation/info": {"GET": self.aggregation_info},
             "/v2/bot/insight/message/event/aggregation": {"GET": self.unit_statistics},
             "/v2/bot/coupon": {"GET": self._coupons("list"), "POST": self._coupons("create")},
+            NARROWCAST: {"POST": self.narrowcast},
+            "/v2/bot/message/progress/narrowcast": {"GET": self._narrowcasts("progress")},
+            "/v2/bot/audienceGroup/upload": {
+                "POST": self._narrowcasts("audience_create"),
+                "PUT": self._narrowcasts("audience_add"),
+            },
         }
         patterns: list[tuple[str, str, _Handler]] = [
             ("GET", r"/v2/bot/group/(?P<group_id>[^/]+)/summary", self.group_summary),
@@ -52,6 +60,12 @@ class LineApi:
             ("GET", r"/v2/bot/profile/(?P<user_id>[^/]+)", self.profile),
             ("GET", r"/v2/bot/coupon/(?P<coupon_id>[^/]+)", self._coupons("detail")),
             ("PUT", r"/v2/bot/coupon/(?P<coupon_id>[^/]+)/close", self._coupons("close")),
+            ("GET", r"/v2/bot/audienceGroup/(?P<audience_id>[0-9]+)", self._narrowcasts("audience_get")),
+            (
+                "DELETE",
+                r"/v2/bot/audienceGroup/(?P<audience_id>[0-9]+)",
+                self._narrowcasts("audience_delete"),
+            ),
             (
                 "POST",
                 r"/v2/bot/message/validate/(?P<kind>reply|push|multicast|narrowcast|broadcast)",
@@ -66,6 +80,15 @@ class LineApi:
         def handle(request: LineRequest, request_id: str, **params: str) -> LineReply:
             with self._fake._lock:
                 return getattr(self._fake._coupons, name)(request, request_id, **params)
+
+        return handle
+
+    def _narrowcasts(self, name: str) -> _Handler:
+        """An endpoint of sandbox/line/narrowcast.py, under the channel's lock."""
+
+        def handle(request: LineRequest, request_id: str, **params: str) -> LineReply:
+            with self._fake._lock:
+                return getattr(self._fake._narrowcasts, name)(request, request_id, **params)
 
         return handle
 
@@ -84,13 +107,14 @@ class LineApi:
             if handler is None:
                 raise LineError(405, "Method not allowed")
             return handler, {}
+        matched = False
         for route_method, pattern, handler in self._patterns:
             match = pattern.fullmatch(path)
             if match is not None:
-                if route_method != method:
-                    raise LineError(405, "Method not allowed")
-                return handler, {name: unquote(value) for name, value in match.groupdict().items()}
-        raise LineError(404, "Not found")
+                matched = True
+                if route_method == method:
+                    return handler, {name: unquote(value) for name, value in match.groupdict().items()}
+        raise LineError(405, "Method not allowed") if matched else LineError(404, "Not found")
 
     @staticmethod
     def _check_json_body(request: LineRequest) -> None:
@@ -128,6 +152,11 @@ class LineApi:
         with self._fake._lock:
             self._fake._accept(body, key, request_id, len(body["to"]), keep=False)
         return LineReply(200, {}, accepted=True)
+
+    def narrowcast(self, request: LineRequest, request_id: str) -> LineReply:
+        key = self._retry_key(request)
+        with self._fake._lock:
+            return self._fake._narrowcasts.narrowcast(request, request_id, key)
 
     def reply(self, request: LineRequest, request_id: str) -> LineReply:
         body = request.body

@@ -15,7 +15,8 @@ Json = dict[str, Any]
 PUSH = "/v2/bot/message/push"
 MULTICAST = "/v2/bot/message/multicast"
 REPLY = "/v2/bot/message/reply"
-RETRY_KEY_PATHS = frozenset({PUSH, MULTICAST})
+NARROWCAST = "/v2/bot/message/narrowcast"
+RETRY_KEY_PATHS = frozenset({PUSH, MULTICAST, NARROWCAST})
 
 MAX_MESSAGES = 5
 MAX_MULTICAST_RECIPIENTS = 500

@@ -99,7 +99,7 @@ def _validator(schema_name: str):
     return openapi30_validator_class()({"$ref": f"{SPEC_URI}{SCHEMAS}{schema_name}"}, registry=registry)
 
 
-WARMED = ("ValidateMessageRequest", "CouponCreateRequest")
+WARMED = ("ValidateMessageRequest", "CouponCreateRequest", "NarrowcastRequest")
 
 
 def spec_warm() -> None:

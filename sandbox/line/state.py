@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from sandbox.line.coupons import LineCoupons
+from sandbox.line.narrowcast import LineNarrowcasts
 from sandbox.line.records import (
     DEFAULT_MEMBER_COUNT,
     INVALID_QUOTE_TOKEN,
@@ -57,6 +58,7 @@ class LineChannel:
         self._quota_value = 0
         self._total_usage = 0
         self._coupons = LineCoupons()
+        self._narrowcasts = LineNarrowcasts(self)
         self._message_ids = itertools.count(600_000_000_000_000_000 + secrets.randbelow(10**15))
 
     # setup
@@ -127,6 +129,27 @@ class LineChannel:
             self._quota_type = type
             self._quota_value = value
             self._total_usage = total_usage
+
+    def set_narrowcast_timing(
+        self, *, audience_seconds: float = 1.0, waiting_seconds: float = 1.0, sending_seconds: float = 1.0
+    ) -> None:
+        """How long (by ``clock``) an upload takes to be READY and a narrowcast stays
+        ``waiting``, then ``sending``, before it succeeds or fails."""
+        with self._lock:
+            narrowcasts = self._narrowcasts
+            narrowcasts.audience_seconds = audience_seconds
+            narrowcasts.waiting_seconds = waiting_seconds
+            narrowcasts.sending_seconds = sending_seconds
+
+    def fail_narrowcast(self, error_code: int = 1) -> None:
+        """The next narrowcast accepted fails with ``error_code`` (1: an internal error)."""
+        with self._lock:
+            self._narrowcasts.forced_errors.append(error_code)
+
+    def audiences(self) -> dict[int, list[str]]:
+        """The audiences for uploading user ids: {audienceGroupId: ids}."""
+        with self._lock:
+            return {n: list(a.ids) for n, a in self._narrowcasts.audiences.items()}
 
     def set_unit_stats(
         self,

@@ -51,3 +51,11 @@ def test_it_refuses_an_encryption_key_that_is_not_a_fernet_key():
 
     assert result.returncode != 0
     assert "not a valid Fernet key" in result.stderr
+
+
+def test_it_refuses_a_narrowcast_threshold_under_lines_minimum_of_50():
+    refused = run_settings(DEBUG="1", LINE_NARROWCAST_MIN_RECIPIENTS="49")
+    accepted = run_settings(DEBUG="1", LINE_NARROWCAST_MIN_RECIPIENTS="50")
+
+    assert refused.returncode != 0 and "LINE_NARROWCAST_MIN_RECIPIENTS" in refused.stderr
+    assert accepted.returncode == 0, accepted.stderr

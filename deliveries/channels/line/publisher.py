@@ -1,7 +1,8 @@
 """The LINE publisher: the task's messages to its audience, each chunk exactly once.
 
 The audience is a list of group ids (one push each) or a tag expression matched against
-the tenant's contacts (multicasts of at most 500 user ids). Every chunk carries a
+the tenant's contacts (multicasts of at most 500 user ids; from LINE_NARROWCAST_MIN_RECIPIENTS
+followers, one narrowcast: deliveries/channels/line/narrowcast.py). Every chunk carries a
 deterministic `X-Line-Retry-Key`, so a resend after a crash is answered 409 by LINE and
 never posted twice (https://developers.line.biz/en/docs/messaging-api/retrying-api-request/);
 a retry also skips the chunks already recorded as sent.
@@ -15,6 +16,7 @@ from backlog_bridge.audience import AudienceError, parse_audience
 from backlog_bridge.body.task import ParsedTask, TemplateRef
 from core.models import Tenant
 from deliveries.channels.base import SendResult, TransportError
+from deliveries.channels.line.narrowcast import narrowcast_post, narrowcast_publish, narrowcast_wanted
 from deliveries.channels.line.templates import render_messages
 from deliveries.channels.line.transport import (
     MULTICAST_MAX,
@@ -22,7 +24,7 @@ from deliveries.channels.line.transport import (
     line_transport,
     sent_messages_of,
 )
-from deliveries.channels.publisher import Context, Done, PublishFailed
+from deliveries.channels.publisher import Context, Done, PublishFailed, Wait
 from deliveries.contacts import line_users_matching
 from deliveries.models import ContentTask, DeliveryAttempt
 from deliveries.rendering import template_resolve
@@ -37,6 +39,11 @@ def retry_key(*, tenant: Tenant, issue_key: str, approval_seq: int, chunk: int) 
     """The same (tenant, issue, approval, chunk) always gives the same UUID, so a
     resend after a crash is recognised by LINE (409) and never posted twice."""
     return str(uuid.uuid5(RETRY_KEY_NAMESPACE, f"{tenant.slug}:{issue_key}:{approval_seq}:{chunk}"))
+
+
+def narrowcast_key(*, tenant: Tenant, issue_key: str, approval_seq: int) -> str:
+    """The one X-Line-Retry-Key of an approval's narrowcast (never a multicast chunk's)."""
+    return str(uuid.uuid5(RETRY_KEY_NAMESPACE, f"{tenant.slug}:{issue_key}:{approval_seq}:narrowcast"))
 
 
 def line_render(*, tenant: Tenant, parsed: ParsedTask, override: dict) -> list[dict]:
@@ -56,7 +63,8 @@ def line_render(*, tenant: Tenant, parsed: ParsedTask, override: dict) -> list[d
 
 
 def audience_plan(*, tenant: Tenant, expression: str) -> Plan:
-    """[("push", groupId) …] or [("multicast", [userId ≤ 500]) …]."""
+    """[("push", groupId) …], [("multicast", [userId ≤ 500]) …] or, for a large tag,
+    [("narrowcast", [userId …])]."""
     try:
         audience = parse_audience(expression)
     except AudienceError as exc:
@@ -66,17 +74,36 @@ def audience_plan(*, tenant: Tenant, expression: str) -> Plan:
     users = line_users_matching(tenant=tenant, audience=audience)
     if not users:
         raise PublishFailed(f"対象者がいません（対象タグ: {expression}）")
+    if narrowcast_wanted(len(users)):
+        return [("narrowcast", users)]
+    return multicast_plan(users)
+
+
+def multicast_plan(users: list[str]) -> Plan:
     return [("multicast", users[i : i + MULTICAST_MAX]) for i in range(0, len(users), MULTICAST_MAX)]
 
 
-def publish(ctx: Context) -> Done:
+def publish(ctx: Context) -> Done | Wait:
+    """A narrowcast started for this approval goes on; otherwise the audience's plan."""
+    task = ctx.task
+    if not ctx.nothing_sent and (post := narrowcast_post(ctx)) is not None:
+        return narrowcast_publish(ctx, users=post.details["users"], key=post.send_key)
+    plan = audience_plan(tenant=ctx.tenant, expression=ctx.audience)
+    if plan[0][0] == "narrowcast":
+        if ctx.nothing_sent or not _chunks_done(task):
+            key = narrowcast_key(tenant=ctx.tenant, issue_key=task.issue_key, approval_seq=task.approval_seq)
+            return narrowcast_publish(ctx, users=plan[0][1], key=key)
+        plan = multicast_plan(plan[0][1])  # begun by multicast (a changed setting): ends so
+    return _chunks_send(ctx, plan)
+
+
+def _chunks_send(ctx: Context, plan: Plan) -> Done:
     """Send every chunk not yet accepted; a failed chunk is recorded and its error re-raised.
 
     The attempts of accepted chunks are handed back unsaved (`Done.records`): the run saves
     them with its outcome, in one commit. If it stops before that, the next run resends
     those chunks with the same retry key, LINE answers 409, and the attempt is recorded as
     a duplicate: nothing is posted twice. An exception here saves them at once."""
-    plan = audience_plan(tenant=ctx.tenant, expression=ctx.audience)
     task, tenant = ctx.task, ctx.tenant
     done = {} if ctx.nothing_sent else _chunks_done(task)
     transport = line_transport(tenant.line_channel_token)

@@ -1,9 +1,10 @@
-"""The one LINE Messaging API client (push, multicast, reply, validate, quota, coupons).
+"""The one LINE Messaging API client (push, multicast, narrowcast and its audiences, reply,
+validate, quota, coupons).
 
 Facts from https://developers.line.biz/en/docs/messaging-api/retrying-api-request/,
 line/line-openapi (https://github.com/line/line-openapi, messaging-api.yml) and the
-line/line-bot-sdk-python README: `X-Line-Retry-Key` (a UUID) on push and
-multicast makes a retry safe — LINE answers 409 with `x-line-accepted-request-id`
+line/line-bot-sdk-python README: `X-Line-Retry-Key` (a UUID) on push,
+multicast and narrowcast makes a retry safe — LINE answers 409 with `x-line-accepted-request-id`
 when it already accepted that key, which counts as success. Multicast takes at
 most 500 user ids; `customAggregationUnits` names a unit for the insight API.
 """
@@ -22,6 +23,7 @@ from core.http import ClientCache
 from deliveries.channels.base import HttpTransport, SendResult, TransportError
 
 MULTICAST_MAX = 500
+AUDIENCE_IDS_MAX = 10_000
 VALIDATE_KINDS = frozenset({"push", "multicast", "broadcast", "narrowcast", "reply"})
 MAX_AGGREGATION_DAYS = 30
 UNIT_PATTERN = re.compile(r"^[a-zA-Z0-9_]{1,30}$")
@@ -101,6 +103,44 @@ class LineTransport(HttpTransport):
         return self._send(
             "/v2/bot/message/multicast", multicast_body(to=to, messages=messages, unit=unit), retry_key
         )
+
+    def narrowcast(
+        self, *, messages: list[dict], recipient: dict, retry_key: str, limit: dict | None = None
+    ) -> SendResult:
+        """Accepted with 202 and the request id in `x-line-request-id` (messaging-api.yml
+        `narrowcast`); the delivery itself runs later (`narrowcast_progress`)."""
+        body: dict[str, Any] = {"messages": messages, "recipient": recipient}
+        if limit:
+            body["limit"] = limit
+        return self._send("/v2/bot/message/narrowcast", body, retry_key)
+
+    def narrowcast_progress(self, request_id: str) -> SendResult:
+        """`NarrowcastProgressResponse`: phase, counts, errorCode once it failed."""
+        return self._call("GET", "/v2/bot/message/progress/narrowcast", params={"requestId": request_id})
+
+    # Audiences for uploading user ids (line-openapi manage-audience.yml): JSON bodies take
+    # at most AUDIENCE_IDS_MAX ids per request.
+
+    def audience_create(self, *, description: str, user_ids: list[str]) -> SendResult:
+        body = {"description": description, "audiences": [{"id": u} for u in user_ids]}
+        return self._call("POST", "/v2/bot/audienceGroup/upload", json=body)
+
+    def audience_add(self, *, audience_id: int, user_ids: list[str]) -> SendResult:
+        body = {"audienceGroupId": audience_id, "audiences": [{"id": u} for u in user_ids]}
+        return self._call("PUT", "/v2/bot/audienceGroup/upload", json=body)
+
+    def audience(self, audience_id: int) -> SendResult:
+        return self._call("GET", f"/v2/bot/audienceGroup/{audience_id}")
+
+    def audience_delete(self, audience_id: int) -> SendResult:
+        return self._call("DELETE", f"/v2/bot/audienceGroup/{audience_id}")
+
+    def _call(self, method: str, path: str, **kwargs) -> SendResult:
+        response, duration = self.request(method, path, **kwargs)
+        request_id = response.headers.get("x-line-request-id", "")
+        if not response.is_success:
+            self.raise_for(response, _reason(response), request_id)
+        return SendResult(response.status_code, request_id, body=_json(response), duration_ms=duration)
 
     def reply(self, *, reply_token: str, messages: list[dict]) -> SendResult:
         response, duration = self.request(
