@@ -1,7 +1,7 @@
 """The LINE quota forecast of one send, as the approval-time checks state it.
 
 LINE counts one message per recipient, not per message object: a push to a group costs
-its member count, a multicast its number of user ids
+its member count, a multicast or a narrowcast its number of user ids
 (https://developers.line.biz/en/docs/messaging-api/pricing/). The numbers come from
 linepush (plans, the month's usage, group sizes), which registers its forecaster here in
 its AppConfig.ready: deliveries imports nothing of linepush.
@@ -21,7 +21,8 @@ from typing import Protocol
 from core.models import Tenant
 from deliveries.models import ContentTask
 
-Plan = list[tuple[str, object]]  # [("push", groupId) | ("multicast", [userId …])], as the publisher sends
+# [("push", groupId) | ("multicast", [userId …]) | ("narrowcast", [userId …])], as the publisher sends
+Plan = list[tuple[str, object]]
 
 
 @dataclass(frozen=True)
