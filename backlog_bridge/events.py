@@ -1,21 +1,20 @@
-"""The Backlog event store: raw activities stored once, then drained under a claim.
+"""The Backlog event store: raw activities stored once, then drained under a claim by the
+shared intake (core/intake.py, `BACKLOG_EVENTS`).
 
-Each stored event is handed to the handler registered for its activity type
-(`event_handlers_register`, called by the delivery lifecycle's AppConfig.ready):
+Each stored event is checked again and handed to the handler registered for its activity
+type (`event_handlers_register`, called by the delivery lifecycle's AppConfig.ready):
 this adapter decides nothing about deliveries itself.
 """
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Callable
-from datetime import datetime, timedelta
+from datetime import datetime
 
 import psycopg
 from django.conf import settings
-from django.db import InterfaceError, OperationalError, connection, transaction
-from django.db.models import F
+from django.db import InterfaceError, OperationalError, connection
 from django.utils import timezone
 
 from backlog_bridge.activities import (
@@ -30,39 +29,13 @@ from backlog_bridge.activities import (
 from backlog_bridge.client import BacklogClient, BacklogError, InvalidIdentifier, shared_client
 from backlog_bridge.models import BacklogEvent
 from backlog_bridge.statuses import BacklogConfigError
-from core.due import Lease, claim_one
-from core.keeper import held_claim, keeper
+from core.intake import EventIgnored, EventIntake, EventRejected
 from core.models import Tenant
-from core.retry import max_attempts
-
-logger = logging.getLogger(__name__)
-
-MAX_EVENT_ATTEMPTS = max_attempts("webhook_event")
-
-
-def _event_lease() -> timedelta:
-    """How long a drain holds an event it is processing, renewed by its keeper meanwhile."""
-    return timedelta(seconds=settings.EVENT_LEASE_SECONDS)
-
-
-EVENT_CLAIM = Lease(length=_event_lease, until="claimed_until", owner=None)
-EVENT_BATCH = 50  # events read per round of a drain
-DRAIN_BUDGET_SECONDS = 60.0  # a drain hands what is left to a new drain after this long
-STRANDED_AFTER = timedelta(seconds=2)  # run_scheduler drains events pending this long
 
 EventHandler = Callable[[BacklogEvent, BacklogClient], str]
 """Acts on one stored, checked event; returns what was done (the event's detail)."""
 
 EVENT_HANDLERS: dict[int, EventHandler] = {}
-
-
-class EventIgnored(Exception):
-    """Nothing to act on (e.g. the comment is gone from Backlog): the event ends `ignored`."""
-
-
-class EventRejected(Exception):
-    """The event cannot be used (a malformed payload, an identifier Backlog's answer
-    contradicts): it ends `rejected` with this reason, never retried."""
 
 
 class EventRetry(Exception):
@@ -166,159 +139,50 @@ def events_drain_soon() -> bool:
 
     A drain takes every pending event, so during a burst one task per window is
     enough. An event stored just after a drain's last look, with no webhook after it
-    to enqueue the next drain, is taken by `events_stranded_drain` (run_scheduler,
-    after STRANDED_AFTER) and, failing that, by the catch-up job's retry.
+    to enqueue the next drain, is taken by the stranded-events step (run_scheduler,
+    after core.intake.STRANDED_AFTER) and, failing that, by the catch-up job's sweep.
     """
     global _drain_requested_at
     now = time.monotonic()
     if now - _drain_requested_at < settings.BACKLOG_EVENT_BATCH_SECONDS:
         return False
     _drain_requested_at = now
-    _drain_enqueue()
+    BACKLOG_EVENTS.drain_enqueue()
     return True
 
 
-def _drain_enqueue() -> None:
-    from django_q.tasks import async_task
-
-    enqueue = lambda: async_task("backlog_bridge.tasks.process_events")  # noqa: E731
-    if settings.REDIS_URL:
-        transaction.on_commit(enqueue)  # Redis is outside any transaction the caller holds
-    else:
-        enqueue()  # the ORM broker's row commits (or not) with the caller's transaction
-
-
-def _claimable(now: datetime):
-    return BacklogEvent.objects.filter(
-        EVENT_CLAIM.free(now),
-        outcome=BacklogEvent.Outcome.PENDING,
-        attempts__lt=MAX_EVENT_ATTEMPTS,
-    )
-
-
-def events_drain(*, budget: float = DRAIN_BUDGET_SECONDS) -> int:
-    """Process pending events in arrival order until none is left; returns how many.
-
-    Several drains may run at once: each event is claimed by `event_process`, so
-    they share the work. The worker's kept-alive Backlog client per tenant serves them. After `budget` seconds the rest goes to a new drain,
-    so a long burst never holds one worker past the task timeout.
-    """
-    deadline = time.monotonic() + budget
-    processed = 0
-    while batch := list(
-        _claimable(timezone.now()).order_by("pk").values_list("pk", "tenant_id")[:EVENT_BATCH]
-    ):
-        tenants = Tenant.objects.in_bulk({tenant_id for _, tenant_id in batch})
-        for event_id, tenant_id in batch:
-            if _drain_one(event_id, tenants[tenant_id]):
-                processed += 1
-        if time.monotonic() > deadline:
-            _drain_enqueue()
-            break
-    return processed
-
-
-def _drain_one(event_id: int, tenant: Tenant) -> bool:
-    """One event of a drain; an unexpected error fails that event, not the drain."""
+def _handle(event: BacklogEvent, client: BacklogClient | None = None) -> str:
+    """The intake's handler: the event's checks, then the handler of its activity type,
+    with the worker's kept-alive client for the tenant unless the caller brings one."""
     try:
-        result = event_process(event_id=event_id, client=shared_client(tenant), tenant=tenant)
-        return result != CLAIMED_ELSEWHERE
-    except Exception as exc:
-        logger.exception("backlog event %s failed", event_id)
-        BacklogEvent.objects.filter(pk=event_id).update(
-            **BacklogEvent.finished(
-                outcome=BacklogEvent.Outcome.FAILED, detail=f"{type(exc).__name__}: {exc}"
-            )
-        )
-        return True
+        return _route(event, client or shared_client(event.tenant))
+    except InvalidIdentifier as exc:  # nothing was sent: the event cannot be used
+        raise EventRejected(str(exc)) from exc
 
 
-_stranded_checked_at = float("-inf")
+BACKLOG_EVENTS = EventIntake(
+    model=BacklogEvent,
+    handle=_handle,
+    drain_task="backlog_bridge.tasks.process_events",
+    name="backlog event",
+    expected=(BacklogError, BacklogConfigError, EventRetry),
+)
 
 
-def events_stranded_drain(*, now: datetime) -> bool:
-    """run_scheduler's look (at most every STRANDED_AFTER) for events no drain took:
-    enqueue one when an event has been pending longer than STRANDED_AFTER."""
-    global _stranded_checked_at
-    tick = time.monotonic()
-    if tick - _stranded_checked_at < STRANDED_AFTER.total_seconds():
-        return False
-    _stranded_checked_at = tick
-    if not _claimable(now).filter(received_at__lte=now - STRANDED_AFTER).exists():
-        return False
-    _drain_enqueue()
-    return True
+def events_drain(*, budget: float | None = None) -> int:
+    """Every due event, in arrival order (the drain task the webhook view enqueues)."""
+    return BACKLOG_EVENTS.drain(budget=budget)
 
 
 def events_stranded_step(*, now: datetime, limit: int) -> bool:
-    """run_scheduler's step (registered by deliveries' ready): False even when it enqueued a
-    drain, since the drain does the work and the loop has nothing more to claim for it."""
-    events_stranded_drain(now=now)
-    return False
-
-
-CLAIMED_ELSEWHERE = "claimed elsewhere"
+    """run_scheduler's step (registered by deliveries' ready): drains what no drain took."""
+    return BACKLOG_EVENTS.stranded_step(now=now, limit=limit)
 
 
 def event_process(*, event_id: int, client: BacklogClient | None = None, tenant: Tenant | None = None) -> str:
-    """Process one stored event (pending, or failed and retried) under a claim: the
-    conditional UPDATE must hit the row, so two workers never process it at once.
-    `tenant`: the event's tenant when the caller has it loaded (a drain)."""
-    now = timezone.now()
-    retryable = BacklogEvent.objects.filter(
-        outcome__in=[BacklogEvent.Outcome.PENDING, BacklogEvent.Outcome.FAILED]
-    )
-    claimed = claim_one(retryable, pk=event_id, now=now, lease=EVENT_CLAIM, attempts=F("attempts") + 1)
-    if tenant is None:
-        event = BacklogEvent.objects.select_related("tenant").get(pk=event_id)
-    else:
-        event = BacklogEvent.objects.get(pk=event_id, tenant=tenant)
-        event.tenant = tenant  # no join, no second decryption of its secrets
-    if not claimed:
-        return event.outcome if event.is_settled() else CLAIMED_ELSEWHERE
-    own_client = client is None
-    client = client or BacklogClient.for_tenant(event.tenant)
-    try:
-        with keeper.keeping(held_claim(BacklogEvent, pk=event_id, lease=EVENT_CLAIM, now=now)):
-            return _process_claimed(event, client)
-    finally:
-        if own_client:
-            client.close()
-
-
-def _process_claimed(event: BacklogEvent, client: BacklogClient) -> str:
-    """Run the claimed event's handler and record how it ended."""
-    last_attempt = event.attempts + 1 >= MAX_EVENT_ATTEMPTS  # the claim counted this one
-    try:
-        detail = _route(event, client)
-    except EventIgnored as exc:  # nothing will ever come of it: not retried, no error
-        return _event_finish(event, BacklogEvent.Outcome.IGNORED, str(exc))
-    except (EventRejected, InvalidIdentifier) as exc:
-        return _event_finish(event, BacklogEvent.Outcome.REJECTED, str(exc))
-    except (BacklogError, BacklogConfigError, EventRetry) as exc:
-        level = logging.ERROR if last_attempt else logging.WARNING
-        logger.log(level, "backlog event %s failed: %s", event, exc)
-        return _event_failed(event, exc, last_attempt)
-    except Exception as exc:  # a bug or a shape no check foresaw: this event, not the drain
-        logger.exception("backlog event %s failed", event.pk)
-        return _event_failed(event, exc, last_attempt)
-    return _event_finish(event, BacklogEvent.Outcome.DONE, detail)
-
-
-def _event_failed(event: BacklogEvent, exc: Exception, last_attempt: bool) -> str:
-    """Failed, to be retried; or, on the last attempt, rejected with the reason."""
-    expected = isinstance(exc, BacklogError | BacklogConfigError | EventRetry)
-    reason = str(exc) if expected else f"{type(exc).__name__}: {exc}"
-    if last_attempt:
-        return _event_finish(
-            event, BacklogEvent.Outcome.REJECTED, f"gave up after {MAX_EVENT_ATTEMPTS} attempts: {reason}"
-        )
-    return _event_finish(event, BacklogEvent.Outcome.FAILED, reason)
-
-
-def _event_finish(event: BacklogEvent, outcome: str, detail: str) -> str:
-    BacklogEvent.objects.filter(pk=event.pk).update(**BacklogEvent.finished(outcome=outcome, detail=detail))
-    return outcome
+    """Process one stored event under a claim (core/intake.py); `client`: the caller's
+    (the catch-up's), `tenant`: the event's when the caller has it loaded."""
+    return BACKLOG_EVENTS.process(event_id=event_id, tenant=tenant, client=client)
 
 
 def _route(event: BacklogEvent, client: BacklogClient) -> str:

@@ -9,18 +9,9 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from django.utils import timezone
-
 from backlog_bridge.activities import activity_handled, webhook_validate
 from backlog_bridge.client import BacklogClient
-from backlog_bridge.events import (
-    EVENT_CLAIM,
-    MAX_EVENT_ATTEMPTS,
-    activity_store,
-    event_process,
-    events_drain_soon,
-)
-from backlog_bridge.models import BacklogEvent
+from backlog_bridge.events import BACKLOG_EVENTS, activity_store, event_process, events_drain_soon
 from core.models import Tenant
 
 
@@ -64,22 +55,6 @@ def catchup_run(*, tenant: Tenant, client: BacklogClient) -> int:
 
 
 def pending_events_retry(*, older_than: timedelta = timedelta(minutes=1)) -> int:
-    """Re-run accepted events whose task was lost by the broker or failed (bounded); an
-    event whose attempts ran out with no outcome (a worker died on its last) ends rejected."""
-    now = timezone.now()
-    unfinished = BacklogEvent.objects.filter(
-        outcome__in=[BacklogEvent.Outcome.PENDING, BacklogEvent.Outcome.FAILED],
-        received_at__lt=now - older_than,
-    )
-    unfinished.filter(EVENT_CLAIM.free(now), attempts__gte=MAX_EVENT_ATTEMPTS).update(
-        **BacklogEvent.finished(
-            outcome=BacklogEvent.Outcome.REJECTED,
-            detail=f"gave up after {MAX_EVENT_ATTEMPTS} attempts with no outcome",
-        )
-    )
-    count = 0
-    stale = unfinished.filter(attempts__lt=MAX_EVENT_ATTEMPTS).order_by("activity_id")
-    for event_id in stale.values_list("pk", flat=True):
-        event_process(event_id=event_id)
-        count += 1
-    return count
+    """The catch-up job's sweep (core/intake.py): events whose task the broker lost or whose
+    retry is due run again; one whose attempts ran out with no outcome ends rejected."""
+    return BACKLOG_EVENTS.sweep(older_than=older_than)

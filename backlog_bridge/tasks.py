@@ -13,7 +13,7 @@ logger = logging.getLogger(__name__)
 
 
 def process_events() -> int:
-    """Every pending webhook event, in arrival order (the webhook view enqueues this)."""
+    """Every due webhook event, in arrival order (the webhook view enqueues this)."""
     return events_drain()
 
 

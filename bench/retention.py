@@ -182,16 +182,15 @@ def _analyze() -> None:
 def due_work(n: int) -> dict[str, dict]:
     from django.utils import timezone
 
-    import backlog_bridge.events
-    import linepush.events
+    from backlog_bridge.events import BACKLOG_EVENTS
     from backlog_bridge.services import pending_events_retry
     from deliveries.scheduler_steps import scheduler_steps_run
-    from linepush.events import line_events_retry
+    from linepush.events import LINE_EVENTS, line_events_retry
 
     def scheduler_pass():
         # Every pass checks the stranded events (their own 2 s throttle skips most passes).
-        backlog_bridge.events._stranded_checked_at = float("-inf")
-        linepush.events._stranded_checked_at = float("-inf")
+        BACKLOG_EVENTS.stranded_checked_at = float("-inf")
+        LINE_EVENTS.stranded_checked_at = float("-inf")
         scheduler_steps_run(now=timezone.now(), limit=200)
 
     def retry_jobs():

@@ -2,7 +2,7 @@
 
 - `StoredWebhookEvent`: a provider's webhook event stored raw and deduplicated before
   anything acts on it (`backlog_bridge.BacklogEvent`, `linepush.LineWebhookEvent`); a
-  worker takes it under a claim (`claimed_until`, see core/due.py) and records the outcome.
+  worker takes it under a claim and records the outcome (core/intake.py, one for both).
 - `OutboundAttempt`: one outbound request, the audit log and the admin's history
   (`deliveries.DeliveryAttempt`, `linepush.LinePushAttempt`).
 
@@ -39,7 +39,8 @@ class StoredWebhookEvent(models.Model):
     attempts = models.PositiveSmallIntegerField(_("処理回数"), default=0)
     received_at = models.DateTimeField(_("受信日時"), auto_now_add=True)
     processed_at = models.DateTimeField(_("処理日時"), null=True, blank=True)
-    # A worker holds the event while it processes it; a dead worker's hold expires.
+    # A worker holds the event while it processes it; a dead worker's hold expires. A
+    # failed event's is the time of its next try (core/intake.py).
     claimed_until = models.DateTimeField(_("処理中の期限"), null=True, blank=True)
 
     class Meta:

@@ -1,4 +1,5 @@
-"""The LINE webhook's events, acted on in a worker once linepush/intake.py stored them.
+"""The LINE webhook's events, acted on in a worker once linepush/intake.py stored them,
+under the shared intake's claim (core/intake.py, `LINE_EVENTS`).
 
 Event shapes: webhook.yml of line/line-openapi (https://github.com/line/line-openapi; a copy is
 in tests/contracts/line-openapi/), `CallbackRequest`, `Event`.
@@ -12,19 +13,15 @@ and ignored.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
-from django.conf import settings
-from django.db.models import F, Q, Value
+from django.db.models import Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from core.due import Lease, claim_one, release
-from core.keeper import held_claim, keeper
+from core.intake import EventIgnored, EventIntake, EventRejected
 from core.models import Tenant
-from core.retry import max_attempts
 from deliveries.channels.base import TransportError
 from deliveries.channels.line.transport import LineTransport, line_transport
 from linepush.answers import answer_apply
@@ -35,137 +32,55 @@ from linepush.services import push_settings
 
 logger = logging.getLogger(__name__)
 
-MAX_EVENT_ATTEMPTS = max_attempts("webhook_event")
+
+def _handle(event: LineWebhookEvent, transport: LineTransport | None = None) -> str:
+    """The intake's handler: the handler of the event's type, once its fields are checked."""
+    handler = HANDLERS.get(event.type)
+    if handler is None:
+        raise EventIgnored(f"{event.type} は扱いません")
+    if problem := line_event_fields_problem(event.payload):
+        raise EventRejected(f"invalid payload: {problem}")
+    transport = transport or line_transport(event.tenant.line_channel_token or "-")
+    return handler(event.tenant, event.payload, transport)
 
 
-def _event_lease() -> timedelta:
-    """How long a worker holds an event it is processing, renewed by its keeper meanwhile."""
-    return timedelta(seconds=settings.EVENT_LEASE_SECONDS)
+def _settled(event: LineWebhookEvent) -> dict:
+    """A message's content blanked as the event ends: nothing processes it again. Only a
+    message's payload is written back, so no other event's can undo an erasure
+    (linepush/erasure.py) that ran while it was processed."""
+    blanked = payload_blanked(event.payload)
+    return {} if blanked is event.payload else {"payload": blanked}
 
 
-EVENT_CLAIM = Lease(length=_event_lease, until="claimed_until", owner=None)
-EVENT_BATCH = 50  # events read per round of a drain
-STRANDED_AFTER = timedelta(seconds=2)  # run_scheduler drains events untried this long
-Outcome = LineWebhookEvent.Outcome
-
-
-# -- processing ----------------------------------------------------------------------------------
-
-
-CLAIMED_ELSEWHERE = "claimed elsewhere"
+LINE_EVENTS = EventIntake(
+    model=LineWebhookEvent,
+    handle=_handle,
+    drain_task="linepush.tasks.process_line_events",
+    name="LINE event",
+    on_settled=_settled,
+)
 
 
 def line_event_process(*, event_id: int, transport: LineTransport | None = None) -> str:
-    """Act on one stored event under a claim: the broker's task, the retry job and a
-    drain may all reach it, and only the one whose conditional UPDATE hits the row acts.
-    Every event ends: done, ignored, or rejected (a shape no handler can use, or still
-    failing on its last attempt)."""
-    event = LineWebhookEvent.objects.select_related("tenant").get(pk=event_id)
-    if event.is_settled():
-        return event.outcome
-    handler = HANDLERS.get(event.type)
-    if handler is None:
-        _finish(event, Outcome.IGNORED, f"{event.type} は扱いません")
-        return Outcome.IGNORED
-    if problem := line_event_fields_problem(event.payload):
-        _finish(event, Outcome.REJECTED, f"invalid payload: {problem}")
-        return Outcome.REJECTED
-    retryable = LineWebhookEvent.objects.filter(outcome__in=[Outcome.PENDING, Outcome.FAILED])
-    now = timezone.now()
-    if not claim_one(retryable, pk=event.pk, now=now, lease=EVENT_CLAIM, attempts=F("attempts") + 1):
-        return CLAIMED_ELSEWHERE
-    transport = transport or line_transport(event.tenant.line_channel_token or "-")
-    try:
-        with keeper.keeping(held_claim(LineWebhookEvent, pk=event.pk, lease=EVENT_CLAIM, now=now)):
-            detail = handler(event.tenant, event.payload, transport)
-    except Exception as exc:
-        if event.attempts + 1 >= MAX_EVENT_ATTEMPTS:  # this was the last attempt
-            logger.exception("LINE event %s rejected after %s attempts", event.pk, MAX_EVENT_ATTEMPTS)
-            _finish(event, Outcome.REJECTED, _gave_up(MAX_EVENT_ATTEMPTS, exc))
-            return Outcome.REJECTED
-        # The event stays pending, free again: line_events_retry runs it again.
-        release(LineWebhookEvent, pk=event.pk, lease=EVENT_CLAIM)
-        raise
-    _finish(event, Outcome.DONE, detail)
-    return Outcome.DONE
-
-
-def _gave_up(attempts: int, exc: Exception) -> str:
-    return f"gave up after {attempts} attempts: {type(exc).__name__}: {exc}"
-
-
-def _finish(event: LineWebhookEvent, outcome: str, detail: str) -> None:
-    """The outcome, and a message's content blanked: nothing processes the event again.
-    Only a message's payload is written back, so no other event's can undo an erasure
-    (linepush/erasure.py) that ran while it was processed."""
-    changes = LineWebhookEvent.finished(outcome=outcome, detail=detail)
-    if (blanked := payload_blanked(event.payload)) is not event.payload:
-        changes["payload"] = blanked
-    LineWebhookEvent.objects.filter(pk=event.pk).update(**changes)
-
-
-def line_events_retry(*, older_than: timedelta = timedelta(minutes=1)) -> int:
-    """Re-run accepted events the broker lost or that failed (bounded attempts); an event
-    whose attempts ran out with no outcome (a worker died on its last) ends rejected."""
-    now = timezone.now()
-    unfinished = LineWebhookEvent.objects.filter(
-        outcome__in=[Outcome.PENDING, Outcome.FAILED], received_at__lt=now - older_than
-    )
-    unfinished.filter(EVENT_CLAIM.free(now), attempts__gte=MAX_EVENT_ATTEMPTS).update(
-        **LineWebhookEvent.finished(
-            outcome=Outcome.REJECTED, detail=f"gave up after {MAX_EVENT_ATTEMPTS} attempts with no outcome"
-        )
-    )
-    count = 0
-    stale = unfinished.filter(attempts__lt=MAX_EVENT_ATTEMPTS).order_by("received_at")
-    for pk in stale.values_list("pk", flat=True)[:500]:
-        try:
-            line_event_process(event_id=pk)
-        except Exception:
-            logger.exception("LINE event %s failed", pk)  # retried on the next run
-        count += 1
-    return count
-
-
-def _untried(now: datetime):
-    """Pending events no worker has taken yet, or whose worker died (its hold ran out
-    unreleased); a failed try, released, is line_events_retry's."""
-    lost = Q(claimed_until__isnull=False, attempts__lt=MAX_EVENT_ATTEMPTS)
-    return LineWebhookEvent.objects.filter(
-        Q(attempts=0) | lost, EVENT_CLAIM.free(now), outcome=Outcome.PENDING
-    )
+    """Act on one stored event under a claim (core/intake.py): the broker's task, the sweep
+    and a drain may all reach it, and only the one whose conditional UPDATE hits the row acts."""
+    return LINE_EVENTS.process(event_id=event_id, transport=transport)
 
 
 def line_events_drain() -> int:
-    """Act on every untried event in arrival order (the drain the scheduler step enqueues);
-    an event's unexpected error is logged and left to line_events_retry."""
-    processed = 0
-    while batch := list(_untried(timezone.now()).order_by("pk").values_list("pk", flat=True)[:EVENT_BATCH]):
-        for event_id in batch:
-            try:
-                processed += line_event_process(event_id=event_id) != CLAIMED_ELSEWHERE
-            except Exception:
-                logger.exception("LINE event %s failed", event_id)
-    return processed
+    """Every due event in arrival order (the drain the stranded-events step enqueues)."""
+    return LINE_EVENTS.drain()
 
 
-_stranded_checked_at = float("-inf")
+def line_events_retry(*, older_than: timedelta = timedelta(minutes=1)) -> int:
+    """The recurring sweep: events the broker lost or whose retry is due run again; one whose
+    attempts ran out with no outcome ends rejected."""
+    return LINE_EVENTS.sweep(older_than=older_than)
 
 
 def line_events_stranded_step(*, now: datetime, limit: int) -> bool:
-    """run_scheduler's step (at most every STRANDED_AFTER): an event untried for longer
-    than STRANDED_AFTER (its task lost, or stuck behind a burst) gets a drain. False:
-    the drain does the work, nothing more is due for the loop."""
-    global _stranded_checked_at
-    tick = time.monotonic()
-    if tick - _stranded_checked_at < STRANDED_AFTER.total_seconds():
-        return False
-    _stranded_checked_at = tick
-    if _untried(now).filter(received_at__lte=now - STRANDED_AFTER).exists():
-        from django_q.tasks import async_task
-
-        async_task("linepush.tasks.process_line_events")
-    return False
+    """run_scheduler's step: a drain for events due longer than core.intake.STRANDED_AFTER."""
+    return LINE_EVENTS.stranded_step(now=now, limit=limit)
 
 
 def _occurred(payload: dict) -> datetime:

@@ -20,7 +20,7 @@ def process_line_event(event_id: int) -> str:
 
 
 def process_line_events() -> int:
-    """Every untried LINE event (run_scheduler's stranded-events step enqueues this)."""
+    """Every due LINE event (run_scheduler's stranded-events step enqueues this)."""
     return line_events_drain()
 
 

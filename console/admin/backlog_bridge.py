@@ -3,57 +3,18 @@
 from __future__ import annotations
 
 from django.contrib import admin
-from django.utils.translation import gettext_lazy as _
 
 from backlog_bridge.models import HANDLED_TYPES, AIReview, BacklogEvent, CommandRun
 from console.access import RecordAdmin
-from console.filters import fixed_values_filter
-from console.results import rejected_reason_label, result_label
+from console.admin.stored_events import StoredEventAdmin
 
 
 @admin.register(BacklogEvent)
-class BacklogEventAdmin(RecordAdmin):
-    list_display = (
-        "activity_id",
-        "tenant",
-        "type",
-        "issue_key",
-        "outcome",
-        "reason_label",
-        "received_at",
-        "processed_at",
-    )
-    list_filter = (
-        "tenant",
-        fixed_values_filter("type", BacklogEvent._meta.get_field("type").verbose_name, sorted(HANDLED_TYPES)),
-        "outcome",
-        "source",
-    )
+class BacklogEventAdmin(StoredEventAdmin):
+    list_display = ("activity_id", "tenant", "type", "issue_key", *StoredEventAdmin.ENDED)
+    list_filter = StoredEventAdmin.filters(BacklogEvent, HANDLED_TYPES, "source")
     search_fields = ("issue_key", "activity_id")
-    # Listed, not read from _meta: the fields of the abstract base would come first.
-    readonly_fields = (
-        "id",
-        "tenant",
-        "activity_id",
-        "type",
-        "issue_key",
-        "payload",
-        "source",
-        "outcome",
-        "detail_label",
-        "attempts",
-        "received_at",
-        "processed_at",
-        "claimed_until",
-    )
-
-    @admin.display(description=_("受付不可の理由"))
-    def reason_label(self, obj: BacklogEvent) -> str:
-        return rejected_reason_label(obj)
-
-    @admin.display(description=_("詳細"))
-    def detail_label(self, obj: BacklogEvent) -> str:
-        return "; ".join(result_label(part) for part in obj.detail.split("; "))
+    readonly_fields = ("id", "tenant", "activity_id", "type", "issue_key", "source", *StoredEventAdmin.RECORD)
 
 
 @admin.register(CommandRun)

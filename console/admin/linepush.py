@@ -13,8 +13,7 @@ from django.utils.translation import gettext_lazy as _
 
 from console.access import RecordAdmin, ScopedInlineMixin, TenantScopedAdmin
 from console.actions import bulk_action, object_action
-from console.filters import fixed_values_filter
-from console.results import rejected_reason_label
+from console.admin.stored_events import StoredEventAdmin
 from console.services import push_item_approve, push_item_reject, push_item_resume, push_item_retry
 from core.access import may_act, may_act_somewhere
 from linepush.erasure import line_user_erase
@@ -323,37 +322,10 @@ class LinePushProblemAdmin(RecordAdmin):
 
 
 @admin.register(LineWebhookEvent)
-class LineWebhookEventAdmin(RecordAdmin):
-    list_display = (
-        "webhook_event_id",
-        "tenant",
-        "type",
-        "outcome",
-        "reason_label",
-        "received_at",
-        "processed_at",
-    )
-    list_filter = (
-        "outcome",
-        fixed_values_filter("type", LineWebhookEvent._meta.get_field("type").verbose_name, sorted(HANDLERS)),
-        "tenant",
-    )
-    readonly_fields = (
-        "tenant",
-        "webhook_event_id",
-        "type",
-        "payload",
-        "outcome",
-        "detail",
-        "attempts",
-        "received_at",
-        "processed_at",
-        "claimed_until",
-    )
-
-    @admin.display(description=_("受付不可の理由"))
-    def reason_label(self, obj: LineWebhookEvent) -> str:
-        return rejected_reason_label(obj)
+class LineWebhookEventAdmin(StoredEventAdmin):
+    list_display = ("webhook_event_id", "tenant", "type", *StoredEventAdmin.ENDED)
+    list_filter = StoredEventAdmin.filters(LineWebhookEvent, HANDLERS)
+    readonly_fields = ("tenant", "webhook_event_id", "type", *StoredEventAdmin.RECORD)
 
 
 class LineSurveyRuleForm(forms.ModelForm):

@@ -12,9 +12,10 @@ import time_machine
 from django.utils import timezone
 
 from backlog_bridge import events
-from backlog_bridge.events import CLAIMED_ELSEWHERE, event_process, events_drain, events_stranded_drain
+from backlog_bridge.events import BACKLOG_EVENTS, event_process, events_drain
 from backlog_bridge.models import BacklogEvent
 from core.due import claim_one
+from core.intake import CLAIMED_ELSEWHERE, EVENT_CLAIM
 from deliveries.models import DeliverySchedule
 from tests.helpers.backlog import body, webhook_url
 
@@ -67,7 +68,7 @@ def test_one_drain_processes_every_pending_event_in_arrival_order(
 ):
     post_all(client, tenant, fake_backlog)
 
-    with mock.patch.object(events, "event_process", wraps=events.event_process) as process:
+    with mock.patch.object(BACKLOG_EVENTS, "process", wraps=BACKLOG_EVENTS.process) as process:
         assert events_drain() == 6
 
     ids = [call.kwargs["event_id"] for call in process.call_args_list]
@@ -99,7 +100,7 @@ def test_an_event_whose_drain_died_is_taken_again_within_seconds(
     post_all(client, tenant, fake_backlog)
     held = BacklogEvent.objects.order_by("pk").first()
     now = timezone.now()
-    assert claim_one(BacklogEvent, pk=held.pk, now=now, lease=events.EVENT_CLAIM)  # … and its drain is killed
+    assert claim_one(BacklogEvent, pk=held.pk, now=now, lease=EVENT_CLAIM)  # … and its drain is killed
 
     assert events_drain() == 5
     with time_machine.travel(now + timedelta(seconds=6)):  # one short lease later
@@ -132,7 +133,7 @@ def test_a_drain_over_its_budget_hands_the_rest_to_a_new_drain(
 ):
     post_all(client, tenant, fake_backlog)
     enqueued.clear()
-    monkeypatch.setattr(events, "EVENT_BATCH", 2)
+    monkeypatch.setattr(BACKLOG_EVENTS, "batch", 2)
 
     assert events_drain(budget=-1.0) == 2  # one round, then over budget
 
@@ -143,16 +144,17 @@ def test_a_drain_over_its_budget_hands_the_rest_to_a_new_drain(
 def test_run_scheduler_drains_an_event_that_no_drain_took(
     client, tenant, fake_backlog, approvals, enqueued, monkeypatch
 ):
-    monkeypatch.setattr(events, "_stranded_checked_at", float("-inf"))
+    monkeypatch.setattr(BACKLOG_EVENTS, "stranded_checked_at", float("-inf"))
     post_all(client, tenant, fake_backlog)
     enqueued.clear()  # the broker lost those drains
 
-    assert events_stranded_drain(now=timezone.now()) is False  # younger than 2 s: a drain may be on its way
-    monkeypatch.setattr(events, "_stranded_checked_at", float("-inf"))
+    # younger than 2 s: a drain may be on its way
+    assert BACKLOG_EVENTS.stranded_drain(now=timezone.now()) is False
+    monkeypatch.setattr(BACKLOG_EVENTS, "stranded_checked_at", float("-inf"))
     later = timezone.now() + timedelta(seconds=3)
-    assert events_stranded_drain(now=later) is True
+    assert BACKLOG_EVENTS.stranded_drain(now=later) is True
     assert enqueued == [("backlog_bridge.tasks.process_events",)]
-    assert events_stranded_drain(now=later) is False  # looks again only after 2 s
+    assert BACKLOG_EVENTS.stranded_drain(now=later) is False  # looks again only after 2 s
 
 
 def test_the_view_writes_no_task_row_per_event_with_the_orm_broker(

@@ -11,9 +11,10 @@ import time_machine
 from django.utils import timezone
 
 from backlog_bridge import events
-from backlog_bridge.events import MAX_EVENT_ATTEMPTS, event_process, events_drain
+from backlog_bridge.events import event_process, events_drain
 from backlog_bridge.models import BacklogEvent
 from backlog_bridge.services import pending_events_retry
+from core.intake import MAX_EVENT_ATTEMPTS
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("httpx_engine")]  # respx sees only httpx
 

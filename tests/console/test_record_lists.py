@@ -55,3 +55,26 @@ def test_the_type_filter_lists_the_handled_types_and_filters_on_one(client, supe
 
     assert "?type=memberJoined" in page
     assert ">m<" in page and ">e1<" not in page
+
+
+@pytest.mark.parametrize("model", [BacklogEvent, LineWebhookEvent])
+def test_an_events_page_says_how_it_ended_in_the_admins_language(client, superuser, model):
+    client.force_login(superuser)
+    own = (
+        {"activity_id": 1, "type": 2}
+        if model is BacklogEvent
+        else {"webhook_event_id": "e1", "type": "follow"}
+    )
+    event = model.objects.create(
+        tenant=TenantFactory(slug="t1"),
+        payload={},
+        outcome="rejected",
+        detail="gave up after 5 attempts: HTTP 503",
+        **own,
+    )
+    opts = model._meta
+
+    page = client.get(reverse(f"admin:{opts.app_label}_{opts.model_name}_change", args=[event.pk]))
+
+    assert page.status_code == 200
+    assert "5 回失敗したため中止: HTTP 503" in page.content.decode()

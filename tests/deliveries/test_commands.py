@@ -10,6 +10,7 @@ import time_machine
 
 from backlog_bridge.events import event_process
 from backlog_bridge.models import AIReview, BacklogEvent, CommandRun
+from core.intake import CLAIMED_ELSEWHERE
 from core.timeutil import JST
 from deliveries.models import DeliverySchedule, MessageTemplate
 from sandbox.anthropic import AnthropicReply, FakeAnthropic
@@ -347,7 +348,9 @@ def test_it_retries_the_comment_read_after_a_transient_error(approved, fake_back
         pump(tenant)
         event = BacklogEvent.objects.get(activity_id=activity_id)
         assert (event.outcome, schedule_of(key) is not None) == ("failed", True)
-        assert event_process(event_id=event.pk) == "done"  # the retry of pending_events_retry
+        assert event_process(event_id=event.pk) == CLAIMED_ELSEWHERE  # not before its retry time
+    with time_machine.travel(NOW + timedelta(seconds=11), tick=True):
+        assert event_process(event_id=event.pk) == "done"  # its retry, on the ladder
 
     assert schedule_of(key) is None
 

@@ -11,10 +11,11 @@ import time_machine
 from django.utils import timezone
 
 from core.due import claim_one
+from core.intake import CLAIMED_ELSEWHERE, EVENT_CLAIM
 from core.keeper import keeper
 from linepush import events
 from linepush.events import (
-    CLAIMED_ELSEWHERE,
+    LINE_EVENTS,
     line_event_process,
     line_events_drain,
     line_events_retry,
@@ -73,12 +74,13 @@ def test_a_task_for_an_event_another_worker_holds_does_nothing(stored):
     assert handler.call_count == 1
 
 
-def test_a_failing_event_is_freed_for_the_retry_job(stored):
+def test_a_failing_event_is_failed_and_due_again_on_the_ladder(stored):
     event = stored[0]
-    with handled_by(mock.Mock(side_effect=RuntimeError("LINE down"))), pytest.raises(RuntimeError):
-        line_event_process(event_id=event.pk)
+    with handled_by(mock.Mock(side_effect=RuntimeError("LINE down"))):
+        assert line_event_process(event_id=event.pk) == "failed"
     event.refresh_from_db()
-    assert (event.outcome, event.attempts, event.claimed_until) == ("pending", 1, None)
+    assert (event.outcome, event.attempts, event.detail) == ("failed", 1, "RuntimeError: LINE down")
+    assert event.claimed_until - event.processed_at == timedelta(seconds=10)
 
     with handled_by(mock.Mock(return_value="ok")), time_machine.travel(timezone.now() + timedelta(minutes=2)):
         assert line_events_retry() == 2
@@ -87,13 +89,13 @@ def test_a_failing_event_is_freed_for_the_retry_job(stored):
 
 
 def test_the_scheduler_step_drains_events_no_worker_took(stored, monkeypatch):
-    monkeypatch.setattr(events, "_stranded_checked_at", float("-inf"))
+    monkeypatch.setattr(LINE_EVENTS, "stranded_checked_at", float("-inf"))
     with mock.patch("django_q.tasks.async_task") as enqueue:
         assert line_events_stranded_step(now=timezone.now(), limit=50) is False
         assert enqueue.call_count == 0  # younger than 2 s: its own task may be on its way
 
         later = timezone.now() + timedelta(seconds=3)
-        monkeypatch.setattr(events, "_stranded_checked_at", float("-inf"))
+        monkeypatch.setattr(LINE_EVENTS, "stranded_checked_at", float("-inf"))
         line_events_stranded_step(now=later, limit=50)
         line_events_stranded_step(now=later, limit=50)  # looks again only after 2 s
 
@@ -109,7 +111,7 @@ def test_the_line_events_step_is_registered():
 def test_an_event_whose_worker_died_is_drained_again_within_seconds(stored):
     event = stored[0]
     now = timezone.now()
-    assert claim_one(LineWebhookEvent, pk=event.pk, now=now, lease=events.EVENT_CLAIM, attempts=1)
+    assert claim_one(LineWebhookEvent, pk=event.pk, now=now, lease=EVENT_CLAIM, attempts=1)
     # … and the worker is killed while its handler runs: the hold is never released.
 
     with handled_by(mock.Mock(return_value="ok")):
