@@ -28,8 +28,8 @@ from deliveries.channels.publisher import ClaimLost, Context, Done, PublishFaile
 from deliveries.issues import IssueState, issue_read, issue_state
 from deliveries.lifecycle import issue_reconcile
 from deliveries.locks import lock_release, lock_take
-from deliveries.models import ChannelPost, ContentTask, DeliverySchedule
-from deliveries.scheduler import SCHEDULE_LEASE, lease_length, lease_release, lease_renew
+from deliveries.models import ChannelPost, ContentTask, DeliverySchedule, lease_length
+from deliveries.scheduler import SCHEDULE_LEASE, lease_release, lease_renew
 from deliveries.sent import Moved, Sent, sends_record, to_writeback
 from deliveries.tokens import channel_token_expired
 from deliveries.writeback import writeback_run

@@ -72,9 +72,8 @@ class Decision:
 
 def _decide(task: ContentTask, state: IssueState, tenant: Tenant) -> Decision:
     schedule = DeliverySchedule.objects.filter(task=task).first()
-    if schedule is not None and _delivery_owns(schedule):
-        # A delivery in flight (or writing back) owns the row; it re-checks Backlog
-        # before every send, and its own status change must not look like a revert.
+    if schedule is not None and schedule.delivery_owns(timezone.now()):
+        # Its own status change must not look like a revert.
         return Decision("none")
     has_schedule = schedule is not None
     if not state.approved:
@@ -99,11 +98,6 @@ def _decide(task: ContentTask, state: IssueState, tenant: Tenant) -> Decision:
             return Decision("reschedule", change)
         return Decision("invalidate", change)
     return Decision("none")
-
-
-def _delivery_owns(schedule: DeliverySchedule) -> bool:
-    in_flight = schedule.lease_until is not None and schedule.lease_until > timezone.now()
-    return in_flight or schedule.stage == DeliverySchedule.Stage.WRITEBACK
 
 
 def _fmt(when: datetime | None) -> str:

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import uuid
-from datetime import datetime
+from datetime import datetime, timedelta
 
+from django.conf import settings
 from django.db import models
 from django.utils.translation import gettext, pgettext_lazy
 from django.utils.translation import gettext_lazy as _
 
 from backlog_bridge.body.channels import CHANNELS
+from core.due import Lease
 from core.models import Tenant
 from core.records import OutboundAttempt
 
@@ -110,8 +112,16 @@ class ContentTask(models.Model):
         return f"{self.tenant.backlog_base_url.rstrip('/')}/view/{self.issue_key}"
 
 
+def lease_length() -> timedelta:
+    """How long a delivery's claim holds unless its worker renews it (core/keeper.py)."""
+    return timedelta(seconds=settings.DELIVERY_LEASE_SECONDS)
+
+
 class DeliverySchedule(models.Model):
     """One pending delivery per task; the row is the source of truth for due work."""
+
+    # A delivery's claim (core/due.py): the row is held until lease_until by the token in claimed_by.
+    LEASE = Lease(length=lease_length)
 
     class Reason(models.TextChoices):
         APPROVAL = "approval", _("承認")
@@ -160,8 +170,27 @@ class DeliverySchedule(models.Model):
     def name_for(tenant: Tenant, issue_key: str) -> str:
         return f"automedia-deliver-{tenant.slug}-{issue_key}"
 
+    @classmethod
+    def free_q(cls, now: datetime) -> models.Q:
+        """Rows no delivery holds: never claimed, or the claim's lease has run out."""
+        return cls.LEASE.free(now)
+
+    @classmethod
+    def held_q(cls, now: datetime) -> models.Q:
+        """Rows a delivery holds under a live lease."""
+        return cls.LEASE.held(now)
+
+    def is_held(self, now: datetime) -> bool:
+        """A delivery holds the row under a live lease (in flight)."""
+        return self.lease_until is not None and self.lease_until > now
+
+    def delivery_owns(self, now: datetime) -> bool:
+        """A delivery in flight, or one writing back, owns the row: a decision, a cancel or a
+        new send leaves it alone (the delivery re-checks Backlog before every send)."""
+        return self.is_held(now) or self.stage == self.Stage.WRITEBACK
+
     def is_due(self, now: datetime) -> bool:
-        return self.due_at <= now and (self.lease_until is None or self.lease_until <= now)
+        return self.due_at <= now and not self.is_held(now)
 
 
 class DeliveryLock(models.Model):

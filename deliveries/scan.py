@@ -197,9 +197,11 @@ def _reverse_reconcile(
 
 def _stale_candidates(tenant: Tenant, seen: set[str], started: datetime) -> list[tuple[int, str]]:
     """Waiting schedules (older than the scan, not held by a delivery) whose issue was not listed."""
-    free = Q(lease_until__isnull=True) | Q(lease_until__lte=started)
     rows = DeliverySchedule.objects.filter(
-        free, tenant=tenant, stage=DeliverySchedule.Stage.DELIVER, created_at__lte=started
+        DeliverySchedule.free_q(started),
+        tenant=tenant,
+        stage=DeliverySchedule.Stage.DELIVER,
+        created_at__lte=started,
     ).values_list("pk", "task__issue_key")
     # Read to the end before writing: SQLite has no isolation between a cursor and writes.
     return [(pk, key) for pk, key in rows.iterator(chunk_size=2000) if key not in seen]
@@ -217,7 +219,7 @@ def _remove_stale(tenant: Tenant, client: BacklogClient, dry_run: bool, schedule
 def stuck_keys(*, tenant: Tenant, now: datetime) -> list[str]:
     """Schedules due more than STUCK_AFTER ago whose lease is still live (report only)."""
     rows = DeliverySchedule.objects.filter(
-        tenant=tenant, due_at__lt=now - STUCK_AFTER, lease_until__gt=now
+        DeliverySchedule.held_q(now), tenant=tenant, due_at__lt=now - STUCK_AFTER
     ).order_by("due_at")
     return list(rows.values_list("task__issue_key", flat=True))
 

@@ -9,27 +9,21 @@ from __future__ import annotations
 
 import functools
 from collections import Counter
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from django.conf import settings
 from django.db.models import Count, Min, Q
 from django_q.brokers import Broker, get_broker
 from django_q.tasks import async_task
 
-from core.due import Lease, claim, release, renew, take_over
+from core.due import claim, release, renew, take_over
 from core.keeper import Held, held_claim
 from core.models import Tenant
 from core.orm_broker import enqueued_together
 from deliveries.models import DeliverySchedule, SchedulerHeartbeat
 
 DELIVERY_QUEUE = "deliveries"  # settings.Q_CLUSTER["ALT_CLUSTERS"]
-
-
-def lease_length() -> timedelta:
-    return timedelta(seconds=settings.DELIVERY_LEASE_SECONDS)
-
-
-SCHEDULE_LEASE = Lease(length=lease_length)  # lease_until / claimed_by
+SCHEDULE_LEASE = DeliverySchedule.LEASE  # lease_until / claimed_by
 
 
 class Capacity:

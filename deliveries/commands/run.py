@@ -152,8 +152,7 @@ def _cancel(*, tenant, issue_key, command, user, client) -> str:
     schedule = DeliverySchedule.objects.filter(task=task).first() if task else None
     if schedule is None:
         return f"{OWN_PREFIX} 取り消す配信予約はありません。"
-    in_flight = schedule.lease_until is not None and schedule.lease_until > timezone.now()
-    if in_flight or schedule.stage == DeliverySchedule.Stage.WRITEBACK:
+    if schedule.delivery_owns(timezone.now()):
         return (
             f"{OWN_PREFIX} 配信処理が始まっているため取り消せません（送信済みのメッセージは取り消せません）。"
         )
@@ -257,9 +256,7 @@ def _send_problems(tenant: Tenant, issue_key: str, args: dict, state: IssueState
 def _in_flight(schedule: DeliverySchedule | None) -> list[str]:
     if schedule is None:
         return []
-    if schedule.stage == DeliverySchedule.Stage.WRITEBACK or (
-        schedule.lease_until and schedule.lease_until > timezone.now()
-    ):
+    if schedule.delivery_owns(timezone.now()):
         return ["配信処理中です"]
     # Between re-checks of a container / upload the row is not leased, but a new approval
     # would publish a second time while this one's post may already be on the platform.
