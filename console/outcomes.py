@@ -17,7 +17,8 @@ from django.db.models import Count, Max, Q, QuerySet
 from console.models import DeliveryOutcome
 from core.access import scope
 from core.retry import max_attempts
-from deliveries.models import STATUS_ERROR, ChannelPost, ContentTask, DeliveryAttempt
+from deliveries.channels.models import ChannelPost
+from deliveries.models import STATUS_ERROR, ContentTask, DeliveryAttempt
 
 SENT = DeliveryOutcome.Kind.SENT
 FAILED = DeliveryOutcome.Kind.FAILED

@@ -18,7 +18,6 @@ from django.conf import settings
 from backlog_bridge.audience import AudienceError, parse_audience
 from backlog_bridge.body.task import ParsedTask, TemplateRef
 from core.models import Tenant
-from deliveries.channel_templates import render_channel_template
 from deliveries.channels import posts
 from deliveries.channels.base import TransportError
 from deliveries.channels.instagram.approval import instagram_verdict
@@ -26,11 +25,12 @@ from deliveries.channels.line.publisher import audience_plan
 from deliveries.channels.line.templates import render_messages
 from deliveries.channels.line.transport import line_transport
 from deliveries.channels.publisher import PublishFailed
+from deliveries.channels.rendering import template_resolve
+from deliveries.channels.templates import render_channel_template
+from deliveries.channels.templating import RenderError
 from deliveries.channels.tiktok.approval import tiktok_verdict
 from deliveries.models import CHANNEL_LABELS, ContentTask
 from deliveries.quota_forecast import ForecastUnavailable, quota_forecast
-from deliveries.rendering import template_resolve
-from deliveries.templating import RenderError
 
 
 @dataclass

@@ -1,3 +1,5 @@
+from importlib import import_module
+
 from django.apps import AppConfig
 from django.utils.translation import gettext_lazy as _
 
@@ -5,6 +7,12 @@ from django.utils.translation import gettext_lazy as _
 class DeliveriesConfig(AppConfig):
     name = "deliveries"
     verbose_name = _("配信")
+
+    def import_models(self) -> None:
+        super().import_models()
+        # The channel accounts and posts live beside the channel packages, which import the
+        # models of deliveries/models.py: loaded here, they are the app's models too.
+        import_module("deliveries.channels.models")
 
     def ready(self) -> None:
         # backlog_bridge's event drain acts through these; it imports nothing of deliveries.

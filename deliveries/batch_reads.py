@@ -7,7 +7,8 @@ import logging
 
 from backlog_bridge.client import BacklogError, shared_client
 from core.models import Tenant
-from deliveries.models import ChannelPost, ContentTask, DeliveryAttempt
+from deliveries.channels.models import ChannelPost
+from deliveries.models import ContentTask, DeliveryAttempt
 
 logger = logging.getLogger(__name__)
 

@@ -24,14 +24,15 @@ from core.timeutil import iso_jst
 from deliveries.channels import posts
 from deliveries.channels.base import TransportError
 from deliveries.channels.line.publisher import line_render
+from deliveries.channels.models import ChannelPost
 from deliveries.channels.publisher import ClaimLost, Context, Done, PublishFailed, Wait
+from deliveries.channels.tokens import channel_token_expired
 from deliveries.issues import IssueState, issue_read, issue_state
 from deliveries.lifecycle import issue_reconcile
 from deliveries.locks import lock_release, lock_take
-from deliveries.models import ChannelPost, ContentTask, DeliverySchedule, lease_length
+from deliveries.models import ContentTask, DeliverySchedule, lease_length
 from deliveries.scheduler import SCHEDULE_LEASE, lease_release, lease_renew
 from deliveries.sent import Moved, Sent, sends_record, to_writeback
-from deliveries.tokens import channel_token_expired
 from deliveries.writeback import writeback_run
 
 logger = logging.getLogger(__name__)

@@ -10,14 +10,10 @@ from django.db import models
 from django.utils.translation import gettext, pgettext_lazy
 from django.utils.translation import gettext_lazy as _
 
-from backlog_bridge.body.channels import CHANNELS
+from backlog_bridge.body.channels import CHANNELS, DEFAULT_CHANNEL
 from core.due import Lease
 from core.models import Tenant
 from core.records import OutboundAttempt
-
-# Django registers an app's models from its models module: the channel accounts and posts
-# live beside the channel packages and are the app's models through this import.
-from deliveries.channels.models import ChannelAccount, ChannelPost  # noqa: F401
 
 # Backlog status names (seed 001), resolved to ids per project through the API.
 STATUS_APPROVED = "automedia承認"
@@ -292,7 +288,7 @@ class MessageTemplate(models.Model):
     )
     name = models.CharField(_("名前"), max_length=100)
     rev = models.CharField(_("リビジョン"), max_length=40)
-    channel = models.CharField(_("チャネル"), max_length=20, default="line")
+    channel = models.CharField(_("チャネル"), max_length=20, default=DEFAULT_CHANNEL)
     messages = models.JSONField(_("メッセージ"))
     source = models.CharField(_("取り込み元"), max_length=500, blank=True)
     created_at = models.DateTimeField(_("作成日時"), auto_now_add=True)
@@ -334,7 +330,7 @@ class EffectReport(models.Model):
     """A due effect-measurement comment for one delivery.
 
     LINE: the per-unit statistics of `unit`. Instagram / TikTok / HubSpot: the statistics
-    of the publication `post` (deliveries/channel_effects.py).
+    of the publication `post` (deliveries/channels/platform_effects.py).
     """
 
     class Label(models.TextChoices):
@@ -343,7 +339,7 @@ class EffectReport(models.Model):
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="effect_reports")
     task = models.ForeignKey(ContentTask, on_delete=models.CASCADE, related_name="effect_reports")
-    channel = models.CharField(_("チャネル"), max_length=20, default="line")
+    channel = models.CharField(_("チャネル"), max_length=20, default=DEFAULT_CHANNEL)
     unit = models.CharField(_("集計単位（customAggregationUnit）"), max_length=30, blank=True)
     post = models.ForeignKey(
         "ChannelPost",

@@ -15,11 +15,12 @@ from deliveries.approval_checks import ApprovalChecks, approval_check
 from deliveries.channels import posts as publishers
 from deliveries.channels.hubspot import publisher as hubspot
 from deliveries.channels.line.publisher import audience_plan
+from deliveries.channels.models import ChannelAccount
 from deliveries.channels.platform import PlatformError
 from deliveries.channels.tiktok import choices as tiktok_choices
 from deliveries.delivery import DeliveryFailed, delivery_render
 from deliveries.issues import IssueState
-from deliveries.models import CHANNEL_LABELS, ChannelAccount, ContentTask, DeliverySchedule
+from deliveries.models import CHANNEL_LABELS, ContentTask, DeliverySchedule
 from deliveries.review import review_messages
 from deliveries.services import schedule_due_at
 

@@ -11,15 +11,15 @@ from core.group_commit import GroupCommit
 from core.keeper import Held, in_threads, keeper
 from core.models import Tenant
 from deliveries.batch_reads import issues_prefetch, sent_before
+from deliveries.channels.effects import effect_reports_run
+from deliveries.channels.tokens import channel_tokens_upkeep
 from deliveries.delivery import delivery_run
-from deliveries.effects import effect_reports_run
 from deliveries.locks import locks_take
 from deliveries.models import DeliverySchedule
 from deliveries.prepare import prepare_run, prepared_issue
 from deliveries.scan import scan_alert, scan_run, scan_totals
 from deliveries.scheduler import schedules_claim, schedules_take, task_size
 from deliveries.signals import delivery_finished
-from deliveries.tokens import channel_tokens_upkeep
 from deliveries.writeback_queue import writebacks_run
 
 logger = logging.getLogger(__name__)
@@ -141,7 +141,7 @@ def effect_reports() -> int:
 
 
 def channel_tokens() -> dict[str, int]:
-    """Daily: refresh Instagram / TikTok tokens before they expire (deliveries/tokens.py)."""
+    """Daily: refresh Instagram / TikTok tokens before they expire (deliveries/channels/tokens.py)."""
     return channel_tokens_upkeep()
 
 

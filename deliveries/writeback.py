@@ -13,7 +13,7 @@ from backlog_bridge.statuses import BacklogConfigError, status_id_require
 from core.group_commit import GroupCommit, Together
 from core.retry import writeback_delay
 from core.statements import rows_insert, rows_update
-from deliveries.effects import effect_report_rows
+from deliveries.channels.effects import effect_report_rows
 from deliveries.issues import issue_read
 from deliveries.models import (
     FIELD_DELIVERED_AT,
@@ -139,9 +139,7 @@ def _finished(ended: list[_Finished]) -> None:
         for end in ended
         if end.outcome["ok"] and end.schedule.task.delivered_at
         for report in effect_report_rows(
-            task=end.schedule.task,
-            delivered_at=end.schedule.task.delivered_at,
-            line_recipients=end.outcome.get("recipients"),
+            task=end.schedule.task, delivered_at=end.schedule.task.delivered_at, outcome=end.outcome
         )
     ]
     if reports:

@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 from core.models import Tenant
 from core.timeutil import JST
-from deliveries.models import ChannelAccount
+from deliveries.channels.models import ChannelAccount
 from sandbox.backlog import FakeBacklog
 from sandbox.fakeserver import RecordedRequest
 from sandbox.hubspot import FakeHubSpot

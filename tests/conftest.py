@@ -15,8 +15,9 @@ import core.keeper
 from backlog_bridge.views import _tenants
 from core.http import ClientCache
 from core.timeutil import JST
-from deliveries.models import ChannelAccount, MessageTemplate
-from deliveries.rendering import _resolved
+from deliveries.channels.models import ChannelAccount
+from deliveries.channels.rendering import _resolved
+from deliveries.models import MessageTemplate
 from sandbox.backlog import FakeBacklog
 from sandbox.hubspot import FakeHubSpot
 from sandbox.instagram import FakeInstagram

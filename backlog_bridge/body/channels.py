@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 CHANNELS = {"line": "LINE", "tiktok": "TikTok", "instagram": "Instagram", "hubspot": "HubSpot"}
+# An issue without チャネル goes nowhere, unless a command sends it: it names a template of this channel.
+DEFAULT_CHANNEL = "line"
 # Channels published through a channel account (deliveries/channels/<kind>/); LINE uses the tenant's token.
 PLATFORM_CHANNELS = tuple(channel for channel in CHANNELS if channel != "line")
 AUDIENCE_REQUIRED = ("line", "hubspot")

@@ -11,7 +11,7 @@ from django.utils.translation import gettext_lazy as _
 
 from console.access import RecordAdmin, TenantScopedAdmin
 from core.crypto import mask
-from deliveries.models import ChannelAccount, ChannelPost
+from deliveries.channels.models import ChannelAccount, ChannelPost
 
 CHANNEL_SECRET_FIELDS = ("access_token", "refresh_token")
 

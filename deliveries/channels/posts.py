@@ -13,12 +13,13 @@ from backlog_bridge.body.channels import PLATFORM_CHANNELS
 from backlog_bridge.body.task import ParsedTask, TemplateRef
 from core.models import Tenant
 from core.timeutil import fmt_jst
-from deliveries.channel_templates import describe, render_channel_template
+from deliveries.channels.models import ChannelPost
 from deliveries.channels.publisher import Context, Done, PublishFailed, Wait, Waiting, account_for
 from deliveries.channels.registry import channel_part
-from deliveries.models import CHANNEL_LABELS, ChannelPost, ContentTask
-from deliveries.rendering import template_resolve
-from deliveries.templating import RenderError
+from deliveries.channels.rendering import template_resolve
+from deliveries.channels.templates import describe, render_channel_template
+from deliveries.channels.templating import RenderError
+from deliveries.models import CHANNEL_LABELS, ContentTask
 
 CHANNELS = PLATFORM_CHANNELS  # published through a ChannelAccount (LINE uses the tenant's token)
 

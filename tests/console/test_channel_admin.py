@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from django.utils import timezone
 
-from deliveries.models import ChannelAccount
+from deliveries.channels.models import ChannelAccount
 from tests.helpers.factories import TenantFactory
 
 pytestmark = pytest.mark.django_db

@@ -7,7 +7,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from core.models import Tenant
-from deliveries.models import ChannelAccount
+from deliveries.channels.models import ChannelAccount
 from tests.helpers.backlog import API_KEY
 from tests.helpers.factories import ChannelAccountFactory
 

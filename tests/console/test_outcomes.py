@@ -16,7 +16,8 @@ from django.urls import reverse
 from console.dashboard import dashboard_build
 from console.models import DeliveryOutcome
 from console.outcomes import Ending, delivery_endings, derived_endings, unaccounted
-from deliveries.models import STATUS_APPROVED, STATUS_DELIVERED, STATUS_ERROR, ChannelPost, DeliveryAttempt
+from deliveries.channels.models import ChannelPost
+from deliveries.models import STATUS_APPROVED, STATUS_DELIVERED, STATUS_ERROR, DeliveryAttempt
 from tests.helpers.deliveries import DUE, MULTICAST, fire, run_task
 from tests.helpers.factories import ChannelPostFactory, ContentTaskFactory
 

@@ -12,7 +12,7 @@ from django.core.management import CommandError, call_command
 from django.db import connection
 from django.utils import timezone
 
-from deliveries.models import ChannelAccount
+from deliveries.channels.models import ChannelAccount
 from tests.helpers.factories import TenantFactory
 
 pytestmark = pytest.mark.django_db

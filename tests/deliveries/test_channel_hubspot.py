@@ -7,7 +7,8 @@ from datetime import timedelta
 import pytest
 from django.core import mail
 
-from deliveries.models import ChannelAccount, ChannelPost, DeliveryAttempt, DeliverySchedule
+from deliveries.channels.models import ChannelAccount, ChannelPost
+from deliveries.models import DeliveryAttempt, DeliverySchedule
 from sandbox.hubspot import NOTES, SINGLE_SEND
 from tests.helpers.backlog import texts
 from tests.helpers.channels import channel_body

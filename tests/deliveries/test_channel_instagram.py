@@ -8,7 +8,8 @@ import pytest
 from django.core import mail
 
 from core.timeutil import fmt_jst
-from deliveries.models import ChannelAccount, ChannelPost, DeliveryAttempt, DeliverySchedule
+from deliveries.channels.models import ChannelAccount, ChannelPost
+from deliveries.models import DeliveryAttempt, DeliverySchedule
 from tests.helpers.backlog import texts
 from tests.helpers.channels import channel_body, channel_template
 from tests.helpers.deliveries import DUE, fire

@@ -8,8 +8,9 @@ import pytest
 from django.core import mail
 from django.utils import timezone
 
+from deliveries.channels.models import ChannelAccount, ChannelPost
 from deliveries.channels.tiktok.transport import VIDEO_INIT
-from deliveries.models import ChannelAccount, ChannelPost, DeliveryAttempt, DeliverySchedule
+from deliveries.models import DeliveryAttempt, DeliverySchedule
 from tests.helpers.backlog import texts
 from tests.helpers.channels import TT_REFRESH, TT_TOKEN, channel_body
 from tests.helpers.deliveries import DUE, fire

@@ -9,7 +9,8 @@ import pytest
 import time_machine
 
 from core.timeutil import JST
-from deliveries.models import ChannelAccount, ChannelPost, DeliveryAttempt, DeliverySchedule, MessageTemplate
+from deliveries.channels.models import ChannelAccount, ChannelPost
+from deliveries.models import DeliveryAttempt, DeliverySchedule, MessageTemplate
 from tests.helpers.backlog import texts
 from tests.helpers.channels import channel_body, channel_template
 from tests.helpers.deliveries import fire

@@ -11,8 +11,8 @@ from django.conf import settings
 from django.core.management import CommandError, call_command
 
 from backlog_bridge.body.task import TemplateRef
+from deliveries.channels.rendering import ImportResult, template_import, template_resolve, template_rev
 from deliveries.models import MessageTemplate
-from deliveries.rendering import ImportResult, template_import, template_resolve, template_rev
 from tests.helpers.factories import MessageTemplateFactory, TenantFactory
 
 OPEN = [{"type": "text", "text": "{{ date }} より営業開始（{{ hours }}）"}]

@@ -9,7 +9,8 @@ import pytest
 import time_machine
 
 from core.timeutil import JST
-from deliveries.models import ChannelPost, DeliverySchedule
+from deliveries.channels.models import ChannelPost
+from deliveries.models import DeliverySchedule
 from tests.helpers.backlog import texts
 from tests.helpers.channels import channel_body, channel_template
 from tests.helpers.deliveries import DUE, fire

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from deliveries.channels.line.templates import render_messages, validate_line_messages
-from deliveries.templating import RenderError
+from deliveries.channels.templating import RenderError
 
 ACTION = {"type": "message", "label": "はい", "text": "はい"}
 

@@ -17,8 +17,9 @@ import respx
 from core.timeutil import JST
 from deliveries.channels.base import TransportError
 from deliveries.channels.line.publisher import narrowcast_key, publish
+from deliveries.channels.models import ChannelPost
 from deliveries.channels.publisher import Context, Done, PublishFailed, Wait
-from deliveries.models import ChannelPost, DeliveryAttempt
+from deliveries.models import DeliveryAttempt
 from deliveries.outcome_comments import success_comment
 from linepush.models import LineContact
 from tests.helpers.backlog import texts

@@ -10,7 +10,7 @@ from referencing.jsonschema import DRAFT4
 
 from deliveries.channels.line.templates import render_messages, template_problems, validate_line_messages
 from deliveries.channels.line.transport import push_body
-from deliveries.templating import RenderError
+from deliveries.channels.templating import RenderError
 from tests.contracts.openapi import SCHEMAS, OpenApi30Validator, load_spec, with_discriminator_bases
 
 SPEC_URI = "urn:line-openapi:messaging-api"

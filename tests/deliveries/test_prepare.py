@@ -10,9 +10,10 @@ import time_machine
 from django.utils import timezone
 
 from deliveries import tasks
+from deliveries.channels.models import ChannelPost
 from deliveries.channels.tiktok.transport import CREATOR_INFO, VIDEO_INIT
 from deliveries.delivery import WRITEBACK_QUEUED
-from deliveries.models import ChannelPost, DeliverySchedule
+from deliveries.models import DeliverySchedule
 from deliveries.prepare import prepare_claim, prepare_run
 from deliveries.scheduler import schedules_claim
 from tests.helpers.backlog import body

@@ -7,7 +7,8 @@ from datetime import UTC, datetime, timedelta
 import factory
 
 from core.models import Tenant
-from deliveries.models import ChannelAccount, ChannelPost, ContentTask, EffectReport, MessageTemplate
+from deliveries.channels.models import ChannelAccount, ChannelPost
+from deliveries.models import ContentTask, EffectReport, MessageTemplate
 from linepush.models import LineContact
 
 

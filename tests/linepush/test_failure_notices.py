@@ -10,10 +10,11 @@ import time_machine
 
 from core.models import TenantMembership
 from core.timeutil import JST
-from deliveries.models import ChannelAccount, ContentTask
+from deliveries.channels.models import ChannelAccount
+from deliveries.channels.tokens import channel_tokens_upkeep
+from deliveries.models import ContentTask
 from deliveries.scheduler_steps import Pass
 from deliveries.signals import delivery_failed
-from deliveries.tokens import channel_tokens_upkeep
 from linepush.models import LinePushItem, LineTriggerPolicy
 from linepush.services import push_approve
 from tests.helpers.backlog import body

@@ -11,7 +11,7 @@ from django.core.management.base import BaseCommand
 from django.utils import timezone
 
 from core.models import Tenant
-from deliveries.models import ChannelAccount
+from deliveries.channels.models import ChannelAccount
 from deliveries.services import tenant_webhook_urls
 from linepush.models import LineContact, LinePushItem, LineSource
 

@@ -1,16 +1,34 @@
-"""HubSpot's effect measurement: automedia's own send count (see deliveries/channel_effects.py)."""
+"""HubSpot's effect measurement: automedia's own send count (see deliveries/channels/platform_effects.py)."""
 
 from __future__ import annotations
 
 from datetime import datetime
 
-from deliveries.channel_effects import (
+from deliveries.channels.models import ChannelPost
+from deliveries.channels.platform_effects import (
+    H24,
     MISSING,
     Measurement,
+    content_type,
     figure,
     planned_recipients,
+    post_measured,
+    post_reports,
 )
-from deliveries.models import ChannelPost, EffectReport
+from deliveries.models import ContentTask, EffectReport
+
+
+def planned(*, task: ContentTask, delivered_at: datetime, outcome: dict) -> list[EffectReport]:
+    """One report of an email (automedia's count of sends); a CRM note has no statistics."""
+    return post_reports(task=task, delivered_at=delivered_at, labels=_labels)
+
+
+def _labels(post: ChannelPost) -> tuple[str, ...]:
+    return (H24,) if content_type(post) == "email" else ()
+
+
+def measured(*, report: EffectReport, now: datetime) -> tuple[dict, str]:
+    return post_measured(report=report, now=now, measure=measure)
 
 
 def measure(report: EffectReport, post: ChannelPost, now: datetime) -> Measurement:

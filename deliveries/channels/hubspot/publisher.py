@@ -27,6 +27,7 @@ from deliveries.channels.hubspot.transport import (
     SINGLE_SEND,
     HubSpotTransport,
 )
+from deliveries.channels.models import ChannelAccount, ChannelPost
 from deliveries.channels.platform import PlatformError
 from deliveries.channels.publisher import (
     SEND_KEY_NAMESPACE,
@@ -41,7 +42,7 @@ from deliveries.channels.publisher import (
     recorded,
     save,
 )
-from deliveries.models import ChannelAccount, ChannelPost, DeliveryAttempt
+from deliveries.models import DeliveryAttempt
 
 PACE_FLOOR = 5  # leave a few calls of the window to the tenant's other integrations
 PREVIEW_PAGES = 50  # a preview counts up to 5,000 contacts; the delivery itself reads them all

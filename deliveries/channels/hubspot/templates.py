@@ -1,18 +1,18 @@
-"""HubSpot's template rules (shapes in deliveries/channel_templates.py).
+"""HubSpot's template rules (shapes in deliveries/channels/templates.py).
 
 Note bodies up to 65,536 characters (https://developers.hubspot.com/docs/api-reference/crm-notes-v3/guide).
 """
 
 from __future__ import annotations
 
-from deliveries.channel_templates import (
+from deliveries.channels.templates import (
     SAMPLE_URL,
     Kinds,
     Problems,
     kinds_problems,
     text_field,
 )
-from deliveries.templating import with_samples
+from deliveries.channels.templating import with_samples
 
 NOTE_BODY_MAX = 65_536
 

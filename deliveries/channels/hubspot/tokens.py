@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from deliveries.models import ChannelAccount
+from core.models import Tenant
+from deliveries.channels.models import ChannelAccount
+from deliveries.channels.tokens import account_token_expired
 
 
 def refresh_due(account: ChannelAccount, now: datetime) -> bool:
@@ -13,3 +15,9 @@ def refresh_due(account: ChannelAccount, now: datetime) -> bool:
 
 def refresh(account: ChannelAccount, *, now: datetime) -> ChannelAccount:
     return account
+
+
+def token_expired(*, tenant: Tenant, issue_key: str, reason: str) -> None:
+    account_token_expired(
+        tenant=tenant, channel=ChannelAccount.Channel.HUBSPOT, issue_key=issue_key, reason=reason
+    )

@@ -16,7 +16,8 @@ from datetime import datetime, timedelta
 from core.timeutil import fmt_jst
 from deliveries.channels.base import TransportError
 from deliveries.channels.instagram.transport import FALLBACK_QUOTA, InstagramTransport
-from deliveries.models import ChannelAccount, ChannelPost, ContentTask, DeliverySchedule
+from deliveries.channels.models import ChannelAccount, ChannelPost
+from deliveries.models import ContentTask, DeliverySchedule
 
 DEFAULT_WINDOW = 86400
 

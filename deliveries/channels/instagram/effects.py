@@ -1,10 +1,13 @@
-"""Instagram's effect measurement: the media's insights (see deliveries/channel_effects.py)."""
+"""Instagram's effect measurement: the media's insights (see deliveries/channels/platform_effects.py)."""
 
 from __future__ import annotations
 
 from datetime import datetime
 
-from deliveries.channel_effects import (
+from deliveries.channels.instagram.transport import InstagramTransport
+from deliveries.channels.models import ChannelAccount, ChannelPost
+from deliveries.channels.platform import PlatformError
+from deliveries.channels.platform_effects import (
     H24,
     MISSING,
     Measurement,
@@ -13,10 +16,11 @@ from deliveries.channel_effects import (
     figure,
     measure_intro,
     missing_note,
+    post_measured,
+    post_reports,
+    published_labels,
 )
-from deliveries.channels.instagram.transport import InstagramTransport
-from deliveries.channels.platform import PlatformError
-from deliveries.models import ChannelAccount, ChannelPost, EffectReport
+from deliveries.models import ContentTask, EffectReport
 
 # (metric, label, unit); a reel adds its average watch time (milliseconds).
 IG_METRICS = [
@@ -29,6 +33,14 @@ IG_METRICS = [
     ("total_interactions", "反応の合計（いいね・コメント・保存・シェアなど）", "件"),
 ]
 IG_REEL_WATCH = "ig_reels_avg_watch_time"
+
+
+def planned(*, task: ContentTask, delivered_at: datetime, outcome: dict) -> list[EffectReport]:
+    return post_reports(task=task, delivered_at=delivered_at, labels=published_labels)
+
+
+def measured(*, report: EffectReport, now: datetime) -> tuple[dict, str]:
+    return post_measured(report=report, now=now, measure=measure)
 
 
 def measure(report: EffectReport, post: ChannelPost, now: datetime) -> Measurement:

@@ -17,6 +17,7 @@ from django.db.models import Min
 
 from core.timeutil import fmt_jst
 from deliveries.channels.instagram.transport import FALLBACK_QUOTA, InstagramTransport, is_not_ready
+from deliveries.channels.models import ChannelAccount, ChannelPost
 from deliveries.channels.platform import PlatformError
 from deliveries.channels.publisher import (
     Context,
@@ -29,7 +30,6 @@ from deliveries.channels.publisher import (
     recorded,
     save,
 )
-from deliveries.models import ChannelAccount, ChannelPost
 
 RECHECK = timedelta(seconds=60)
 # While a container is young, its status is read this often, so that an image container made

@@ -1,4 +1,4 @@
-"""Instagram's template rules (shapes in deliveries/channel_templates.py).
+"""Instagram's template rules (shapes in deliveries/channels/templates.py).
 
 Checked at approval and again before the first platform call (deliveries/approval_checks.py,
 deliveries/channels/posts.py).
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from deliveries.channel_templates import (
+from deliveries.channels.templates import (
     SAMPLE_URL,
     Kinds,
     Problems,
@@ -19,7 +19,7 @@ from deliveries.channel_templates import (
     text_field,
     url_field,
 )
-from deliveries.templating import with_samples
+from deliveries.channels.templating import with_samples
 
 # The `caption` parameter's limits in Meta's IG User Media reference
 # (https://developers.facebook.com/docs/instagram-platform/instagram-graph-api/reference/ig-user/media;

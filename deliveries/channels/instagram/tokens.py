@@ -11,12 +11,14 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 
+from core.models import Tenant
 from deliveries.channels.instagram.transport import InstagramTransport
+from deliveries.channels.models import ChannelAccount
 from deliveries.channels.platform import PlatformError
-from deliveries.models import ChannelAccount
-from deliveries.tokens import (
+from deliveries.channels.tokens import (
     RefreshBusy,
     RefreshFailed,
+    account_token_expired,
     refresh_claim,
     refresh_release,
     refreshed_store,
@@ -62,3 +64,9 @@ def refresh(account: ChannelAccount, *, now: datetime) -> ChannelAccount:
         expires_at=seconds_from(now, answer.get("expires_in")),
     )
     return fresh
+
+
+def token_expired(*, tenant: Tenant, issue_key: str, reason: str) -> None:
+    account_token_expired(
+        tenant=tenant, channel=ChannelAccount.Channel.INSTAGRAM, issue_key=issue_key, reason=reason
+    )

@@ -6,7 +6,7 @@ Publishing is container → status → `media_publish`; containers expire after 
 `{"error": {"message", "type", "code", "error_subcode", "fbtrace_id"}}`, branched on by code,
 not HTTP status (https://developers.facebook.com/docs/graph-api/guides/error-handling). The
 token travels in an `Authorization: Bearer` header, never in a URL; host and version are settings.
-Media insights (effect measurement): their sources are in deliveries/channel_effects.py.
+Media insights (effect measurement): their sources are in deliveries/channels/platform_effects.py.
 """
 
 from __future__ import annotations

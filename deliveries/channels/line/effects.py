@@ -1,7 +1,13 @@
 """LINE's effect measurement: the per-unit statistics of a delivery and their Backlog comment.
 
-Planning, claiming and retrying the reports: deliveries/effects.py (its docstring has the
-facts about LINE's per-unit statistics).
+Every push/multicast of a delivery carries `customAggregationUnits = [aggregation_unit(issue_key)]`.
+24 h and 72 h after a delivery, its report reads that unit's statistics
+(`GET /v2/bot/insight/message/event/aggregation`, `getStatisticsPerUnit` in insight.yml of
+line/line-openapi, https://github.com/line/line-openapi). A figure is null when it is below 20
+(privacy; https://developers.line.biz/ja/docs/messaging-api/unit-based-statistics-aggregation),
+so the comment says so instead of printing 0; the per-unit overview has no `delivered`
+(insight.yml), so the count comes from automedia's own DeliveryAttempt rows.
+Claiming and retrying the reports: deliveries/channels/effects.py.
 """
 
 from __future__ import annotations
@@ -10,9 +16,9 @@ from datetime import date, datetime, timedelta
 
 from core.timeutil import JST
 from deliveries.channels.base import TransportError
-from deliveries.channels.line.transport import MAX_AGGREGATION_DAYS, line_transport
-from deliveries.effects import OFFSETS, PREFIX
-from deliveries.models import EffectReport
+from deliveries.channels.effects import OFFSETS, PREFIX
+from deliveries.channels.line.transport import MAX_AGGREGATION_DAYS, aggregation_unit, line_transport
+from deliveries.models import ContentTask, DeliveryAttempt, EffectReport
 
 NULL_TEXT = "集計なし（null）"
 NULL_NOTE = (
@@ -21,7 +27,43 @@ NULL_NOTE = (
 MAX_CLICK_LINES = 10
 
 
-def line_measure(*, report: EffectReport, now: datetime) -> tuple[dict, str]:
+def planned(*, task: ContentTask, delivered_at: datetime, outcome: dict) -> list[EffectReport]:
+    """24 h and 72 h after a delivery LINE accepted; its recipients are the run's count, or
+    else counted from the chunks LINE accepted."""
+    recipients = outcome.get("recipients")
+    if recipients is None:
+        sent = _attempts_sent(task)
+        if not sent:
+            return []
+        recipients = sum(int(a.request_summary.get("recipients") or 0) for a in sent)
+    return [
+        EffectReport(
+            tenant_id=task.tenant_id,
+            task=task,
+            unit=aggregation_unit(task.issue_key),
+            label=label,
+            due_at=delivered_at + offset,
+            delivered_at=delivered_at,
+            recipients=recipients,
+        )
+        for label, offset in OFFSETS.items()
+    ]
+
+
+def _attempts_sent(task: ContentTask) -> list[DeliveryAttempt]:
+    """The chunks LINE accepted for the task's current approval (the delivery that just ended)."""
+    return list(
+        DeliveryAttempt.objects.filter(
+            task=task,
+            approval_seq=task.approval_seq,
+            channel="line",
+            correction__isnull=True,
+            outcome__in=DeliveryAttempt.ACCEPTED,
+        )
+    )
+
+
+def measured(*, report: EffectReport, now: datetime) -> tuple[dict, str]:
     """The statistics to store and the comment to post."""
     since, until = report_period(report)
     stats = _statistics(report, since, until)

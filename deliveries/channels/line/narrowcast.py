@@ -31,8 +31,9 @@ from django.db import IntegrityError, transaction
 
 from deliveries.channels.base import SendResult, TransportError
 from deliveries.channels.line.transport import AUDIENCE_IDS_MAX, LineTransport, line_transport
+from deliveries.channels.models import ChannelPost
 from deliveries.channels.publisher import Context, Done, PublishFailed, Wait, save
-from deliveries.models import ChannelPost, DeliveryAttempt
+from deliveries.models import DeliveryAttempt
 from deliveries.quota_forecast import ForecastUnavailable, quota_forecast
 
 logger = logging.getLogger(__name__)

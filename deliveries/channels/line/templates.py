@@ -2,7 +2,7 @@
 
 A LINE template is a JSON array of 1–5 LINE message objects whose strings may hold
 `{{ variable }}` placeholders (seed 001: テンプレ `announce_open@<commit>`, 文面 / 変数,
-添付); resolving and importing are deliveries/rendering.py.
+添付); resolving and importing are deliveries/channels/rendering.py.
 
 The limits are LINE's message object limits
 (https://developers.line.biz/en/reference/messaging-api/#message-objects). Every problem
@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 
 from backlog_bridge.body.task import Attachment
 from deliveries.channels.line.text_v2 import substitution_problems
-from deliveries.templating import RenderError, placeholders_fill, with_samples
+from deliveries.channels.templating import RenderError, placeholders_fill, with_samples
 
 MAX_MESSAGES = 5
 TEXT_MAX = 5000

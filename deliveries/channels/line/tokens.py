@@ -7,12 +7,15 @@ from django.core.mail import mail_admins
 from django.utils import timezone
 
 from core.models import Tenant
+from deliveries.signals import token_expired as token_expired_signal
 
 
-def line_token_expired(*, tenant: Tenant, issue_key: str, reason: str) -> None:
+def token_expired(*, tenant: Tenant, issue_key: str, reason: str) -> None:
+    """A publish failed on auth: flag the tenant's token, mail the operators and tell."""
     Tenant.objects.filter(pk=tenant.pk).update(line_token_invalid_at=timezone.now())
     mail_admins(
         f"[automedia] LINE トークンの更新が必要です（{tenant.name}）",
         f"テナント {tenant.slug} の LINE チャネルへの配信が認証エラーで失敗しました。\n"
         f"課題: {issue_key}\n理由: {reason}\n管理画面でチャネルアクセストークンを更新してください。",
     )
+    token_expired_signal.send(Tenant, tenant=tenant, channel="line", issue_key=issue_key, reason=reason)

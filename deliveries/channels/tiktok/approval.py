@@ -14,6 +14,7 @@ from datetime import datetime
 
 from core.models import Tenant
 from deliveries.channels.base import TransportError
+from deliveries.channels.models import ChannelAccount
 from deliveries.channels.tiktok.choices import (
     creator_line,
     creator_problems,
@@ -21,7 +22,6 @@ from deliveries.channels.tiktok.choices import (
     unused_choices,
 )
 from deliveries.channels.tiktok.transport import TikTokTransport
-from deliveries.models import ChannelAccount
 
 
 @dataclass

@@ -1,22 +1,26 @@
-"""TikTok's effect measurement: the video's counts (see deliveries/channel_effects.py)."""
+"""TikTok's effect measurement: the video's counts (see deliveries/channels/platform_effects.py)."""
 
 from __future__ import annotations
 
 from datetime import datetime
 
-from deliveries.channel_effects import (
+from deliveries.channels.base import TransportError
+from deliveries.channels.models import ChannelAccount, ChannelPost
+from deliveries.channels.platform_effects import (
     MISSING,
     Measurement,
     effect_account,
     figure,
     measure_intro,
     missing_note,
+    post_measured,
+    post_reports,
+    published_labels,
 )
-from deliveries.channels.base import TransportError
 from deliveries.channels.tiktok.tokens import tiktok_access_token
 from deliveries.channels.tiktok.transport import TikTokTransport
-from deliveries.models import ChannelAccount, ChannelPost, EffectReport
-from deliveries.tokens import RefreshBusy, RefreshFailed
+from deliveries.channels.tokens import RefreshBusy, RefreshFailed
+from deliveries.models import ContentTask, EffectReport
 
 TT_FIELDS = [
     ("view_count", "再生数", "回"),
@@ -24,6 +28,14 @@ TT_FIELDS = [
     ("comment_count", "コメント", "件"),
     ("share_count", "シェア", "件"),
 ]
+
+
+def planned(*, task: ContentTask, delivered_at: datetime, outcome: dict) -> list[EffectReport]:
+    return post_reports(task=task, delivered_at=delivered_at, labels=published_labels)
+
+
+def measured(*, report: EffectReport, now: datetime) -> tuple[dict, str]:
+    return post_measured(report=report, now=now, measure=measure)
 
 
 def measure(report: EffectReport, post: ChannelPost, now: datetime) -> Measurement:

@@ -16,6 +16,7 @@ from django.db.models import Min
 from django.utils.dateparse import parse_datetime
 
 from core.timeutil import fmt_jst
+from deliveries.channels.models import ChannelAccount, ChannelPost
 from deliveries.channels.platform import PlatformError
 from deliveries.channels.publisher import (
     Context,
@@ -39,8 +40,8 @@ from deliveries.channels.tiktok.transport import (
     VIDEO_INIT,
     TikTokTransport,
 )
-from deliveries.models import ChannelAccount, ChannelPost, DeliveryAttempt
-from deliveries.tokens import RefreshBusy, RefreshFailed
+from deliveries.channels.tokens import RefreshBusy, RefreshFailed
+from deliveries.models import DeliveryAttempt
 
 RECHECKS = (15, 30, 60, 60, 120, 300, 600)  # seconds; then every LATE_RECHECK
 LATE_RECHECK = 1800

@@ -1,4 +1,4 @@
-"""TikTok's template rules (shapes in deliveries/channel_templates.py).
+"""TikTok's template rules (shapes in deliveries/channels/templates.py).
 
 The privacy level and the interactions are not the template's: TikTok's guidelines leave
 them to the person posting, so the issue body states them (deliveries/channels/tiktok/choices.py).
@@ -6,7 +6,7 @@ them to the person posting, so the issue body states them (deliveries/channels/t
 
 from __future__ import annotations
 
-from deliveries.channel_templates import (
+from deliveries.channels.templates import (
     SAMPLE_URL,
     Kinds,
     Problems,
@@ -17,7 +17,7 @@ from deliveries.channel_templates import (
     text_field,
     url_field,
 )
-from deliveries.templating import with_samples
+from deliveries.channels.templating import with_samples
 
 # Video titles in UTF-16 units (https://developers.tiktok.com/doc/content-posting-api-reference-direct-post).
 TIKTOK_TITLE_MAX = 2200

@@ -2,7 +2,7 @@
 
 Access tokens are short-lived and every refresh returns a NEW refresh token; the old one
 stops working (https://developers.tiktok.com/docs/en/oauth-refresh-a-user-access-token).
-So refreshes are single-flight per account (deliveries/tokens.py `refresh_claim`), the
+So refreshes are single-flight per account (deliveries/channels/tokens.py `refresh_claim`), the
 refresh token is re-read after the lease is taken, and the new pair is stored in the same
 UPDATE that frees the lease.
 """
@@ -13,12 +13,14 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 
+from core.models import Tenant
+from deliveries.channels.models import ChannelAccount
 from deliveries.channels.platform import PlatformError
 from deliveries.channels.tiktok.transport import TikTokTransport
-from deliveries.models import ChannelAccount
-from deliveries.tokens import (
+from deliveries.channels.tokens import (
     RefreshBusy,
     RefreshFailed,
+    account_token_expired,
     refresh_claim,
     refresh_release,
     refreshed_store,
@@ -93,3 +95,9 @@ def _tiktok_call(account: ChannelAccount) -> dict:
         )
     finally:
         transport.close()
+
+
+def token_expired(*, tenant: Tenant, issue_key: str, reason: str) -> None:
+    account_token_expired(
+        tenant=tenant, channel=ChannelAccount.Channel.TIKTOK, issue_key=issue_key, reason=reason
+    )

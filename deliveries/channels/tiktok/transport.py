@@ -4,7 +4,7 @@ Every v2 answer is `{"data": {...}, "error": {"code", "message", "log_id"}}` wit
 on success (https://developers.tiktok.com/doc/tiktok-api-v2-error-handling). `init` returns
 a `publish_id` and has no idempotency key
 (https://developers.tiktok.com/doc/content-posting-api-reference-direct-post). `video/query`
-(effect measurement): its sources are in deliveries/channel_effects.py.
+(effect measurement): its sources are in deliveries/channels/platform_effects.py.
 """
 
 from __future__ import annotations

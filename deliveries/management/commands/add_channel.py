@@ -23,7 +23,7 @@ from django.utils.dateparse import parse_datetime
 
 from core.models import Tenant
 from core.timeutil import iso_jst
-from deliveries.models import ChannelAccount
+from deliveries.channels.models import ChannelAccount
 
 SECRETS = ("access_token", "refresh_token")
 REQUIRED_ON_CREATE = {

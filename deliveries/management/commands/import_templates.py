@@ -17,7 +17,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from backlog_bridge.body.channels import CHANNELS, PLATFORM_CHANNELS
 from core.models import Tenant
-from deliveries.rendering import ImportResult, template_import
+from deliveries.channels.rendering import ImportResult, template_import
 
 
 class Command(BaseCommand):

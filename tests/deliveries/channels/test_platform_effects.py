@@ -17,8 +17,9 @@ import pytest
 import respx
 import time_machine
 
-from deliveries.effects import effect_reports_run
-from deliveries.models import ChannelAccount, ChannelPost, ContentTask, EffectReport
+from deliveries.channels.effects import effect_reports_run
+from deliveries.channels.models import ChannelAccount, ChannelPost
+from deliveries.models import ContentTask, EffectReport
 from tests.helpers.backlog import texts
 from tests.helpers.channels import channel_body
 from tests.helpers.deliveries import fire
@@ -309,7 +310,7 @@ def test_it_gives_up_after_5_failures_with_a_warning(http, caplog):
     route = http.get(f"{IG}/v25.0/{MEDIA_ID}/insights").respond(500, json={"error": {"code": 2}})
     when = report.due_at
 
-    with caplog.at_level(logging.WARNING, logger="deliveries.effects"):
+    with caplog.at_level(logging.WARNING, logger="deliveries.channels.effects"):
         for attempt in range(6):
             run_at(when + timedelta(hours=attempt, seconds=5 * attempt))
 

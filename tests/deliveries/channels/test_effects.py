@@ -8,10 +8,10 @@ from datetime import date, datetime, timedelta
 import pytest
 import time_machine
 
-from deliveries import effects
+from deliveries.channels import effects
+from deliveries.channels.effects import effect_report_rows, effect_reports_run
 from deliveries.channels.line.effects import format_effect_comment
 from deliveries.channels.line.transport import LineTransport
-from deliveries.effects import effect_report_rows, effect_reports_run
 from deliveries.models import ContentTask, EffectReport
 from tests.helpers.backlog import texts
 from tests.helpers.deliveries import MULTICAST, fire
@@ -171,7 +171,7 @@ def test_it_gives_up_after_5_failures_with_a_warning(delivered, fake_backlog, li
     line.fail_next(500, count=5, path_prefix=INSIGHT)
     when = delivered_at(delivered) + timedelta(hours=24)
 
-    with caplog.at_level(logging.WARNING, logger="deliveries.effects"):
+    with caplog.at_level(logging.WARNING, logger="deliveries.channels.effects"):
         for attempt in range(5):
             assert run_at(when + timedelta(hours=attempt, seconds=5 * attempt)) == 0
 

@@ -28,10 +28,9 @@ from django.utils import timezone
 
 from core.due import Lease, claim_one, release
 from core.models import Tenant
-from deliveries.channels.line.tokens import line_token_expired
+from deliveries.channels.models import ChannelAccount
 from deliveries.channels.platform import PlatformError
 from deliveries.channels.registry import channel_part
-from deliveries.models import ChannelAccount
 from deliveries.signals import token_expired
 
 logger = logging.getLogger(__name__)
@@ -75,12 +74,12 @@ def token_expired_notice(*, account: ChannelAccount, reason: str, issue_key: str
 
 
 def channel_token_expired(*, tenant: Tenant, channel: str, issue_key: str, reason: str) -> None:
-    """A publish failed on auth: flag the tenant's LINE token, or its account of `channel`
-    (if it still has one), and tell."""
-    if channel == "line":
-        line_token_expired(tenant=tenant, issue_key=issue_key, reason=reason)
-        token_expired.send(Tenant, tenant=tenant, channel=channel, issue_key=issue_key, reason=reason)
-        return
+    """A publish failed on auth: the channel flags its token and tells."""
+    channel_part(channel, "tokens").token_expired(tenant=tenant, issue_key=issue_key, reason=reason)
+
+
+def account_token_expired(*, tenant: Tenant, channel: str, issue_key: str, reason: str) -> None:
+    """An account channel's `token_expired`: flag the tenant's account (if it still has one)."""
     account = ChannelAccount.objects.filter(tenant=tenant, channel=channel).first()
     if account is not None:
         token_expired_notice(account=account, reason=reason, issue_key=issue_key)

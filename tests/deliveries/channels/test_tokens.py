@@ -9,9 +9,9 @@ from django.core import mail
 
 from backlog_bridge.schedules import RECURRING
 from core.timeutil import JST
-from deliveries.models import ChannelAccount
+from deliveries.channels.models import ChannelAccount
+from deliveries.channels.tokens import channel_tokens_upkeep
 from deliveries.tasks import channel_tokens
-from deliveries.tokens import channel_tokens_upkeep
 from tests.helpers.channels import IG_TOKEN, TT_REFRESH
 
 NOW = datetime(2026, 12, 1, 3, 0, tzinfo=JST)

@@ -1,8 +1,6 @@
-"""Effect measurement of Instagram / TikTok / HubSpot publications (LINE: effects.py).
-
-effects.py plans, claims and runs the reports and posts the Backlog comment; this module
-says which reports a finished `ChannelPost` gets and hands one to its channel
-(deliveries/channels/<kind>/effects.py `measure`), with the lines those share.
+"""Effect measurement of Instagram / TikTok / HubSpot publications: what their effects
+modules share (the reports of a finished `ChannelPost`, the comment's lines). effects.py
+claims and runs the reports and posts the Backlog comment.
 
 Each platform fact below names the vendor page it comes from.
 
@@ -42,20 +40,22 @@ Each platform fact below names the vendor page it comes from.
   `GET /marketing/v3/emails/statistics/list` is not used (UNCONFIRMED), and it counts
   every send of an email id, not this task's. CRM notes have no statistics: no report.
 
-Errors are handled as LINE's (effects._failed: again an hour later, given up after 5
+Errors are handled as LINE's (effects.py: again an hour later, given up after a few
 attempts), token-expired and rate limits included, except the Instagram refusals above.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
 from core.models import Tenant
 from core.timeutil import fmt_jst
 from deliveries.channels.base import TransportError
-from deliveries.channels.registry import channel_part
-from deliveries.models import CHANNEL_LABELS, ChannelAccount, ChannelPost, EffectReport
+from deliveries.channels.effects import OFFSETS, PREFIX
+from deliveries.channels.models import ChannelAccount, ChannelPost
+from deliveries.models import CHANNEL_LABELS, ContentTask, EffectReport
 
 H24, H72 = EffectReport.Label.H24, EffectReport.Label.H72
 MISSING = "集計なし"
@@ -72,13 +72,34 @@ class Measurement:
 # -- planning ------------------------------------------------------------------------
 
 
-def planned_labels(post: ChannelPost) -> tuple[str, ...]:
-    """The report points of a finished publication; () when it has nothing to measure."""
-    if post.channel == ChannelAccount.Channel.HUBSPOT:
-        return (H24,) if content_type(post) == "email" else ()
-    if post.channel in (ChannelAccount.Channel.INSTAGRAM, ChannelAccount.Channel.TIKTOK) and post.post_id:
-        return (H24, H72)
-    return ()
+def post_reports(
+    *, task: ContentTask, delivered_at: datetime, labels: Callable[[ChannelPost], tuple[str, ...]]
+) -> list[EffectReport]:
+    """The reports of the approval's finished publication, at the points `labels` gives it
+    (the channel's; () when it has nothing to measure)."""
+    post = ChannelPost.objects.filter(
+        task=task, approval_seq=task.approval_seq, phase=ChannelPost.Phase.DONE
+    ).first()
+    if post is None:
+        return []
+    return [
+        EffectReport(
+            tenant_id=task.tenant_id,
+            task=task,
+            channel=post.channel,
+            post=post,
+            label=label,
+            due_at=delivered_at + OFFSETS[label],
+            delivered_at=delivered_at,
+            recipients=planned_recipients(post),
+        )
+        for label in labels(post)
+    ]
+
+
+def published_labels(post: ChannelPost) -> tuple[str, ...]:
+    """24 h and 72 h, once the platform gave the post's id (a post without one cannot be read)."""
+    return (H24, H72) if post.post_id else ()
 
 
 def planned_recipients(post: ChannelPost) -> int | None:
@@ -94,11 +115,16 @@ def content_type(post: ChannelPost) -> str:
 # -- measuring -------------------------------------------------------------------------
 
 
-def channel_measure(*, report: EffectReport, now: datetime) -> Measurement:
-    """Read the statistics of the report's publication; raises TransportError to retry later."""
+Measure = Callable[[EffectReport, ChannelPost, datetime], Measurement]
+
+
+def post_measured(*, report: EffectReport, now: datetime, measure: Measure) -> tuple[dict, str]:
+    """The statistics of the report's publication, as `measure` reads them, and the comment;
+    raises TransportError to retry later."""
     if report.post is None:
         raise TransportError("効果測定の対象の投稿が見つかりません", permanent=True)
-    return channel_part(report.channel, "effects").measure(report, report.post, now)
+    measured = measure(report, report.post, now)
+    return measured.result, "\n".join([f"{PREFIX} ({report.label})", *measured.lines])
 
 
 def effect_account(tenant: Tenant, channel: str) -> ChannelAccount:

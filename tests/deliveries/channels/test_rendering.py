@@ -7,8 +7,8 @@ import time_machine
 
 from backlog_bridge.body.task import Attachment, TemplateRef
 from deliveries.channels.line.templates import render_messages, validate_line_messages
-from deliveries.rendering import template_resolve, template_rev
-from deliveries.templating import RenderError, template_variables
+from deliveries.channels.rendering import template_resolve, template_rev
+from deliveries.channels.templating import RenderError, template_variables
 from tests.helpers.factories import MessageTemplateFactory, TenantFactory
 
 TEXT = [{"type": "text", "text": "{{ date }} より営業開始（{{hours}}）"}]

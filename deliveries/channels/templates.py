@@ -37,8 +37,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from deliveries.channels.registry import channel_part
+from deliveries.channels.templating import RenderError, placeholders_fill
 from deliveries.models import CHANNEL_LABELS
-from deliveries.templating import RenderError, placeholders_fill
 
 URL_MAX = 2000
 SAMPLE_URL = "https://example.com/sample.jpg"

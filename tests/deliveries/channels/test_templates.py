@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
-from deliveries.channel_templates import render_channel_template, validate_channel_template
+from deliveries.channels.templates import render_channel_template, validate_channel_template
+from deliveries.channels.templating import RenderError
 from deliveries.models import MessageTemplate
-from deliveries.templating import RenderError
 from tests.helpers.channels import TEMPLATES
 
 pytestmark = pytest.mark.django_db
@@ -163,7 +163,7 @@ def test_rendering_names_every_missing_variable():
 
 
 def test_the_shipped_templates_import(tmp_path):
-    root = Path(__file__).resolve().parents[2] / "templates"
+    root = Path(__file__).resolve().parents[3] / "templates"
     for channel in ("instagram", "tiktok", "hubspot"):
         assert "error" not in run(root / channel)
     assert set(MessageTemplate.objects.values_list("channel", flat=True)) == {
