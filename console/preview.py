@@ -15,8 +15,9 @@ from django.utils.translation import gettext as _
 
 from console.services import ACTION_ERRORS, IssueMissing, task_preview
 from console.task_state import task_state
+from deliveries.channels.preview import post_fields, post_kind
+from deliveries.channels.templates import html_fields
 from deliveries.models import CHANNEL_LABELS, ContentTask
-from deliveries.preview import post_fields, post_kind
 
 MAX_FLEX_TEXTS = 12
 
@@ -30,7 +31,7 @@ def preview_page(*, task: ContentTask) -> dict:
     except ACTION_ERRORS as exc:
         return {"task": task, "error": _("Backlog から課題を読めませんでした: %(error)s") % {"error": exc}}
     state = task_state(task=task, now=timezone.now(), due_at=preview.due_at)
-    if preview.channel != "line":
+    if preview.is_post:
         return {
             "task": task,
             "preview": preview,
@@ -57,9 +58,11 @@ def post_card(channel: str, content: dict) -> dict:
     media = [m for key in MEDIA_FIELDS for m in _media(key, content.get(key))]
     if content.get("cover_url") and media:
         media[0]["poster"] = _safe_url(content["cover_url"])
+    key = next((k for k in TEXT_FIELDS if content.get(k)), "")
     return {
         "kind": post_kind(channel, content),
-        "text": next((str(content[k]) for k in TEXT_FIELDS if content.get(k)), ""),
+        "text": str(content[key]) if key else "",
+        "html": key in html_fields(channel),  # drawn as its text, without the markup
         "media": media,
         "fields": post_fields(content, leave_out=(*TEXT_FIELDS, *MEDIA_FIELDS)),
     }

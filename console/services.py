@@ -4,7 +4,7 @@
   register at once with `issue_reconcile` (the decision a webhook would take; the
   webhook of our own change later finds nothing to do);
 - cancel: `/automedia cancel` (delete the schedule, move the status back);
-- correct (訂正を送る): `/automedia correct` with the form's text (deliveries.corrections);
+- correct (訂正を送る): `/automedia correct` with the form's text (deliveries.channels.corrections);
 - LINE group posts: approve / reject / retry with linepush's services.
 
 Each action is recorded with who and when (`console.audit`); Backlog gets a comment
@@ -25,12 +25,13 @@ from backlog_bridge.statuses import BacklogConfigError, status_id_require
 from console.audit import action_record
 from console.results import result_label
 from core.timeutil import fmt_jst
+from deliveries.channels.corrections import correction_send
+from deliveries.channels.preview import Preview
 from deliveries.commands.run import OWN_PREFIX, schedule_cancel
-from deliveries.corrections import correction_send
 from deliveries.issues import issue_read
 from deliveries.lifecycle import ConcurrentChange, issue_reconcile
 from deliveries.models import STATUS_APPROVED, STATUS_ERROR, ContentTask, DeliverySchedule
-from deliveries.preview import Preview, preview_build
+from deliveries.preview import preview_build
 from deliveries.services import publish_passed
 from linepush.models import LineApiToken, LinePushItem
 from linepush.services import push_approve, push_reject, push_resume, push_retry

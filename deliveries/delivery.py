@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 
 from django.utils import timezone
 
-from backlog_bridge.body.task import ParsedTask
+from backlog_bridge.body.channels import DEFAULT_CHANNEL
 from backlog_bridge.client import BacklogClient, BacklogError, shared_client
 from core import metrics
 from core.group_commit import GroupCommit, Together
@@ -21,11 +21,12 @@ from core.models import Tenant
 from core.quiet_hours import QuietAction, quiet_hours_apply
 from core.retry import backlog_budget_spent, backlog_delay, retry_delay
 from core.timeutil import iso_jst
-from deliveries.channels import posts
 from deliveries.channels.base import TransportError
-from deliveries.channels.line.publisher import line_render
 from deliveries.channels.models import ChannelPost
+from deliveries.channels.posts import committed_post
 from deliveries.channels.publisher import ClaimLost, Context, Done, PublishFailed, Wait
+from deliveries.channels.publishing import content_render, outcome_fields, publish_step
+from deliveries.channels.registry import kind_of
 from deliveries.channels.tokens import channel_token_expired
 from deliveries.issues import IssueState, issue_read, issue_state
 from deliveries.lifecycle import issue_reconcile
@@ -55,7 +56,7 @@ class Run:
     schedule: DeliverySchedule
     token: str
     now: datetime
-    channel: str = "line"  # the channel whose publisher takes over
+    channel: str = DEFAULT_CHANNEL  # the channel whose publisher takes over
     issue: dict | None = None  # the issue as read for the whole batch (batch_reads.issues_prefetch)
     holds_lock: bool = False  # the delivery lock of (tenant, issue) is this run's to release
     fresh: bool = False  # its batch found no post and no accepted send of this approval yet
@@ -162,7 +163,7 @@ def _deliver(run: Run, backlog: BacklogClient) -> str:
     _backlog_answered(run)
     # Once a platform publish call may have gone out, only its outcome is read: an edit
     # or quiet hours must not strand a post that is (probably) already public.
-    committed = None if run.fresh else posts.committed_post(run.task)
+    committed = None if run.fresh else committed_post(run.task)
     if committed is None or state is None or state.delivered_at:
         verdict = _recheck(run, state, backlog)
         if verdict:
@@ -193,40 +194,20 @@ def _recheck(run: Run, state: IssueState | None, backlog: BacklogClient) -> str:
     return ""
 
 
-def delivery_render(*, tenant: Tenant, parsed: ParsedTask, override: dict | None = None) -> list[dict]:
-    """The LINE messages exactly as they will be sent (also what a preview shows).
-
-    `override`: `/automedia send template=… audience=…` values, which win over the body.
-    """
-    override = override or {}
-    channel = parsed.channel or ("line" if override else None)
-    if channel in posts.CHANNELS:
-        content = posts.post_content(tenant=tenant, channel=channel, parsed=parsed, override=override)
-        return [posts.post_message(channel, content)]
-    if channel != "line":
-        raise DeliveryFailed(f"チャネル「{channel or 'なし'}」への配信はまだ対応していません")
-    return line_render(tenant=tenant, parsed=parsed, override=override)
-
-
 # -- publishing (deliveries/channels/<kind>/publisher.py) ------------------------------
-
-
-def _content(tenant: Tenant, channel: str, parsed: ParsedTask, override: dict) -> dict | list[dict]:
-    """A platform's post, or LINE's messages (also what an unsupported channel is refused by)."""
-    if channel in posts.CHANNELS:
-        return posts.post_content(tenant=tenant, channel=channel, parsed=parsed, override=override)
-    return delivery_render(tenant=tenant, parsed=parsed, override=override)
 
 
 def _publish(
     run: Run, state: IssueState, channel: str, committed: ChannelPost | None, backlog: BacklogClient
 ) -> str:
-    run.channel = channel if channel in posts.CHANNELS else "line"
+    run.channel = kind_of(channel)
     override = run.task.command_override if run.schedule.reason == DeliverySchedule.Reason.COMMAND else {}
     try:
         # A committed post goes on with what it started with, even if the issue changed since.
         content = committed.details.get("content") if committed is not None else None
-        content = content or _content(run.tenant, run.channel, state.parsed, override)
+        content = content or content_render(
+            tenant=run.tenant, channel=run.channel, parsed=state.parsed, override=override
+        )
         ctx = Context(
             tenant=run.tenant,
             task=run.task,
@@ -237,7 +218,7 @@ def _publish(
             due_at=run.due_at,
             nothing_sent=run.fresh,
         )
-        step = posts.publish_step(channel=run.channel, ctx=ctx)
+        step = publish_step(channel=run.channel, ctx=ctx)
     except DeliveryFailed as exc:
         return _fail(run, exc)
     except ClaimLost:
@@ -262,10 +243,8 @@ def _wait(run: Run, step: Wait, backlog: BacklogClient) -> str:
 
 def _published(run: Run, step: Done) -> str:
     now = timezone.now()
-    if run.channel == "line":  # recipients and request ids, as the write-back comment names them
-        outcome = {"ok": True, "delivered_at": iso_jst(now), **step.summary}
-    else:
-        outcome = {"ok": True, "delivered_at": iso_jst(now), "channel": run.channel, "post": step.summary}
+    fields = outcome_fields(run.channel, step.summary)
+    outcome = {"ok": True, "delivered_at": iso_jst(now), "channel": run.channel, **fields}
     return _sent(run, now, outcome, records=step.records)
 
 
@@ -328,8 +307,7 @@ def _backlog_answered(run: Run) -> None:
 def _fail(run: Run, exc: DeliveryFailed) -> str:
     if exc.auth:
         _token_expired(run, exc.reason)
-    channel = {"channel": run.channel} if run.channel != "line" else {}
-    outcome = {"ok": False, "reason": exc.reason, "auth": exc.auth, **channel}
+    outcome = {"ok": False, "reason": exc.reason, "auth": exc.auth, "channel": run.channel}
     if run.holds_lock:  # before the row is free: its write-back must not find it locked
         lock_release(tenant=run.tenant, issue_key=run.task.issue_key, owner=run.token)
         run.holds_lock = False

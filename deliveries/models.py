@@ -247,7 +247,7 @@ class DeliveryCorrection(models.Model):
     """A correction sent after a LINE delivery (`/automedia correct`, the admin's 訂正を送る):
     one text to the recipients the delivery reached. The same text for the same delivery is
     the same correction, so running it again sends nothing twice; `retry_key` seeds its
-    X-Line-Retry-Key per chunk (deliveries/corrections.py)."""
+    X-Line-Retry-Key per chunk (deliveries/channels/line/correction.py)."""
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
     task = models.ForeignKey(ContentTask, on_delete=models.CASCADE, related_name="corrections")

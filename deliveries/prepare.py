@@ -23,8 +23,8 @@ from backlog_bridge.client import BacklogError, shared_client
 from core.models import Tenant
 from core.orm_broker import enqueued_together
 from core.statements import rows_update
-from deliveries.channels import posts
 from deliveries.channels.publisher import Context, PublishFailed
+from deliveries.channels.publishing import content_render, prepare_send, prepares
 from deliveries.issues import issue_state
 from deliveries.models import DeliverySchedule
 from deliveries.scheduler import SCHEDULE_LEASE
@@ -150,12 +150,12 @@ def _channel_prepare(row: DeliverySchedule, issue: dict, now: datetime) -> datet
     if not state.approved or state.fingerprint != task.approval_fingerprint or state.delivered_at:
         return None  # the send decides (and the webhook of the change has its own path)
     channel = state.parsed.channel
-    if channel not in posts.CHANNELS or not posts.prepares(channel):
+    if not prepares(channel):
         return None
     try:
-        content = posts.post_content(tenant=row.tenant, channel=channel, parsed=state.parsed)
+        content = content_render(tenant=row.tenant, channel=channel, parsed=state.parsed, override={})
         ctx = Context(tenant=row.tenant, task=task, content=content, audience=state.parsed.audience, now=now)
-        return posts.prepare_step(channel=channel, ctx=ctx)
+        return prepare_send(channel=channel, ctx=ctx)
     except PublishFailed as exc:
         logger.info("preparing %s: %s (the send reports it)", task.issue_key, exc.reason)
     except Exception:  # a preparation is never needed: the send does the same, at its second

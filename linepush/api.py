@@ -27,7 +27,7 @@ from rest_framework.throttling import SimpleRateThrottle
 from rest_framework.views import APIView
 
 from core.models import Tenant
-from deliveries.channels.line.templates import validate_line_messages
+from deliveries.channels.line import validate_line_messages
 from linepush.inbound_models import api_token_hash
 from linepush.models import LineApiToken, LinePushItem, Trigger
 from linepush.services import PushInvalid, push_enqueue

@@ -9,7 +9,7 @@ class LinepushConfig(AppConfig):
     def ready(self) -> None:
         # linepush reacts to the delivery lifecycle below it, which imports nothing of linepush.
         from core.retention import retention_rule_register
-        from deliveries.approval_checks import line_message_check_register
+        from deliveries.channels.line import line_message_check_register
         from deliveries.contacts import line_contacts_register
         from deliveries.quota_forecast import quota_forecaster_register
         from deliveries.scheduler_steps import scheduler_step_register

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from django.utils import timezone
 
-from deliveries.channels.line.transport import LineTransport, line_transport
+from deliveries.channels.line import LineTransport, line_transport
 from linepush.coupon_models import LineCoupon
 
 # The admin shows and takes the validity in JST; LINE reads the epoch seconds in this zone.

@@ -14,7 +14,7 @@ from decimal import Decimal
 
 from core.models import Tenant
 from deliveries.channels.base import TransportError
-from deliveries.channels.line.transport import LineTransport, line_transport
+from deliveries.channels.line import LineTransport, line_transport
 from deliveries.models import ContentTask, DeliverySchedule
 from deliveries.quota_forecast import (
     Forecast,

@@ -19,8 +19,7 @@ from django.utils import timezone
 from backlog_bridge.audience import Audience
 from core.models import Tenant
 from deliveries.channels.base import TransportError
-from deliveries.channels.line.templates import validate_line_messages
-from deliveries.channels.line.transport import LineTransport, line_transport
+from deliveries.channels.line import LineTransport, line_transport, validate_line_messages
 from linepush.models import (
     LineContact,
     LineMonthlyUsage,

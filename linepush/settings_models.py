@@ -53,7 +53,7 @@ def validate_timezone(value: str) -> None:
 
 
 def validate_messages(value: object) -> None:
-    from deliveries.channels.line.templates import validate_line_messages
+    from deliveries.channels.line import validate_line_messages
 
     if value in ([], None):
         return

@@ -1,7 +1,8 @@
 """The layout's rules, checked: the import-linter contracts of pyproject.toml (the apps'
 direction core → backlog_bridge → deliveries → linepush → console, no app importing the
-composition root, the product importing neither the fakes nor the tests), no import
-cycle between modules, no app module over 400 lines."""
+composition root, the product importing neither the fakes nor the tests, no import running
+back up inside deliveries, a channel's modules reached only from deliveries/channels/), no
+import cycle between modules, no app module over 400 lines."""
 
 from __future__ import annotations
 

@@ -31,6 +31,7 @@ from console.preview import preview_page
 from console.services import ACTION_ERRORS, task_approve, task_cancel, task_correct, task_retry
 from core.access import may_act, require_act
 from core.timeutil import JST, fmt_jst, iso_jst
+from deliveries.channels.corrections import corrects
 from deliveries.models import (
     STATUS_APPROVED,
     STATUS_DELIVERED,
@@ -338,7 +339,7 @@ def _available(task: ContentTask, user) -> dict[str, bool]:
         "approve": open_task and task.status_name != STATUS_ERROR,
         "retry": open_task and task.status_name == STATUS_ERROR,
         "cancel": acting and schedule is not None and schedule.stage == DeliverySchedule.Stage.DELIVER,
-        "correct": acting and task.delivered_at is not None and task.channel in ("", "line"),
+        "correct": acting and task.delivered_at is not None and corrects(task.channel),
     }
 
 

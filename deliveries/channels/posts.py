@@ -1,45 +1,22 @@
-"""The calls every channel's publisher answers the same way (found through registry.py).
-
-`delivery.py` hands a claimed run to `publish_step`, which returns Done or Wait, or raises
-PublishFailed / TransportError / ClaimLost. The rest renders and checks an Instagram /
-TikTok / HubSpot post before its first platform call (delivery, preview, `/automedia send`).
+"""What the channels that publish one post from the tenant's account (Instagram, TikTok,
+HubSpot) share: render and check the post before its first platform call (delivery,
+preview, `/automedia send`), and say what was published.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
 
-from backlog_bridge.body.channels import PLATFORM_CHANNELS
 from backlog_bridge.body.task import ParsedTask, TemplateRef
 from core.models import Tenant
 from core.timeutil import fmt_jst
 from deliveries.channels.models import ChannelPost
-from deliveries.channels.publisher import Context, Done, PublishFailed, Wait, Waiting, account_for
+from deliveries.channels.publisher import PublishFailed, account_for
 from deliveries.channels.registry import channel_part
 from deliveries.channels.rendering import template_resolve
 from deliveries.channels.templates import describe, render_channel_template
 from deliveries.channels.templating import RenderError
 from deliveries.models import CHANNEL_LABELS, ContentTask
-
-CHANNELS = PLATFORM_CHANNELS  # published through a ChannelAccount (LINE uses the tenant's token)
-
-
-def publish_step(*, channel: str, ctx: Context) -> Done | Wait:
-    try:
-        return channel_part(channel, "publisher").publish(ctx)
-    except Waiting as waiting:
-        return waiting.wait
-
-
-def prepares(channel: str) -> bool:
-    """Whether the channel has work to do ahead of the due second (deliveries/prepare.py)."""
-    return hasattr(channel_part(channel, "publisher"), "prepare")
-
-
-def prepare_step(*, channel: str, ctx: Context) -> datetime | None:
-    """The channel's work ahead of the due second, which publishes nothing; when it wants
-    to look again (None: ready)."""
-    return channel_part(channel, "publisher").prepare(ctx)
 
 
 def post_render(*, tenant: Tenant, channel: str, parsed: ParsedTask, override: dict | None = None) -> dict:
@@ -62,8 +39,17 @@ def post_content(*, tenant: Tenant, channel: str, parsed: ParsedTask, override: 
 
 
 def post_message(channel: str, content: dict) -> dict:
-    """The post in the shape of a rendered message (as `delivery_render` returns it)."""
+    """The post in the shape of a rendered message (as `messages_render` returns it)."""
     return {"type": f"{channel}:{content['type']}", "altText": describe(channel, content), "content": content}
+
+
+def post_outcome(summary: dict) -> dict:
+    """What the run keeps of a published post (its publisher's summary)."""
+    return {"post": summary}
+
+
+def post_outcome_lines(outcome: dict) -> list[str]:
+    return outcome["post"]["lines"]
 
 
 def committed_post(task: ContentTask) -> ChannelPost | None:

@@ -19,6 +19,7 @@ from pathlib import Path
 from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
 
+from backlog_bridge.body.channels import DEFAULT_CHANNEL
 from backlog_bridge.body.task import TemplateRef
 from core.models import Tenant
 from deliveries.channels.registry import channel_part
@@ -48,7 +49,9 @@ RESOLVED_TTL_SECONDS = 60.0
 _resolved: dict[tuple, tuple[float, MessageTemplate]] = {}
 
 
-def template_resolve(*, tenant: Tenant | None, ref: TemplateRef, channel: str = "line") -> MessageTemplate:
+def template_resolve(
+    *, tenant: Tenant | None, ref: TemplateRef, channel: str = DEFAULT_CHANNEL
+) -> MessageTemplate:
     """The tenant's own revision first, then the shared one (tenant=None).
 
     `rev` None means the latest (highest created_at, then id). A rev of at least
@@ -121,7 +124,7 @@ def template_rev(messages: list) -> str:
 
 
 def template_import(
-    *, directory: Path, tenant: Tenant | None = None, channel: str = "line"
+    *, directory: Path, tenant: Tenant | None = None, channel: str = DEFAULT_CHANNEL
 ) -> list[ImportResult]:
     """Import every NAME.json in `directory` (sorted); a bad file never stops the others.
 
@@ -144,7 +147,7 @@ def _import_file(path: Path, tenant: Tenant | None, channel: str) -> ImportResul
     return _store(name, messages, tenant, channel, source=str(path))
 
 
-def _load_template(path: Path, channel: str = "line") -> list | dict:
+def _load_template(path: Path, channel: str = DEFAULT_CHANNEL) -> list | dict:
     if problem := _name_problem(path.stem):
         raise ValueError(problem)
     try:

@@ -86,6 +86,11 @@ def describe(channel: str, content: dict[str, Any]) -> str:
     return f"{CHANNEL_LABELS[channel]} {content.get('type')}: {text[:100]}"
 
 
+def html_fields(channel: str) -> tuple[str, ...]:
+    """The fields of a post that hold HTML (a HubSpot note's body), drawn as text in a preview."""
+    return channel_part(channel, "templates").HTML_FIELDS
+
+
 # -- field checks ---------------------------------------------------------------------
 
 

@@ -31,6 +31,7 @@ from core.models import Tenant
 from deliveries.channels.models import ChannelAccount
 from deliveries.channels.platform import PlatformError
 from deliveries.channels.registry import channel_part
+from deliveries.models import CHANNEL_LABELS
 from deliveries.signals import token_expired
 
 logger = logging.getLogger(__name__)
@@ -76,6 +77,19 @@ def token_expired_notice(*, account: ChannelAccount, reason: str, issue_key: str
 def channel_token_expired(*, tenant: Tenant, channel: str, issue_key: str, reason: str) -> None:
     """A publish failed on auth: the channel flags its token and tells."""
     channel_part(channel, "tokens").token_expired(tenant=tenant, issue_key=issue_key, reason=reason)
+
+
+def renewal_advice(channel: str) -> str:
+    """What a person does about an expired token of `channel` (the write-back comment)."""
+    return channel_part(channel, "tokens").renewal_advice()
+
+
+def account_renewal_advice(channel: str) -> str:
+    """An account channel's `renewal_advice`."""
+    return (
+        f"{CHANNEL_LABELS.get(channel, channel)} のトークンが期限切れか無効です。管理画面の「チャネルアカウント」か"
+        " manage.py add_channel でトークンを更新してから、もう一度承認してください。"
+    )
 
 
 def account_token_expired(*, tenant: Tenant, channel: str, issue_key: str, reason: str) -> None:

@@ -8,7 +8,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from backlog_bridge.audience import AudienceError, parse_audience
-from backlog_bridge.body.channels import FOLLOWER_CHANNELS
+from backlog_bridge.body.channels import DEFAULT_CHANNEL, FOLLOWER_CHANNELS, GROUP_CHANNELS
 from backlog_bridge.body.task import ParsedTask
 from backlog_bridge.client import BacklogClient, BacklogError
 from backlog_bridge.events import EventHandler, EventIgnored
@@ -17,11 +17,13 @@ from backlog_bridge.statuses import BacklogConfigError, status_id_require, statu
 from core.models import Tenant
 from core.timeutil import fmt_jst
 from deliveries.actions import revert_status_id
-from deliveries.approval_checks import ApprovalChecks, approval_check, approval_checks_store
-from deliveries.channels import posts as publishers
+from deliveries.approval_checks import approval_check, approval_checks_store
+from deliveries.channels.approval import ApprovalChecks
+from deliveries.channels.corrections import correction_send
+from deliveries.channels.posts import committed_post
+from deliveries.channels.publishing import send_problems
+from deliveries.channels.registry import channel_part
 from deliveries.commands.parse import USAGE, Command, commands_parse
-from deliveries.corrections import correction_send
-from deliveries.delivery import DeliveryFailed, delivery_render
 from deliveries.issues import IssueState, issue_read, task_for_issue
 from deliveries.models import CHANNEL_LABELS, STATUS_APPROVED, ContentTask, DeliveryAttempt, DeliverySchedule
 from deliveries.preview import preview_build, preview_comment
@@ -142,7 +144,7 @@ def _status(*, tenant, issue_key, command, user, client) -> str:
     lines.append(f"- 自動配信実行日時: {fmt_jst(delivered) if delivered else 'なし'}")
     if task:
         attempts = DeliveryAttempt.objects.filter(task=task).count()
-        label = CHANNEL_LABELS.get(task.channel or "line", task.channel)
+        label = CHANNEL_LABELS.get(task.channel or DEFAULT_CHANNEL, task.channel)
         lines.append(f"- {label} への送信試行: {attempts} 回")
     return "\n".join(lines)
 
@@ -225,15 +227,11 @@ def _approved_status_id(tenant: Tenant, state: IssueState | None, client: Backlo
 
 
 def _channel(parsed: ParsedTask) -> str:
-    return parsed.channel or "line"  # a send names a template, so an issue without チャネル is LINE's
+    return parsed.channel or DEFAULT_CHANNEL  # a send names a template of the default channel
 
 
 def _target(channel: str, audience: str) -> str:
-    if channel == "instagram":
-        return "Instagram アカウントへの投稿（フォロワーなどに公開）"
-    if channel == "tiktok":
-        return "TikTok アカウントへの投稿（公開範囲は配信メタの指定）"
-    return audience
+    return channel_part(channel, "preview").target(audience)
 
 
 def _send_problems(tenant: Tenant, issue_key: str, args: dict, state: IssueState | None) -> list[str]:
@@ -260,7 +258,7 @@ def _in_flight(schedule: DeliverySchedule | None) -> list[str]:
         return ["配信処理中です"]
     # Between re-checks of a container / upload the row is not leased, but a new approval
     # would publish a second time while this one's post may already be on the platform.
-    post = publishers.committed_post(schedule.task)
+    post = committed_post(schedule.task)
     if post is None:
         return []
     handle = post.publish_id or post.container_id or post.note_id or post.send_key
@@ -272,17 +270,9 @@ def _in_flight(schedule: DeliverySchedule | None) -> list[str]:
 
 def _content_problems(tenant: Tenant, parsed: ParsedTask, args: dict) -> list[str]:
     """The template rendered and validated as the delivery would, with the channel's account."""
-    channel = _channel(parsed)
-    if channel in publishers.CHANNELS:
-        _, problems = publishers.post_check(
-            tenant=tenant, channel=channel, parsed=parsed, override=args, now=timezone.now()
-        )
-        return problems
-    try:
-        delivery_render(tenant=tenant, parsed=parsed, override=args)
-    except DeliveryFailed as exc:
-        return [exc.reason]
-    return []
+    return send_problems(
+        tenant=tenant, channel=_channel(parsed), parsed=parsed, override=args, now=timezone.now()
+    )
 
 
 def _audience_problems(parsed: ParsedTask, args: dict) -> list[str]:
@@ -299,7 +289,7 @@ def _audience_problems(parsed: ParsedTask, args: dict) -> list[str]:
         audience = parse_audience(expression)
     except AudienceError as exc:
         return [f"{'audience' if given else '対象タグ'} を解釈できません: {exc}"]
-    if audience.groups and channel != "line":
+    if audience.groups and channel not in GROUP_CHANNELS:
         return [f"{label} では group: を対象にできません（LINE のグループ専用です）"]
     return []
 

@@ -16,6 +16,8 @@ from deliveries.channels.templating import with_samples
 
 NOTE_BODY_MAX = 65_536
 
+HTML_FIELDS = ("body",)  # a CRM note's body is HTML
+
 
 def validate(content: object) -> Problems:
     """Every problem of a filled template (or of one with samples), each naming its field."""

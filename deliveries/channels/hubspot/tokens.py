@@ -6,7 +6,7 @@ from datetime import datetime
 
 from core.models import Tenant
 from deliveries.channels.models import ChannelAccount
-from deliveries.channels.tokens import account_token_expired
+from deliveries.channels.tokens import account_renewal_advice, account_token_expired
 
 
 def refresh_due(account: ChannelAccount, now: datetime) -> bool:
@@ -21,3 +21,7 @@ def token_expired(*, tenant: Tenant, issue_key: str, reason: str) -> None:
     account_token_expired(
         tenant=tenant, channel=ChannelAccount.Channel.HUBSPOT, issue_key=issue_key, reason=reason
     )
+
+
+def renewal_advice() -> str:
+    return account_renewal_advice(ChannelAccount.Channel.HUBSPOT)

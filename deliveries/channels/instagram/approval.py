@@ -13,13 +13,41 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from backlog_bridge.body.task import ParsedTask
+from core.models import Tenant
 from core.timeutil import fmt_jst
+from deliveries.channels.approval import ApprovalChecks, post_rules
 from deliveries.channels.base import TransportError
 from deliveries.channels.instagram.transport import FALLBACK_QUOTA, InstagramTransport
 from deliveries.channels.models import ChannelAccount, ChannelPost
 from deliveries.models import ContentTask, DeliverySchedule
 
 DEFAULT_WINDOW = 86400
+
+
+def check(
+    checks: ApprovalChecks,
+    *,
+    tenant: Tenant,
+    parsed: ParsedTask,
+    override: dict,
+    due_at: datetime,
+    now: datetime,
+    task: ContentTask | None,
+) -> None:
+    """The template rules, then the publishing limit at the post's time."""
+    post_rules(
+        checks, tenant=tenant, channel=ChannelAccount.Channel.INSTAGRAM, parsed=parsed, override=override
+    )
+    if checks.ok:
+        verdict = instagram_verdict(tenant=tenant, due_at=due_at, now=now, task=task)
+        checks.lines += verdict.lines
+        checks.problems += verdict.problems
+
+
+def counts_others(*, tenant: Tenant) -> bool:
+    """The limit counts the posts scheduled in the post's window."""
+    return True
 
 
 @dataclass

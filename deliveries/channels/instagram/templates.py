@@ -34,6 +34,8 @@ MENTION = re.compile(r"(?<![\w@])@[\w.]+")
 # https://developers.facebook.com/docs/instagram-platform/content-publishing/; UNCONFIRMED).
 CAROUSEL_ITEMS = (2, 10)
 
+HTML_FIELDS = ()
+
 
 def validate(content: object) -> Problems:
     """Every problem of a filled template (or of one with samples), each naming its field."""

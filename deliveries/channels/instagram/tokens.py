@@ -18,6 +18,7 @@ from deliveries.channels.platform import PlatformError
 from deliveries.channels.tokens import (
     RefreshBusy,
     RefreshFailed,
+    account_renewal_advice,
     account_token_expired,
     refresh_claim,
     refresh_release,
@@ -70,3 +71,7 @@ def token_expired(*, tenant: Tenant, issue_key: str, reason: str) -> None:
     account_token_expired(
         tenant=tenant, channel=ChannelAccount.Channel.INSTAGRAM, issue_key=issue_key, reason=reason
     )
+
+
+def renewal_advice() -> str:
+    return account_renewal_advice(ChannelAccount.Channel.INSTAGRAM)

@@ -1,1 +1,12 @@
-"""The line channel: transport, publisher, template rules, effects and token upkeep."""
+"""The LINE channel: transport, publisher, template rules, approval, preview, correction,
+effects and token upkeep.
+
+What the LINE app above (linepush) uses of it is named here, its one way in: the
+transport, the message rules, and where linepush registers the checks it keeps.
+"""
+
+from deliveries.channels.line.approval import line_message_check_register
+from deliveries.channels.line.templates import validate_line_messages
+from deliveries.channels.line.transport import LineTransport, line_transport
+
+__all__ = ["LineTransport", "line_message_check_register", "line_transport", "validate_line_messages"]

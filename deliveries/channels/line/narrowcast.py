@@ -336,3 +336,13 @@ def _attempt(
         error=error.message if error else failed,
         duration_ms=result.duration_ms if result else 0,
     )
+
+
+def narrowcast_line(progress: dict) -> str:
+    """`ナローキャスト: 成功 1,198 人 / 失敗 2 人 / 対象 1,200 人（オーディエンス 1,200 人）`"""
+    counts = " / ".join(
+        f"{label} {progress[key]:,} 人"
+        for key, label in (("successCount", "成功"), ("failureCount", "失敗"), ("targetCount", "対象"))
+        if isinstance(progress.get(key), int)
+    )
+    return f"ナローキャスト: {counts or '件数不明'}（オーディエンス {progress.get('audience', 0):,} 人）"

@@ -11,12 +11,18 @@ a retry also skips the chunks already recorded as sent.
 from __future__ import annotations
 
 import uuid
+from datetime import datetime
 
 from backlog_bridge.audience import AudienceError, parse_audience
 from backlog_bridge.body.task import ParsedTask, TemplateRef
 from core.models import Tenant
 from deliveries.channels.base import SendResult, TransportError
-from deliveries.channels.line.narrowcast import narrowcast_post, narrowcast_publish, narrowcast_wanted
+from deliveries.channels.line.narrowcast import (
+    narrowcast_line,
+    narrowcast_post,
+    narrowcast_publish,
+    narrowcast_wanted,
+)
 from deliveries.channels.line.templates import render_messages
 from deliveries.channels.line.transport import (
     MULTICAST_MAX,
@@ -46,7 +52,10 @@ def narrowcast_key(*, tenant: Tenant, issue_key: str, approval_seq: int) -> str:
     return str(uuid.uuid5(RETRY_KEY_NAMESPACE, f"{tenant.slug}:{issue_key}:{approval_seq}:narrowcast"))
 
 
-def line_render(*, tenant: Tenant, parsed: ParsedTask, override: dict) -> list[dict]:
+# -- what the rest of deliveries asks of this channel (deliveries/channels/publishing.py) --
+
+
+def render(*, tenant: Tenant, parsed: ParsedTask, override: dict) -> list[dict]:
     """The LINE messages exactly as they will be sent; PublishFailed says why they cannot be."""
     if not tenant.line_channel_token:
         raise PublishFailed("LINE チャネルアクセストークンが設定されていません", auth=True)
@@ -60,6 +69,34 @@ def line_render(*, tenant: Tenant, parsed: ParsedTask, override: dict) -> list[d
         )
     except (RenderError, ValueError) as exc:
         raise PublishFailed(f"メッセージを作成できません: {exc}") from exc
+
+
+def messages(content: list[dict]) -> list[dict]:
+    return content
+
+
+def send_problems(*, tenant: Tenant, parsed: ParsedTask, override: dict, now: datetime) -> list[str]:
+    try:
+        render(tenant=tenant, parsed=parsed, override=override)
+    except PublishFailed as exc:
+        return [exc.reason]
+    return []
+
+
+def outcome(summary: dict) -> dict:
+    """Recipients and request ids, as the write-back comment names them."""
+    return summary
+
+
+def outcome_lines(outcome: dict) -> list[str]:
+    lines = [
+        f"LINE に配信しました。配信先: {outcome['recipients']} 件",
+        f"LINE リクエストID: {', '.join(outcome['request_ids'])}",
+    ]
+    return lines + ([narrowcast_line(outcome["narrowcast"])] if outcome.get("narrowcast") else [])
+
+
+# -- publishing --------------------------------------------------------------------------
 
 
 def audience_plan(*, tenant: Tenant, expression: str) -> Plan:

@@ -19,3 +19,7 @@ def token_expired(*, tenant: Tenant, issue_key: str, reason: str) -> None:
         f"課題: {issue_key}\n理由: {reason}\n管理画面でチャネルアクセストークンを更新してください。",
     )
     token_expired_signal.send(Tenant, tenant=tenant, channel="line", issue_key=issue_key, reason=reason)
+
+
+def renewal_advice() -> str:
+    return "LINE チャネルのトークンが期限切れか無効です。管理画面でトークンを更新してから、もう一度承認してください。"

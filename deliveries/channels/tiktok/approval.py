@@ -12,7 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from backlog_bridge.body.task import ParsedTask
 from core.models import Tenant
+from deliveries.channels.approval import ApprovalChecks, post_rules
 from deliveries.channels.base import TransportError
 from deliveries.channels.models import ChannelAccount
 from deliveries.channels.tiktok.choices import (
@@ -22,6 +24,33 @@ from deliveries.channels.tiktok.choices import (
     unused_choices,
 )
 from deliveries.channels.tiktok.transport import TikTokTransport
+from deliveries.models import ContentTask
+
+
+def check(
+    checks: ApprovalChecks,
+    *,
+    tenant: Tenant,
+    parsed: ParsedTask,
+    override: dict,
+    due_at: datetime,
+    now: datetime,
+    task: ContentTask | None,
+) -> None:
+    """The template rules, then the body's posting choices against the creator's."""
+    content = post_rules(
+        checks, tenant=tenant, channel=ChannelAccount.Channel.TIKTOK, parsed=parsed, override=override
+    )
+    if content is None:
+        return
+    verdict = tiktok_verdict(tenant=tenant, choices=parsed.tiktok, content=content, now=now)
+    checks.lines += verdict.lines
+    checks.problems += verdict.problems
+    checks.creator = verdict.creator
+
+
+def counts_others(*, tenant: Tenant) -> bool:
+    return False
 
 
 @dataclass

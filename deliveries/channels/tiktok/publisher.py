@@ -15,9 +15,12 @@ from datetime import datetime, timedelta
 from django.db.models import Min
 from django.utils.dateparse import parse_datetime
 
+from backlog_bridge.body.task import ParsedTask
+from core.models import Tenant
 from core.timeutil import fmt_jst
 from deliveries.channels.models import ChannelAccount, ChannelPost
 from deliveries.channels.platform import PlatformError
+from deliveries.channels.posts import post_check, post_content, post_message, post_outcome, post_outcome_lines
 from deliveries.channels.publisher import (
     Context,
     Done,
@@ -57,6 +60,32 @@ UNCLEAR_INIT = (
     "二重投稿を避けるため自動では再投稿しません。TikTok アプリで投稿を確認し、投稿されていなければもう一度承認してください。"
 )
 Phase = ChannelPost.Phase
+
+
+# -- what the rest of deliveries asks of this channel (deliveries/channels/publishing.py) --
+
+
+def render(*, tenant: Tenant, parsed: ParsedTask, override: dict) -> dict:
+    return post_content(
+        tenant=tenant, channel=ChannelAccount.Channel.TIKTOK, parsed=parsed, override=override
+    )
+
+
+def messages(content: dict) -> list[dict]:
+    return [post_message(ChannelAccount.Channel.TIKTOK, content)]
+
+
+def send_problems(*, tenant: Tenant, parsed: ParsedTask, override: dict, now: datetime) -> list[str]:
+    channel = ChannelAccount.Channel.TIKTOK
+    return post_check(tenant=tenant, channel=channel, parsed=parsed, override=override, now=now)[1]
+
+
+def outcome(summary: dict) -> dict:
+    return post_outcome(summary)
+
+
+def outcome_lines(outcome: dict) -> list[str]:
+    return post_outcome_lines(outcome)
 
 
 def publish(ctx: Context) -> Done | Wait:

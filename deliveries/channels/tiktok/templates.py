@@ -36,6 +36,8 @@ BODY_CHOICES = {
     "disable_stitch": "スティッチ",
 }
 
+HTML_FIELDS = ()
+
 
 def validate(content: object) -> Problems:
     """Every problem of a filled template (or of one with samples), each naming its field."""

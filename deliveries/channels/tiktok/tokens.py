@@ -20,6 +20,7 @@ from deliveries.channels.tiktok.transport import TikTokTransport
 from deliveries.channels.tokens import (
     RefreshBusy,
     RefreshFailed,
+    account_renewal_advice,
     account_token_expired,
     refresh_claim,
     refresh_release,
@@ -101,3 +102,7 @@ def token_expired(*, tenant: Tenant, issue_key: str, reason: str) -> None:
     account_token_expired(
         tenant=tenant, channel=ChannelAccount.Channel.TIKTOK, issue_key=issue_key, reason=reason
     )
+
+
+def renewal_advice() -> str:
+    return account_renewal_advice(ChannelAccount.Channel.TIKTOK)

@@ -24,13 +24,9 @@ from django.utils.dateparse import parse_datetime
 from core.models import Tenant
 from core.timeutil import iso_jst
 from deliveries.channels.models import ChannelAccount
+from deliveries.channels.registry import channel_part
 
 SECRETS = ("access_token", "refresh_token")
-REQUIRED_ON_CREATE = {
-    "instagram": ("access_token", "ig_user_id"),
-    "tiktok": ("access_token", "open_id"),
-    "hubspot": ("access_token",),
-}
 
 
 class Command(BaseCommand):
@@ -112,7 +108,8 @@ class Command(BaseCommand):
             "expires_at": iso_jst(account.expires_at) if account.expires_at else None,
             "ig_user_id": account.ig_user_id or None,
             "open_id": account.open_id or None,
-            "hubspot_mode": account.hubspot_mode if account.channel == "hubspot" else None,
+            "hubspot_mode": None,
+            **channel_part(account.channel, "account").report(account),
         }
         if as_json:
             self.stdout.write(json.dumps(out, ensure_ascii=False))
@@ -121,18 +118,13 @@ class Command(BaseCommand):
         self.stdout.write(
             f"  トークン: {'設定済み' if out['access_token_set'] else '未設定'}、有効期限: {out['expires_at'] or '不明'}"
         )
-        if account.channel == "tiktok":
-            self.stdout.write(
-                f"  リフレッシュトークン: {'設定済み' if out['refresh_token_set'] else '未設定'}"
-            )
-        if account.channel == "hubspot":
-            self.stdout.write(f"  モード: {account.get_hubspot_mode_display()}")
+        for line in channel_part(account.channel, "account").report_lines(account):
+            self.stdout.write(line)
 
 
 def _require(opts: dict) -> None:
-    missing = [
-        f"--{name.replace('_', '-')}" for name in REQUIRED_ON_CREATE[opts["channel"]] if not opts[name]
-    ]
+    required = channel_part(opts["channel"], "account").REQUIRED_ON_CREATE
+    missing = [f"--{name.replace('_', '-')}" for name in required if not opts[name]]
     if missing:
         raise CommandError(f"新しい {opts['channel']} アカウントには {', '.join(missing)} が必要です。")
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from backlog_bridge.body.channels import CHANNELS, PLATFORM_CHANNELS
+from backlog_bridge.body.channels import CHANNELS, DEFAULT_CHANNEL
 from core.models import Tenant
 from deliveries.channels.rendering import ImportResult, template_import
 
@@ -52,7 +52,7 @@ class Command(BaseCommand):
 
 def _channel_of(directory: Path) -> str:
     name = directory.resolve().name.lower()
-    return name if name in PLATFORM_CHANNELS else "line"
+    return name if name in CHANNELS else DEFAULT_CHANNEL
 
 
 def _tenant(slug: str | None) -> Tenant | None:

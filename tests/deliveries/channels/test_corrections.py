@@ -10,7 +10,7 @@ import pytest
 import time_machine
 
 from core.timeutil import JST
-from deliveries.corrections import chunk_retry_key
+from deliveries.channels.line.correction import chunk_retry_key
 from deliveries.models import ContentTask, DeliveryAttempt, DeliveryCorrection
 from tests.helpers.backlog import body, texts
 from tests.helpers.channels import channel_body

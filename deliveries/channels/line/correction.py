@@ -12,7 +12,6 @@ in the same thread, to exactly the recipients the delivery reached.
   requests carries an X-Line-Retry-Key derived from the correction's stored key and the chunk
   (https://developers.line.biz/en/docs/messaging-api/retrying-api-request/), and a chunk
   already accepted is not sent again. Every request is recorded as a DeliveryAttempt.
-- Instagram, TikTok and HubSpot: the answer says what can be done there instead.
 """
 
 from __future__ import annotations
@@ -27,37 +26,14 @@ from django.utils import timezone
 
 from core.timeutil import fmt_jst
 from deliveries.channels.base import SendResult, TransportError
+from deliveries.channels.corrections import CorrectionResult
 from deliveries.channels.line.publisher import attempt_answer
 from deliveries.channels.line.templates import validate_line_messages
 from deliveries.channels.line.transport import line_transport
 from deliveries.models import ContentTask, DeliveryAttempt, DeliveryCorrection
 
-# What a person can do about a published post where automedia cannot. None of these
-# platforms' APIs, as automedia uses them, takes a post down or edits it.
-PLATFORM_ANSWERS = {
-    "instagram": (
-        "Instagram の投稿は API では取り下げ・訂正できません。"
-        "Instagram アプリで投稿のキャプションを編集するか、投稿を削除してください。"
-    ),
-    "tiktok": (
-        "TikTok の投稿は API では取り下げ・訂正できません。"
-        "TikTok アプリで動画を削除するか、公開範囲を「自分のみ」に変更してください。"
-    ),
-    "hubspot": (
-        "送信済みの HubSpot メールは取り消せません（API でもアプリでも）。"
-        "CRM のノートとして記録した配信は、HubSpot の画面で編集・削除してください。"
-        "訂正のメールが必要なら、新しい課題として承認してください。"
-    ),
-}
-
-
+CORRECTS = True
 NOT_DELIVERED = "LINE で配信済みの課題ではないため、訂正を送れません（訂正は配信のあとに送るものです）。"
-
-
-@dataclass(frozen=True)
-class CorrectionResult:
-    sent: bool
-    message: str  # Japanese, for the Backlog comment or the admin's message
 
 
 @dataclass(frozen=True)
@@ -74,12 +50,11 @@ class Chunk:
         return 1 if isinstance(self.to, str) else len(self.to)
 
 
-def correction_send(*, task: ContentTask | None, text: str, by: str) -> CorrectionResult:
+def correction_send(*, task: ContentTask, text: str, by: str) -> CorrectionResult:
     """Send `text` as a correction of the task's last LINE delivery (see the module doc)."""
-    refusal = _refusal(task)
-    seq = _delivered_seq(task) if not refusal else None
+    seq = _delivered_seq(task) if task.delivered_at is not None else None
     if seq is None:
-        return CorrectionResult(False, refusal or NOT_DELIVERED)
+        return CorrectionResult(False, NOT_DELIVERED)
     text = (text or "").strip()
     problems = _text_problems(text)
     if problems:
@@ -93,17 +68,6 @@ def correction_send(*, task: ContentTask | None, text: str, by: str) -> Correcti
             False, f"この訂正は {fmt_jst(correction.sent_at)} に送信済みです（もう一度は送りません）。"
         )
     return _send(task, correction, chunks)
-
-
-def _refusal(task: ContentTask | None) -> str:
-    if task is None:
-        return "この課題は automedia に登録されていません（訂正する配信がありません）。"
-    channel = task.channel or "line"
-    if channel in PLATFORM_ANSWERS:
-        return f"{task.channel_label} の投稿には訂正を送れません。{PLATFORM_ANSWERS[channel]}"
-    if task.delivered_at is None:
-        return NOT_DELIVERED
-    return ""
 
 
 def _text_problems(text: str) -> str:
