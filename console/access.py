@@ -22,6 +22,7 @@ from django.utils.html import format_html_join
 from django.utils.safestring import mark_safe
 from django.utils.translation import gettext_lazy as _
 
+from console.paginator import LargeTablePaginator
 from core.access import managed_tenant_ids, may_act, may_see, scope, tenant_id_of, tenant_roles
 from core.crypto import mask
 from core.models import Tenant
@@ -161,7 +162,12 @@ class TenantScopedAdmin(admin.ModelAdmin):
 class RecordAdmin(TenantScopedAdmin):
     """Rows the admin shows but never writes: audit and attempt rows, the LINE post queue,
     schedules (removed by cancel), recorded problems. Nobody adds or edits one here, and
-    only a superuser deletes one, so a manager cannot erase the trail or skip a check."""
+    only a superuser deletes one, so a manager cannot erase the trail or skip a check.
+    Their tables grow by the million: one count a page, estimated when unfiltered
+    (console/paginator.py)."""
+
+    paginator = LargeTablePaginator
+    show_full_result_count = False
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
