@@ -1,15 +1,5 @@
 """The one Backlog API v2 client. Nothing else builds Backlog URLs.
 
-Facts from the Backlog API docs: the API key in a request header, or as the `apiKey`
-query parameter on every call, writes included
-(https://developer.nulab.com/docs/backlog/getting-started/,
-https://developer.nulab.com/docs/backlog/auth); form-encoded bodies
-(https://github.com/nulab/backlog-js, src/request.ts); no trailing slash
-(https://qiita.com/tentatsu/items/e7b9f90cc126592c54a5); errors as
-`{"errors":[{"message","code","moreInfo"}]}`
-(https://developer.nulab.com/docs/backlog/error-response); 429 with `X-RateLimit-Reset`
-in UTC epoch seconds (https://developer.nulab.com/docs/backlog/rate-limit).
-
 The API key goes only to a Backlog space's own host (`core.backlog_url.base_url_problem`): a tenant's
 stored URL is checked before every request, not only when it was typed in.
 """
@@ -34,7 +24,9 @@ from core.http import USER_AGENT, ClientCache, http_client
 
 MAX_PAGE = 100  # Backlog's maximum `count`
 # The header that carries the API key. Backlog's getting-started page sends the key in a
-# header and keeps `?apiKey=` as the alternative; BACKLOG_API_KEY_IN=query switches back to
+# header and keeps `?apiKey=` as the alternative, on every call, writes included
+# (https://developer.nulab.com/docs/backlog/getting-started/,
+# https://developer.nulab.com/docs/backlog/auth); BACKLOG_API_KEY_IN=query switches back to
 # the query parameter (the key then appears in request URLs).
 API_KEY_HEADER = "X-Api-Key"
 
@@ -137,6 +129,8 @@ class BacklogHostRefused(BacklogError):
 
 
 def _error_from_response(response: httpx.Response) -> BacklogError:
+    """Backlog's errors are `{"errors": [{"message", "code", "moreInfo"}]}`
+    (https://developer.nulab.com/docs/backlog/error-response)."""
     if response.is_success:  # its body was not JSON
         kind = response.headers.get("Content-Type", "").split(";")[0] or "?"
         return BacklogError(f"応答が JSON ではありません（{kind}）", status=response.status_code)
@@ -153,6 +147,8 @@ def _error_from_response(response: httpx.Response) -> BacklogError:
 
 
 def _reset_wait(response: httpx.Response) -> float | None:
+    """Seconds until `X-RateLimit-Reset`, in UTC epoch seconds
+    (https://developer.nulab.com/docs/backlog/rate-limit)."""
     reset = response.headers.get("X-RateLimit-Reset")
     if not reset:
         return None
@@ -206,7 +202,8 @@ class BacklogClient:
         problem = base_url_problem(self.base_url)
         if problem:  # a URL stored before the check, or a setting changed since
             raise BacklogHostRefused(problem)
-        path = "/api/v2/" + path.strip("/")  # Backlog rejects a trailing slash
+        # Backlog rejects a trailing slash (https://qiita.com/tentatsu/items/e7b9f90cc126592c54a5).
+        path = "/api/v2/" + path.strip("/")
         query, headers = _credentials(self._api_key)
         query += _pairs(params)
         group = rate_group(method, path)
@@ -350,6 +347,7 @@ def _credentials(api_key: str) -> tuple[list[tuple[str, Any]], dict[str, str]]:
 
 
 def _form(data: dict | None, headers: dict[str, str]) -> dict:
+    """Backlog takes form-encoded bodies (https://github.com/nulab/backlog-js, src/request.ts)."""
     if data is None:
         return {"headers": headers} if headers else {}
     return {

@@ -1,16 +1,10 @@
 """The safety net: compare Backlog's approved issues with local schedules.
 
-For each tenant the approved issues are streamed page by page (Backlog's offset
-paging, 100 per page) and checked against local state with one query per page:
-
-- approved, no schedule, no 自動配信実行日時 → a leak: re-read and registered with the
-  same decision as a webhook (`issue_reconcile`; a page's new registrations are written
-  together, deliveries/rescue.py);
-- local schedules whose issue was not listed → re-checked one by one (it deletes
-  the schedule when Backlog says the issue is no longer approved);
-- schedules due long ago and still leased → reported as stuck.
-
-Memory stays bounded by one page plus the tenant's approved issue keys.
+Per tenant, the approved issues are read page by page and checked against local state with
+one query per page. An approved issue with no schedule and no 自動配信実行日時 is a leak,
+registered as a webhook would (`issue_reconcile`; a page's leaks together: deliveries/rescue.py);
+an unlisted issue's schedule is re-checked on its own; one due long ago and still leased is
+reported as stuck. Memory stays bounded by one page plus the tenant's approved issue keys.
 """
 
 from __future__ import annotations

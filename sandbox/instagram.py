@@ -24,8 +24,8 @@ Meta's behaviour is UNCONFIRMED:
   2207008 (the fake's choice) and ``double_publishes`` counts it: tests assert it stays 0.
 - ``GET /{v}/{ig}/content_publishing_limit`` → ``quota_usage`` and ``config`` (50 / 86400).
 - ``GET /{v}/{id}`` reads a container (status_code, status) or a media (permalink).
-- ``GET /{v}/{media}/insights?metric=…`` (effect measurement; sources in
-  deliveries/channels/platform_effects.py): ``DEFAULT_INSIGHTS`` or what ``set_insights`` gave,
+- ``GET /{v}/{media}/insights?metric=…`` (effect measurement; sources at
+  ``InstagramTransport.media_insights``): ``DEFAULT_INSIGHTS`` or what ``set_insights`` gave,
   with each metric a figure for; a metric set to None is left out of ``data``, as Meta
   does for figures it does not have. The deprecated metrics, and reel-only ones on other
   media, answer code 100 (the exact message is the fake's choice).

@@ -27,7 +27,7 @@ UNCONFIRMED:
   PUBLISH_COMPLETE (``publicaly_available_post_id`` only for non-SELF_ONLY posts) or
   FAILED with ``fail_next_publish``'s reason.
 - ``POST /v2/video/query/?fields=…`` (Display API, effect measurement; sources
-  in deliveries/channels/platform_effects.py): the token owner's published videos
+  at ``VIDEO_QUERY`` in deliveries/channels/tiktok/transport.py): the token owner's published videos
   among ``filters.video_ids`` (at most 20), with ``DEFAULT_VIDEO_STATS`` or what
   ``set_video_stats`` gave, only the asked fields; other ids are left out.
 - Per-token per-minute limits (creator_info 20, init 6, status 30, video/query 600) → 429

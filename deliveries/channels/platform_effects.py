@@ -1,47 +1,8 @@
-"""Effect measurement of Instagram / TikTok / HubSpot publications: what their effects
-modules share (the reports of a finished `ChannelPost`, the comment's lines). effects.py
-claims and runs the reports and posts the Backlog comment.
+"""What the effect measurement of Instagram, TikTok and HubSpot posts shares: the reports
+planned for a finished `ChannelPost`, and the lines of their Backlog comment.
 
-Each platform fact below names the vendor page it comes from.
-
-- Instagram: `GET /{ig-media-id}/insights?metric=…` on the media id `media_publish`
-  returned (`ChannelPost.post_id`), with the permalink saved at publish time.
-  Source: https://developers.facebook.com/docs/instagram-platform/reference/instagram-media/insights
-  - Asked: views, reach, likes, comments, shares, saved, total_interactions; reels also
-    ig_reels_avg_watch_time (milliseconds). Never asked: impressions, plays,
-    clips_replays_count, ig_reels_aggregated_all_plays_count (deprecated in v22.0, for all
-    versions from 2025-04-21) and video_views (deprecated).
-  - "If insights data you are requesting does not exist or is currently unavailable, the
-    API returns an empty data set instead of 0", and data "can be delayed up to 48
-    hours": a figure Meta leaves out is shown as 集計なし, never as 0.
-  - Which metric each media type accepts (image / carousel / reel) is UNCONFIRMED; a
-    metric a media does not support, a deleted media or a missing permission
-    (`instagram_business_manage_insights`) is refused without being an auth or transient
-    error: the comment then says the statistics are unavailable, with Meta's message.
-  - A publication whose media id was never received (PUBLISHED read from the container;
-    third-party: https://github.com/trypostit/trypost/issues/281) cannot be measured: no
-    report is planned.
-- TikTok: `POST /v2/video/query/?fields=id,share_url,view_count,like_count,comment_count,
-  share_count` with `{"filters": {"video_ids": [id]}}` on the id `status/fetch` returned
-  in `publicaly_available_post_id`. Scope `video.list`, at most 20 ids, 600 requests a
-  minute; only the user's own videos come back.
-  Sources: https://developers.tiktok.com/doc/tiktok-api-v1-video-query (v1; it names v2),
-  https://developers.tiktok.com/docs/en/tiktok-api-v2-rate-limit, and the field names of
-  the tiktok_rust crate (docs.rs). The v2 request shape is UNCONFIRMED against TikTok's
-  own v2 page, and so is whether photo posts are returned.
-  - A post without a public id (SELF_ONLY, which unaudited apps must use:
-    https://developers.tiktok.com/doc/content-sharing-guidelines/) cannot be queried: no
-    report is planned. A video TikTok does not return (deleted, made private) gets a
-    comment saying so.
-- HubSpot: automedia knows no statistics endpoint for single-send email (only a
-  send-status endpoint, itself UNCONFIRMED, which reports the send's state, not opens
-  or clicks). So an email publication gets ONE report (24 h) with automedia's own count
-  of accepted sends, saying that opens and clicks are not read from HubSpot. HubSpot's
-  `GET /marketing/v3/emails/statistics/list` is not used (UNCONFIRMED), and it counts
-  every send of an email id, not this task's. CRM notes have no statistics: no report.
-
-Errors are handled as LINE's (effects.py: again an hour later, given up after a few
-attempts), token-expired and rate limits included, except the Instagram refusals above.
+Each channel's effects.py reads its own platform's figures; deliveries/channels/effects.py
+claims the due reports, runs them and posts the comment.
 """
 
 from __future__ import annotations
@@ -58,7 +19,7 @@ from deliveries.channels.models import ChannelAccount, ChannelPost
 from deliveries.models import CHANNEL_LABELS, ContentTask, EffectReport
 
 H24, H72 = EffectReport.Label.H24, EffectReport.Label.H72
-MISSING = "集計なし"
+MISSING = "集計なし"  # a figure the platform left out: never shown as 0
 
 
 @dataclass
@@ -98,7 +59,9 @@ def post_reports(
 
 
 def published_labels(post: ChannelPost) -> tuple[str, ...]:
-    """24 h and 72 h, once the platform gave the post's id (a post without one cannot be read)."""
+    """24 h and 72 h, once the platform gave the post's id. A post without one cannot be read:
+    an Instagram post found PUBLISHED through its container, a TikTok post only its creator
+    may see (SELF_ONLY, which unaudited apps must use)."""
     return (H24, H72) if post.post_id else ()
 
 

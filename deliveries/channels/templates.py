@@ -1,33 +1,10 @@
 """Templates of the Instagram, TikTok and HubSpot channels: validate and fill.
 
-The shared part: filling, the field checks and the dispatch; each channel's kinds and
-limits are deliveries/channels/<kind>/templates.py.
-
-A template is one JSON object (LINE's are arrays of message objects, see rendering.py);
-its strings may hold `{{ variable }}` placeholders filled from the issue's 文面 / 変数.
-It is validated when imported (placeholders replaced by samples) and again, filled,
-before anything is sent; every problem names the field, in Japanese, because it is
-posted to the Backlog issue.
-
-    instagram  {"type": "image", "caption", "image_url", "alt_text"?}
-               {"type": "reel", "caption", "video_url", "cover_url"?, "share_to_feed"?}
-               {"type": "carousel", "caption", "items": [{"image_url"} | {"video_url"}, …]}
-    tiktok     {"type": "video", "title", "video_url", "privacy_level", "disable_comment"?,
-                "disable_duet"?, "disable_stitch"?, "video_cover_timestamp_ms"?}
-               {"type": "photo", "title", "photo_urls": […], "photo_cover_index"?, "description"?,
-                "privacy_level", "disable_comment"?, "auto_add_music"?}
-    hubspot    {"type": "note", "body"}
-               {"type": "email", "email_id", "custom_properties"?: {name: value}}
-
-Limits: Instagram carousels up to 10 items (quoted in public code from
-https://developers.facebook.com/docs/instagram-platform/content-publishing/, UNCONFIRMED)
-and media fetched from public URLs (same page); TikTok titles up to 2,200 UTF-16 units
-(https://developers.tiktok.com/doc/content-posting-api-reference-direct-post), privacy
-levels from `creator_info` (https://developers.tiktok.com/doc/content-posting-api-reference-query-creator-info/),
-photos up to 35 (third-party: https://docs.getlate.dev/resources/media-guidelines/tiktok,
-UNCONFIRMED); HubSpot note bodies up to 65,536 characters
-(https://developers.hubspot.com/docs/api-reference/crm-notes-v3/guide). Instagram's
-2,200-character caption limit is Meta's help-centre figure (UNCONFIRMED).
+A template is one JSON object whose strings may hold `{{ variable }}` placeholders, filled
+from the issue's 文面 / 変数 (LINE's are arrays of messages: line/templates.py). It is checked when
+imported, with samples in the placeholders, and again once filled, before anything is sent.
+Each channel's shapes and limits are `KINDS` in deliveries/channels/<kind>/templates.py; a
+problem names its field, in Japanese, because it is posted to the Backlog issue.
 """
 
 from __future__ import annotations

@@ -1,21 +1,9 @@
 """Token upkeep of the Instagram / TikTok / HubSpot accounts, and the token-expired notice.
 
-The daily job and what the channels share; each channel's refresh is
-deliveries/channels/<kind>/tokens.py (`refresh_due`, `refresh`).
-
-- Instagram long-lived tokens last 60 days and can be refreshed once they are 24 h old
-  (https://developers.facebook.com/documentation/instagram-platform/reference/refresh_access_token):
-  the daily job refreshes them INSTAGRAM_TOKEN_REFRESH_DAYS before they expire.
-- TikTok access tokens are short-lived and every refresh returns a NEW refresh token;
-  the old one stops working (https://developers.tiktok.com/docs/en/oauth-refresh-a-user-access-token).
-  So refreshes are single-flight per account (a lease on the row, taken by a conditional
-  UPDATE), the refresh token is re-read after the lease is taken, and the new pair is
-  stored in the same UPDATE that frees the lease.
-- HubSpot tokens are static: nothing to refresh; a 401 means reconnect.
-
-A refresh that is refused, or an auth error while publishing, marks the account
-(`token_invalid_at`), mails the operators (the token-expired notice) and sends
-`deliveries.signals.token_expired` (linepush tells the 連絡グループ of the tasks concerned).
+The daily job and what the channels share; each channel's refresh, and its platform's token
+rules, are deliveries/channels/<kind>/tokens.py (`refresh_due`, `refresh`). A refused
+refresh, or an auth error while publishing, marks the account (`token_invalid_at`), mails
+the operators and sends `deliveries.signals.token_expired` (linepush tells the 連絡グループ).
 """
 
 from __future__ import annotations
@@ -36,6 +24,7 @@ from deliveries.signals import token_expired
 
 logger = logging.getLogger(__name__)
 
+# One refresh at a time per account: TikTok's refresh token changes with every refresh.
 REFRESH_LEASE = timedelta(seconds=60)
 REFRESH_CLAIM = Lease(length=REFRESH_LEASE, until="refresh_lease_until", owner=None)
 

@@ -1,4 +1,4 @@
-"""HubSpot's effect measurement: automedia's own send count (see deliveries/channels/platform_effects.py)."""
+"""HubSpot's effect measurement: automedia's own send count, opens and clicks not read."""
 
 from __future__ import annotations
 
@@ -32,7 +32,10 @@ def measured(*, report: EffectReport, now: datetime) -> tuple[dict, str]:
 
 
 def measure(report: EffectReport, post: ChannelPost, now: datetime) -> Measurement:
-    """No HubSpot call: the reference gives no statistics endpoint for single-send email."""
+    """No HubSpot call: the reference gives no statistics endpoint for single-send email. Its
+    send-status endpoint (not confirmed) tells a send's state, not opens or clicks, and
+    `GET /marketing/v3/emails/statistics/list` (not confirmed either) counts every send of
+    an email id, not this task's."""
     summary = post.details.get("summary") or {}
     email_id = str(summary.get("post_id") or (post.details.get("content") or {}).get("email_id") or "")
     sent = planned_recipients(post)

@@ -1,4 +1,4 @@
-"""HubSpot's template rules (shapes in deliveries/channels/templates.py).
+"""HubSpot's template rules: its shapes are `KINDS` below, each with its check.
 
 Note bodies up to 65,536 characters (https://developers.hubspot.com/docs/api-reference/crm-notes-v3/guide).
 """

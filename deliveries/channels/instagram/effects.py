@@ -1,4 +1,4 @@
-"""Instagram's effect measurement: the media's insights (see deliveries/channels/platform_effects.py)."""
+"""Instagram's effect measurement: the media's insights (InstagramTransport.media_insights)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,9 @@ from deliveries.channels.platform_effects import (
 )
 from deliveries.models import ContentTask, EffectReport
 
-# (metric, label, unit); a reel adds its average watch time (milliseconds).
+# (metric, label, unit); a reel adds its average watch time (milliseconds). Metrics Meta
+# deprecated are never asked: impressions, plays, clips_replays_count,
+# ig_reels_aggregated_all_plays_count, video_views.
 IG_METRICS = [
     ("views", "閲覧数（views）", "回"),
     ("reach", "リーチ（見たアカウント数）", "人"),
@@ -52,6 +54,9 @@ def measure(report: EffectReport, post: ChannelPost, now: datetime) -> Measureme
         try:
             figures = ig.media_insights(post.post_id, metrics)
         except PlatformError as exc:
+            # Refused, neither auth nor transient: a metric this media does not support (which
+            # metrics each media type takes is not confirmed), a deleted media, or no
+            # `instagram_business_manage_insights` permission: the Backlog comment gives Meta's message.
             if exc.auth or not exc.permanent:
                 raise
             return _ig_unavailable(report, post, permalink, exc, now)
@@ -83,7 +88,7 @@ def _ig_lines(
         lines.append(f"- 平均視聴時間: {figure(None if watch is None else watch / 1000, '秒')}")
     if any(value is None for value in figures.values()):
         lines.append(missing_note("instagram"))
-    if report.label == H24:
+    if report.label == H24:  # insights "can be delayed up to 48 hours" (the insights reference)
         lines.append("※ Instagram の数値は最大 48 時間遅れて反映されることがあります。")
     return lines
 

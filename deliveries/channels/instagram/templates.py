@@ -1,4 +1,4 @@
-"""Instagram's template rules (shapes in deliveries/channels/templates.py).
+"""Instagram's template rules: its shapes are `KINDS` below, each with its check.
 
 Checked at approval and again before the first platform call (deliveries/approval_checks.py,
 deliveries/channels/posts.py).

@@ -6,7 +6,6 @@ Publishing is container → status → `media_publish`; containers expire after 
 `{"error": {"message", "type", "code", "error_subcode", "fbtrace_id"}}`, branched on by code,
 not HTTP status (https://developers.facebook.com/docs/graph-api/guides/error-handling). The
 token travels in an `Authorization: Bearer` header, never in a URL; host and version are settings.
-Media insights (effect measurement): their sources are in deliveries/channels/platform_effects.py.
 """
 
 from __future__ import annotations
@@ -133,7 +132,8 @@ class InstagramTransport(PlatformTransport):
     def media_insights(self, media_id: str, metrics: list[str]) -> dict[str, float | None]:
         """GET /{ig-media-id}/insights: {metric: value}; a metric Meta left out is None, never 0.
 
-        Meta answers an empty data set for figures that do not exist or are not ready yet.
+        Meta answers an empty data set for figures that do not exist or are not ready yet
+        (https://developers.facebook.com/docs/instagram-platform/reference/instagram-media/insights).
         """
         data = self._call("GET", f"/{media_id}/insights", params={"metric": ",".join(metrics)})
         found = {str(row.get("name")): _metric_value(row) for row in data.get("data") or []}

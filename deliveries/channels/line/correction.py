@@ -1,17 +1,10 @@
-"""Corrections after a LINE delivery: LINE cannot recall a message, so a correction is sent
-in the same thread, to exactly the recipients the delivery reached.
+"""Corrections after a LINE delivery: LINE cannot recall a message, so a correction goes, in
+the same chats, to exactly the recipients the delivery reached: one request per accepted
+chunk of the delivery, of the same kind (push or multicast), to the targets of its attempt row.
 
-- Each chunk of the delivery (one push per group / user, one multicast per ≤ 500 users) is
-  answered by one request of the same kind to the same targets, read from its attempt row.
-- A push quotes the original with the `quoteToken` LINE returned for it (messaging-api.yml:
-  `TextMessage.quoteToken`; `SentMessage.quoteToken` is "only included when a message object
-  that can be specified as a quote target was sent as a push or reply message"). A multicast
-  answers `{}` (MulticastResponse), so there is nothing to quote: it goes without the quote,
-  and the reply says so.
-- Sent once: the same text for the same delivery is the same `DeliveryCorrection`; each of its
-  requests carries an X-Line-Retry-Key derived from the correction's stored key and the chunk
-  (https://developers.line.biz/en/docs/messaging-api/retrying-api-request/), and a chunk
-  already accepted is not sent again. Every request is recorded as a DeliveryAttempt.
+A push quotes the original with its `quoteToken`; a multicast has none to quote, so it goes
+unquoted and the reply says so. Each text is one `DeliveryCorrection`, sent once: every
+chunk carries a retry key of its own, and a chunk already accepted is not sent again.
 """
 
 from __future__ import annotations
@@ -101,6 +94,8 @@ def _chunks(task: ContentTask, seq: int) -> list[Chunk] | None:
         to = summary.get("to") or ([summary["first"]] if summary.get("recipients") == 1 else None)
         if kind not in ("push", "multicast") or not to:
             return None
+        # LINE returns a quoteToken for a push's messages only; a multicast answers `{}`
+        # (messaging-api.yml `SentMessage.quoteToken`, `MulticastResponse`).
         quote = next((m["quoteToken"] for m in attempt.sent_messages if m.get("quoteToken")), "")
         chunks.setdefault(attempt.chunk, Chunk(attempt.chunk, kind, to[0] if kind == "push" else to, quote))
     return [chunks[n] for n in sorted(chunks)]
@@ -125,6 +120,8 @@ def correction_message(text: str, quote_token: str = "") -> dict:
 
 
 def chunk_retry_key(correction: DeliveryCorrection, chunk: int) -> str:
+    """The chunk's X-Line-Retry-Key, derived from the correction's stored key: a resend is
+    answered 409 (https://developers.line.biz/en/docs/messaging-api/retrying-api-request/)."""
     return str(uuid.uuid5(correction.retry_key, f"chunk:{chunk}"))
 
 

@@ -1,24 +1,10 @@
 """A large tag's LINE delivery as one narrowcast to an audience of its user ids.
 
-Narrowcast targets recipient objects, not ids (messaging-api.yml `NarrowcastRequest`); the
-documented way to reach an arbitrary list of users is an audience for uploading user ids
-(`POST /v2/bot/audienceGroup/upload`, at most 10,000 ids per JSON request, `PUT` adds more:
-line-openapi manage-audience.yml, https://developers.line.biz/en/docs/messaging-api/using-audience/).
-Each step is one run of the delivery's schedule, with a `Wait` between steps, so no worker
-thread or database connection is held while LINE works:
-
-1. the tag's user ids, fixed once in the approval's `ChannelPost`, are uploaded;
-2. the audience is read until it is READY with every upload job FINISHED;
-3. the narrowcast goes out with the approval's `X-Line-Retry-Key` (a resend after a lost
-   answer is answered 409 with the accepted request id: never sent twice). When LINE's
-   limit for the month is tight, `limit.upToRemainingQuota` and `forbidPartialDelivery`
-   make LINE cancel it (errorCode 5) rather than reach only some of the tag;
-4. its progress (`GET /v2/bot/message/progress/narrowcast`) is read until `succeeded` or
-   `failed`; the counts and the errorCode end in the attempt rows and the write-back.
-
-LINE fails a narrowcast whose audience is under 50 later, with errorCode 4
-(messaging-api.yml `NarrowcastProgressResponse`), so a tag goes this way only from
-LINE_NARROWCAST_MIN_RECIPIENTS followers, never fewer than 50.
+A narrowcast reaches an audience, not a list of ids, so the tag's user ids are uploaded as
+one. Each step (upload, wait for the audience, send, read the progress) is one run of the
+delivery's schedule with a `Wait` between, so no worker thread or database connection is
+held while LINE works. The send carries the approval's `X-Line-Retry-Key`, so a resend after
+a lost answer is never delivered twice. LINE's side: docs/OPERATIONS.md, "LINE narrowcast".
 """
 
 from __future__ import annotations
@@ -42,7 +28,8 @@ LINE_MINIMUM = 50  # errorCode 4: "An audience of less than 50 recipients is inc
 RECHECKS = (5, 10, 15, 30, 60, 120, 300)  # seconds between looks at the audience / progress
 LATE_RECHECK = 600
 GIVE_UP_AFTER = timedelta(hours=24)
-# Tight: what is left of LINE's limit for the month is under this many times the tag.
+# Tight: what is left of LINE's limit for the month is under this many times the tag. LINE
+# then cancels the narrowcast (errorCode 5) rather than reach only some of the tag.
 TIGHT_FACTOR = 2
 TIGHT_LIMIT = {"upToRemainingQuota": True, "forbidPartialDelivery": True}
 ERROR_CODES = {
@@ -63,7 +50,9 @@ Phase = ChannelPost.Phase
 
 
 def narrowcast_wanted(recipients: int) -> bool:
-    """Whether a tag of this many followers goes by narrowcast (the setting 0: never)."""
+    """Whether a tag of this many followers goes by narrowcast (the setting 0: never). LINE
+    fails an audience under LINE_MINIMUM, only later and with errorCode 4
+    (messaging-api.yml `NarrowcastProgressResponse`), so smaller tags never go this way."""
     minimum = settings.LINE_NARROWCAST_MIN_RECIPIENTS
     return bool(minimum) and recipients >= max(minimum, LINE_MINIMUM)
 

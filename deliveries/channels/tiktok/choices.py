@@ -1,25 +1,10 @@
 """TikTok's posting choices (公開範囲, コメント, デュエット, スティッチ, 商用コンテンツ, 音楽利用確認):
 the one home of their rules, used by the approval-time check, the preview and the init request.
 
-From TikTok's Direct Post guidelines (https://developers.tiktok.com/doc/content-sharing-guidelines/)
-and the Direct Post / photo references
-(https://developers.tiktok.com/doc/content-posting-api-reference-direct-post,
-https://developers.tiktok.com/doc/content-posting-api-reference-photo-post):
-- the person posting picks the privacy level among `creator_info`'s
-  `privacy_level_options`, with none chosen for them, and picks each interaction, none on
-  by default; an interaction the creator turned off in TikTok (`comment_disabled`,
-  `duet_disabled`, `stitch_disabled`) cannot be allowed;
-- the commercial content disclosure is answered: `brand_organic_toggle` (your own brand) or
-  `brand_content_toggle` (a paid partnership with another brand), both false for none;
-- a photo post has no duet or stitch (its `post_info` has `disable_comment` only);
-- before the post, the person consents to TikTok's Music Usage Confirmation ("By posting,
-  you agree to TikTok's Music Usage Confirmation"): 音楽利用確認: 同意 in the body is that
-  consent. The API has no field for it, so it is checked here and sent nowhere. The
-  guideline's wording is quoted from a third-party copy of the page
-  (https://githubissues.com/inovector/mixpost/74); the stored official page stops before it.
-Branded content cannot be posted privately (`SELF_ONLY`): third-party pages say so
-(https://docs.rs/crate/zernio/latest/source/src/models/tik_tok_platform_data.rs); the
-official guideline text was not seen, so this rule is UNCONFIRMED.
+TikTok's Direct Post guidelines leave every choice to the person posting, none made for
+them and no interaction on by default
+(https://developers.tiktok.com/doc/content-sharing-guidelines/), so the issue body states
+each one and automedia picks no default.
 """
 
 from __future__ import annotations
@@ -38,12 +23,18 @@ from backlog_bridge.body.tiktok import (
     PRIVACY_LEVELS,
 )
 
+# The guidelines ask for this consent before the post. The API has no field for it, so
+# 音楽利用確認: 同意 is checked here and sent nowhere. The wording is quoted from a third-party
+# copy of the page (https://githubissues.com/inovector/mixpost/74): the official page read
+# stops before it.
 MUSIC_CONFIRMATION = "By posting, you agree to TikTok's Music Usage Confirmation"
 _MUSIC_WHY = (
     f"TikTok の規約により、投稿する人が投稿前に TikTok の音楽利用確認（{MUSIC_CONFIRMATION}）に"
     f"同意したことを明示します。内容を確認して「{AGREED}」と書いてください。"
 )
 
+# A photo post has no duet or stitch: its `post_info` has `disable_comment` only
+# (https://developers.tiktok.com/doc/content-posting-api-reference-photo-post).
 NEEDED = {
     "video": (
         (KEY_PRIVACY, "privacy_level"),
@@ -68,6 +59,7 @@ EXAMPLES = {
     KEY_COMMERCIAL: "なし",
     KEY_MUSIC: AGREED,
 }
+# An interaction the creator turned off in TikTok (`creator_info`) cannot be allowed.
 CREATOR_OFF = {
     "comment": (KEY_COMMENT, "comment_disabled"),
     "duet": (KEY_DUET, "duet_disabled"),
@@ -93,7 +85,9 @@ def unused_choices(choices: dict, kind: str) -> list[str]:
 
 
 def creator_problems(choices: dict, info: dict) -> list[str]:
-    """What `creator_info` does not allow of the stated choices."""
+    """What `creator_info` does not allow of the stated choices: a privacy level not among its
+    options (https://developers.tiktok.com/doc/content-posting-api-reference-query-creator-info/),
+    an interaction the creator turned off, branded content posted privately."""
     problems = []
     options = [str(o) for o in info.get("privacy_level_options") or []]
     level = choices.get("privacy_level")
@@ -108,6 +102,8 @@ def creator_problems(choices: dict, info: dict) -> list[str]:
                 f"{key}「{ALLOWED}」はできません: クリエイター（{creator_name(info)}）が TikTok で{key}をオフにしています。"
                 f"「{DENIED}」にしてください。"
             )
+    # Not confirmed: third parties say branded content cannot be private
+    # (https://docs.rs/crate/zernio/latest/source/src/models/tik_tok_platform_data.rs).
     if choices.get("commercial") == "brand" and level == "SELF_ONLY":
         problems.append(
             f"{KEY_COMMERCIAL}「ブランド」（ブランドコンテンツ）は {KEY_PRIVACY}「SELF_ONLY」では投稿できません。"
@@ -129,6 +125,8 @@ def post_info(content: dict, choices: dict) -> dict:
     if kind == "video":
         info["disable_duet"] = not choices["duet"]
         info["disable_stitch"] = not choices["stitch"]
+    # The commercial content disclosure: your own brand, or a paid partnership with another
+    # brand; both false for none.
     info["brand_organic_toggle"] = choices["commercial"] == "own"
     info["brand_content_toggle"] = choices["commercial"] == "brand"
     return info

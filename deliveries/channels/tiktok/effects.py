@@ -1,4 +1,4 @@
-"""TikTok's effect measurement: the video's counts (see deliveries/channels/platform_effects.py)."""
+"""TikTok's effect measurement: the video's counts (TikTokTransport.video_query)."""
 
 from __future__ import annotations
 

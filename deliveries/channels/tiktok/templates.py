@@ -1,4 +1,4 @@
-"""TikTok's template rules (shapes in deliveries/channels/templates.py).
+"""TikTok's template rules: its shapes are `KINDS` below, each with its check.
 
 The privacy level and the interactions are not the template's: TikTok's guidelines leave
 them to the person posting, so the issue body states them (deliveries/channels/tiktok/choices.py).

@@ -3,8 +3,7 @@
 Every v2 answer is `{"data": {...}, "error": {"code", "message", "log_id"}}` with `code: "ok"`
 on success (https://developers.tiktok.com/doc/tiktok-api-v2-error-handling). `init` returns
 a `publish_id` and has no idempotency key
-(https://developers.tiktok.com/doc/content-posting-api-reference-direct-post). `video/query`
-(effect measurement): its sources are in deliveries/channels/platform_effects.py.
+(https://developers.tiktok.com/doc/content-posting-api-reference-direct-post).
 """
 
 from __future__ import annotations
@@ -22,6 +21,11 @@ VIDEO_INIT = "/v2/post/publish/video/init/"
 CONTENT_INIT = "/v2/post/publish/content/init/"
 STATUS_FETCH = "/v2/post/publish/status/fetch/"
 OAUTH_TOKEN = "/v2/oauth/token/"
+# Effect measurement: scope `video.list`, at most 20 ids, 600 requests a minute, only the
+# user's own videos (https://developers.tiktok.com/doc/tiktok-api-v1-video-query, which names
+# v2; https://developers.tiktok.com/docs/en/tiktok-api-v2-rate-limit). Not confirmed against
+# TikTok's own v2 page: the request's shape (field names as in the tiktok_rust crate), and
+# whether photo posts come back.
 VIDEO_QUERY = "/v2/video/query/"
 VIDEO_STATS_FIELDS = ("id", "share_url", "view_count", "like_count", "comment_count", "share_count")
 # Per-token limits, from each endpoint's reference page.
