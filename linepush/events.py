@@ -1,13 +1,10 @@
 """The LINE webhook's events, acted on in a worker once linepush/intake.py stored them,
 under the shared intake's claim (core/intake.py, `LINE_EVENTS`).
 
-Event shapes: webhook.yml of line/line-openapi (https://github.com/line/line-openapi; a copy is
-in tests/contracts/line-openapi/), `CallbackRequest`, `Event`.
-follow → contact recorded and the tenant's registration (coupon) reply; unfollow →
-blocked; text message, or its edit (messageEdited) → the tenant's survey rules
-(linepush/answers.py); join / leave / memberJoined /
-memberLeft → the group (`LineSource`) and its member count. Other types are stored
-and ignored.
+`HANDLERS`: follow → the contact and its registration (coupon) reply; unfollow → blocked; a
+text message or its edit → the survey rules (linepush/answers.py); a group's join, leave and
+member changes → the group (`LineSource`) and its member count; other types are ignored.
+Shapes: `Event` in webhook.yml of https://github.com/line/line-openapi (tests/contracts/ has a copy).
 """
 
 from __future__ import annotations

@@ -1,19 +1,15 @@
-"""Producers of group posts (seed 003 §2): task approved, reminders, escalations, morning digest.
+"""Producers of group posts: task approved, reminders, escalations, morning digest.
 
-A content task names the LINE group told about it with the optional item
-`- 連絡グループ: <groupId>` in its `## 配信メタ` (backlog_bridge.body). Every producer
-is idempotent through its dedupe key, so a job that runs twice (django-q2 is
-at-least-once) or overlaps the previous run posts nothing twice. A post that cannot be
-queued never stops the others: the problem is logged and kept as a `LinePushProblem`
-of its source (the task or the group) until a later run queues it.
+A task names its LINE group with `- 連絡グループ: <groupId>` in `## 配信メタ`. Each post has a
+dedupe key, so a job run twice (django-q2 is at-least-once) posts nothing twice; a post that
+cannot be queued is kept as a `LinePushProblem` of its source until a later run queues it.
 
-| trigger | when | dedupe key |
-|---|---|---|
-| task_approved | the approval is registered (`_act_register`) | `task_approved:{tenant}:{issue}:{approval}` |
-| reminder | hourly: approved tasks due in the next 24 h | `reminder:{tenant}:{issue}:{date}` |
-| escalation | daily: tasks in automediaエラー unchanged for LINEPUSH_ESCALATION_AFTER_HOURS, and approved tasks still undelivered an hour after 投稿日時 | `escalation:{tenant}:{issue}:{date}` |
-| escalation (failure notice) | a delivery ended in automediaエラー (`delivery_failed`), or a channel token was found expired (`token_expired`) | `escalation:failure:{tenant}:{issue}:{approval}:{kind}` (kind: error, token) |
-| morning_digest | hourly; queued for 08:00 (tenant time) with that day's tasks of each group | `morning_digest:{tenant}:{group}:{date}` |
+    trigger         when                                        dedupe key, after `trigger:`
+    task_approved   an approval is registered                   {tenant}:{issue}:{approval}
+    reminder        hourly: approved tasks due within 24 h      {tenant}:{issue}:{date}
+    escalation      daily: errors left too long, overdue tasks  {tenant}:{issue}:{date}
+    escalation      a delivery failed, a token expired          failure:{tenant}:{issue}:{approval}:{kind}
+    morning_digest  hourly: a group's day, queued for 08:00     {tenant}:{group}:{date}
 """
 
 from __future__ import annotations

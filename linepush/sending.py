@@ -1,13 +1,9 @@
 """Sending the claimed group posts (linepush/push.py claims them) and recording each outcome.
 
-django-q2 workers push each claimed item (`push_send`) with the item's stored
-`X-Line-Retry-Key` (uuid5 of tenant and dedupe key, fixed at creation), and record the
-outcome, only for items still claimed by this worker's token. No transaction is held
-across an HTTP call.
-
-Exactly once: a key LINE already accepted answers 409, which is `sent`; a worker that
-dies after the push leaves its claim to expire, and the resend with the same key is
-that 409.
+Workers push each item with its stored `X-Line-Retry-Key` and record the outcome only while
+the item is still claimed by their token; no transaction is held across an HTTP call. A key
+LINE already accepted answers 409, which is `sent`: a worker that dies after the push leaves
+its claim to expire, and the resend with the same key is that 409, so a post goes out once.
 """
 
 from __future__ import annotations
@@ -40,9 +36,9 @@ Status = LinePushItem.Status
 # -- sending ------------------------------------------------------------------------------
 
 # The columns a task reads of its items: what it sends and what recording an outcome needs.
-# Not the rest (six more timestamps, the texts): decoding them was about a tenth of a
-# worker's CPU per post (docs/BENCHMARKS.md, LINE group posts). A column left out would
-# still be read, one query per item, when something asks for it.
+# Not the rest (the other timestamps, the texts): decoding them is worker CPU every post
+# would spend for nothing (docs/benchmarks/history/linepush.md, "reading only the columns
+# used"). A column left out is still read, one query per item, when something asks for it.
 SENDING_READS = (
     "tenant_id",
     "ext_group_id",
@@ -150,8 +146,8 @@ def _sent_outcome(outcome: Outcome) -> str:
 
 def _record_sent(sent: list[Outcome], token: str, now: datetime) -> int:
     """One UPDATE for the whole batch (the common case), only for items still claimed by us.
-    Each item's request id is its attempt's, just written: a subquery costs the same for 50
-    items as for one, where a CASE with a branch per item cost 0.1 ms of CPU per item to build."""
+    Each item's request id is its attempt's, just written, read by a subquery: the statement
+    stays the same whatever the batch, where a CASE needs a branch built for every item."""
     if not sent:
         return 0
     attempt = LinePushAttempt.objects.filter(item=OuterRef("pk")).order_by("-pk").values("request_id")[:1]
