@@ -1,1 +1,2 @@
-"""Channel transports: one class per channel, one module per outside service."""
+"""What deliveries knows of each channel: one package per channel (`<kind>/`), the registry
+that finds them, and the parts they share."""

@@ -1,1 +1,2 @@
-"""The hubspot channel: transport, publisher, template rules, effects and token upkeep."""
+"""The HubSpot channel: transport, publisher, template rules, approval, preview, correction,
+effects, token upkeep and account set-up."""

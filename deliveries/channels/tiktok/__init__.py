@@ -1,1 +1,2 @@
-"""The tiktok channel: transport, publisher, template rules, effects and token upkeep."""
+"""The TikTok channel: transport, publisher, template rules, approval, preview, correction,
+effects, token upkeep and account set-up."""
