@@ -5,6 +5,7 @@ preview, `/automedia send`), and say what was published.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 
 from backlog_bridge.body.task import ParsedTask, TemplateRef
@@ -84,3 +85,22 @@ def account_problems(*, tenant: Tenant, channel: str, content: dict | None, now:
             f"管理画面の「チャネルアカウント」か manage.py add_channel {tenant.slug} {channel} … で更新してください。"
         )
     return problems + channel_part(channel, "publisher").account_problems(account, content, now)
+
+
+@dataclass(frozen=True)
+class PostParts:
+    """What the rest of deliveries asks of a platform post's publisher, for one channel:
+    each publisher binds these to its module's names (deliveries/channels/publishing.py)."""
+
+    channel: str
+
+    def render(self, *, tenant: Tenant, parsed: ParsedTask, override: dict) -> dict:
+        return post_content(tenant=tenant, channel=self.channel, parsed=parsed, override=override)
+
+    def messages(self, content: dict) -> list[dict]:
+        return [post_message(self.channel, content)]
+
+    def send_problems(
+        self, *, tenant: Tenant, parsed: ParsedTask, override: dict, now: datetime
+    ) -> list[str]:
+        return post_check(tenant=tenant, channel=self.channel, parsed=parsed, override=override, now=now)[1]

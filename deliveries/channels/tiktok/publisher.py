@@ -15,12 +15,10 @@ from datetime import datetime, timedelta
 from django.db.models import Min
 from django.utils.dateparse import parse_datetime
 
-from backlog_bridge.body.task import ParsedTask
-from core.models import Tenant
 from core.timeutil import fmt_jst
 from deliveries.channels.models import ChannelAccount, ChannelPost
 from deliveries.channels.platform import PlatformError
-from deliveries.channels.posts import post_check, post_content, post_message, post_outcome, post_outcome_lines
+from deliveries.channels.posts import PostParts, post_outcome, post_outcome_lines
 from deliveries.channels.publisher import (
     Context,
     Done,
@@ -65,27 +63,9 @@ Phase = ChannelPost.Phase
 # -- what the rest of deliveries asks of this channel (deliveries/channels/publishing.py) --
 
 
-def render(*, tenant: Tenant, parsed: ParsedTask, override: dict) -> dict:
-    return post_content(
-        tenant=tenant, channel=ChannelAccount.Channel.TIKTOK, parsed=parsed, override=override
-    )
-
-
-def messages(content: dict) -> list[dict]:
-    return [post_message(ChannelAccount.Channel.TIKTOK, content)]
-
-
-def send_problems(*, tenant: Tenant, parsed: ParsedTask, override: dict, now: datetime) -> list[str]:
-    channel = ChannelAccount.Channel.TIKTOK
-    return post_check(tenant=tenant, channel=channel, parsed=parsed, override=override, now=now)[1]
-
-
-def outcome(summary: dict) -> dict:
-    return post_outcome(summary)
-
-
-def outcome_lines(outcome: dict) -> list[str]:
-    return post_outcome_lines(outcome)
+_PARTS = PostParts(ChannelAccount.Channel.TIKTOK)
+render, messages, send_problems = _PARTS.render, _PARTS.messages, _PARTS.send_problems
+outcome, outcome_lines = post_outcome, post_outcome_lines
 
 
 def publish(ctx: Context) -> Done | Wait:
