@@ -344,9 +344,10 @@ SCHEDULER_HELD_POLL_SECONDS = env.float("SCHEDULER_HELD_POLL_SECONDS", default=0
 # Rows run_scheduler claims per pass and queue (its --batch): a pass costs a dozen queries
 # whatever its size, so a burst or a drain takes few passes.
 SCHEDULER_BATCH = env.int("SCHEDULER_BATCH", default=200)
-# Claimed rows per `deliver_batch` task: django-q2's per-task cost is paid once per batch,
-# and a burst still spreads over the workers (200 claimed per pass = 20 tasks).
-DELIVERY_TASK_SIZE = env.int("DELIVERY_TASK_SIZE", default=10)
+# The most claimed rows one `deliver_batch` task runs. A pass's rows are spread evenly over
+# the deliverer's workers up to this many each (200 claimed per pass = 4 tasks of 50): a
+# task's own cost (django-q2's, its batch's reads, its refill) is paid once for its rows.
+DELIVERY_TASK_SIZE = env.int("DELIVERY_TASK_SIZE", default=50)
 # Preparing a send (deliveries/prepare.py): from this many seconds before it is due, and the
 # oldest issue read a send relies on (read again shortly before the second).
 DELIVERY_PREPARE_SECONDS = env.int("DELIVERY_PREPARE_SECONDS", default=30)

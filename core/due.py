@@ -110,7 +110,7 @@ def claim(
     read: int | None = None,
     choose: Choose | None = None,
     queued: bool = False,
-    group: int = 1,
+    group: int | Callable[[int], int] = 1,
     **changes,
 ) -> list[tuple[int, str]]:
     """Claim up to `limit` of `rows` (due rows, in the order to take them) that are free.
@@ -118,7 +118,7 @@ def claim(
     Returns (pk, token) pairs: `owner` for every row when given, else a new token per row
     ("" when the lease has no owner column; a queued one with `queued`, for rows handed to
     the broker; with `group`, each run of that many rows shares one, as the rows of one
-    task do). `read`: how many candidates to read (default `limit`); `choose`: which of
+    task do; a callable `group` is given how many rows were chosen). `read`: how many candidates to read (default `limit`); `choose`: which of
     them to take (e.g. a per-tenant capacity), at most `limit` are. `changes`: more columns
     set by the same UPDATE. A pass with nothing free is one read and no transaction.
     """
@@ -131,7 +131,7 @@ def claim(
         candidates = due_locked(rows, now=now, lease=lease) if skip_locked else rows.filter(lease.free(now))
         chosen_rows = _candidates(candidates, limit, read, choose)
         chosen = [row.pk for row in chosen_rows]
-        size = max(1, group)
+        size = max(1, group(len(chosen)) if callable(group) else group)
         runs = [(token_of(), chosen[start : start + size]) for start in range(0, len(chosen), size)]
         claimed = [(pk, token) for token, pks in runs for pk in pks]
         if not claimed:

@@ -8,6 +8,8 @@ Only sends are claimed here: a row at the write-back stage belongs to the write-
 from __future__ import annotations
 
 import functools
+import itertools
+import math
 from collections import Counter
 from datetime import datetime
 
@@ -51,7 +53,7 @@ def schedules_claim(
     *, now: datetime, limit: int = 50, tenants: list[int] | None = None, capacity: Capacity | None = None
 ) -> list[tuple[int, str]]:
     """Claim up to `limit` due sends; returns (schedule id, claim token) pairs, one token per
-    DELIVERY_TASK_SIZE rows in order: the rows `schedules_step` hands to one task. The rows
+    run of rows in order (`task_rows`): the rows `schedules_step` hands to one task. The rows
     of a tenant at its limit are not read at all, so another tenant's row due at the same
     second is never stuck behind them. `tenants`: only these tenants' rows (a batch's refill)."""
     capacity = capacity or Capacity(now)
@@ -68,12 +70,21 @@ def schedules_claim(
         read=limit * 2,
         choose=capacity.choose,
         queued=True,
-        group=task_size(),
+        group=task_rows,
     )
 
 
 def task_size() -> int:
+    """The most rows one `deliver_batch` task runs (and claims again as it refills)."""
     return max(1, settings.DELIVERY_TASK_SIZE)
+
+
+def task_rows(claimed: int) -> int:
+    """Rows per task for `claimed` rows: spread evenly over the deliverer's workers, at most
+    `task_size()` each. A task's own cost (django-q2's, the batch's reads, its refill's claim)
+    is paid once for its rows, so a burst goes out in as few tasks as keep every worker busy."""
+    workers = max(1, settings.Q_CLUSTER["ALT_CLUSTERS"][DELIVERY_QUEUE]["workers"])
+    return min(task_size(), max(1, math.ceil(claimed / workers)))
 
 
 def schedules_take(*, claims: list[tuple[int, str]], now: datetime) -> dict[int, Held]:
@@ -103,12 +114,10 @@ def schedules_step(*, now: datetime, limit: int) -> bool:
     loop's to watch: the tasks whose sends end claim them (`deliver_batch`), and a lost
     task's room comes back with its lease, seen by the next pass."""
     claimed = schedules_claim(now=now, limit=limit)
-    size = task_size()
     broker = delivery_broker()
     with enqueued_together(broker):
-        for start in range(0, len(claimed), size):
-            batch = claimed[start : start + size]
-            async_task("deliveries.tasks.deliver_batch", batch, cluster=DELIVERY_QUEUE, broker=broker)
+        for _, batch in itertools.groupby(claimed, key=lambda row: row[1]):  # one token per task
+            async_task("deliveries.tasks.deliver_batch", list(batch), cluster=DELIVERY_QUEUE, broker=broker)
     return bool(claimed)
 
 

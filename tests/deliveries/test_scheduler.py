@@ -113,21 +113,21 @@ def test_the_loop_step_enqueues_each_claimed_row_and_beats(monkeypatch):
     make_schedule()
     make_schedule(TenantFactory(slug="other"))
     command = Command()
-    command.name, command.batch, command.task_size = "test-scheduler", 50, 10
+    command.name, command.batch = "test-scheduler", 50
 
     with mock.patch("deliveries.scheduler.async_task") as enqueue:
         assert command.handle_one() is Pass.WORKED
         assert command.handle_one() is Pass.IDLE
 
-    [call] = enqueue.call_args_list  # both claims in one task
-    assert call.args[0] == "deliveries.tasks.deliver_batch"
-    assert sorted(schedule_id for schedule_id, _ in call.args[1]) == sorted(
+    calls = enqueue.call_args_list  # two rows, four workers: one task each
+    assert {call.args[0] for call in calls} == {"deliveries.tasks.deliver_batch"}
+    assert sorted(schedule_id for call in calls for schedule_id, _ in call.args[1]) == sorted(
         DeliverySchedule.objects.values_list("pk", flat=True)
     )
     # One broker for every task of the process: django-q2 would make one per task (with
     # Redis, a new connection each).
-    assert call.kwargs == {"cluster": "deliveries", "broker": delivery_broker()}
-    assert call.kwargs["broker"].list_key == "deliveries"
+    assert all(call.kwargs == {"cluster": "deliveries", "broker": delivery_broker()} for call in calls)
+    assert delivery_broker().list_key == "deliveries"
     assert SchedulerHeartbeat.objects.get(name="test-scheduler").last_beat is not None
 
 
@@ -186,7 +186,7 @@ def test_a_running_claim_is_never_taken_by_another_task():
 
 def test_the_loop_writes_its_heartbeat_at_most_once_a_second():
     command = Command()
-    command.name, command.batch, command.task_size = "test-scheduler", 50, 10
+    command.name, command.batch = "test-scheduler", 50
     start = timezone.now()
 
     with time_machine.travel(start, tick=False) as clock:
@@ -200,24 +200,57 @@ def test_the_loop_writes_its_heartbeat_at_most_once_a_second():
         assert SchedulerHeartbeat.objects.get(name="test-scheduler").last_beat == first + timedelta(seconds=1)
 
 
-def test_the_rows_of_one_task_share_one_queued_token_and_each_task_has_its_own(settings):
-    """One token per DELIVERY_TASK_SIZE rows: the claim's UPDATE has a branch per task, not per
-    row (building a CASE branch per row was a quarter of the scheduler's CPU in a burst)."""
-    settings.DELIVERY_TASK_SIZE = 3
-    tenant = TenantFactory(slug="acme", max_concurrent_deliveries=10)
-    for _ in range(7):
-        make_schedule(tenant)
+def _deliverer_workers(settings, workers: int) -> None:
+    clusters = {**settings.Q_CLUSTER["ALT_CLUSTERS"], "deliveries": {"workers": workers}}
+    settings.Q_CLUSTER = {**settings.Q_CLUSTER, "ALT_CLUSTERS": clusters}
 
+
+def _tasks_of_one_pass(rows: int) -> list[list[tuple[int, str]]]:
+    tenant = TenantFactory(max_concurrent_deliveries=rows)
+    for _ in range(rows):
+        make_schedule(tenant)
     with mock.patch("deliveries.scheduler.async_task") as enqueue:
         assert schedules_step(now=timezone.now(), limit=50) is True
+    return [call.args[1] for call in enqueue.call_args_list]
 
-    tasks = [call.args[1] for call in enqueue.call_args_list]
+
+def test_the_rows_of_one_task_share_one_queued_token_and_each_task_has_its_own(settings):
+    """One token per task: the claim's UPDATE has a branch per task, not per row (building a
+    CASE branch per row was a quarter of the scheduler's CPU in a burst)."""
+    settings.DELIVERY_TASK_SIZE = 3
+    _deliverer_workers(settings, 1)
+
+    tasks = _tasks_of_one_pass(7)
+
     assert [len(rows) for rows in tasks] == [3, 3, 1]
     tokens = [{token for _, token in rows} for rows in tasks]
     assert all(len(t) == 1 for t in tokens) and len(set.union(*tokens)) == 3
     assert all(next(iter(t)).startswith(QUEUED) for t in tokens)
     stored = dict(DeliverySchedule.objects.values_list("pk", "claimed_by"))
     assert all(stored[pk] == token for rows in tasks for pk, token in rows)
+
+
+@pytest.mark.parametrize(
+    ("rows", "workers", "task_size", "sizes"),
+    [
+        (9, 2, 50, [5, 4]),  # a burst: as few tasks as keep every worker busy
+        (7, 4, 50, [2, 2, 2, 1]),
+        (2, 4, 50, [1, 1]),  # fewer rows than workers: one each
+        (30, 2, 10, [10, 10, 10]),  # never more than DELIVERY_TASK_SIZE in one task
+    ],
+)
+def test_a_pass_spreads_its_rows_evenly_over_the_deliverers_workers(
+    settings, rows, workers, task_size, sizes
+):
+    """A task's own cost (django-q2's, its batch's reads, its refill) is paid once for its
+    rows: ten rows a task made a burst of 1,000 cost a hundred of them."""
+    settings.DELIVERY_TASK_SIZE = task_size
+    _deliverer_workers(settings, workers)
+
+    tasks = _tasks_of_one_pass(rows)
+
+    assert [len(rows) for rows in tasks] == sizes
+    assert len({token for rows in tasks for _, token in rows}) == len(sizes)
 
 
 def test_the_loop_lets_django_check_its_connection_once_a_second_not_on_every_pass(monkeypatch):

@@ -67,7 +67,7 @@ def enqueue(
 def step() -> Pass:
     """One pass of `run_scheduler` (django-q2 runs the worker task inline in tests)."""
     command = Command()
-    command.name, command.batch, command.task_size = "test-scheduler", 50, 10
+    command.name, command.batch = "test-scheduler", 50
     return command.handle_one()
 
 
