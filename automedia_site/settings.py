@@ -345,8 +345,9 @@ SCHEDULER_HELD_POLL_SECONDS = env.float("SCHEDULER_HELD_POLL_SECONDS", default=0
 # whatever its size, so a burst or a drain takes few passes.
 SCHEDULER_BATCH = env.int("SCHEDULER_BATCH", default=200)
 # The most claimed rows one `deliver_batch` task runs. A pass's rows are spread evenly over
-# the deliverer's workers up to this many each (200 claimed per pass = 4 tasks of 50): a
-# task's own cost (django-q2's, its batch's reads, its refill) is paid once for its rows.
+# the deliverers' workers (DELIVERY_WORKERS × DATABASE_PROCESSES' deliverers) up to this
+# many each: a task's own cost (django-q2's, its batch's reads, its refill) is paid once
+# for its rows.
 DELIVERY_TASK_SIZE = env.int("DELIVERY_TASK_SIZE", default=50)
 # Preparing a send (deliveries/prepare.py): from this many seconds before it is due, and the
 # oldest issue read a send relies on (read again shortly before the second).

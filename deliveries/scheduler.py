@@ -80,10 +80,12 @@ def task_size() -> int:
 
 
 def task_rows(claimed: int) -> int:
-    """Rows per task for `claimed` rows: spread evenly over the deliverer's workers, at most
-    `task_size()` each. A task's own cost (django-q2's, the batch's reads, its refill's claim)
-    is paid once for its rows, so a burst goes out in as few tasks as keep every worker busy."""
-    workers = max(1, settings.Q_CLUSTER["ALT_CLUSTERS"][DELIVERY_QUEUE]["workers"])
+    """Rows per task for `claimed` rows: spread evenly over the deliverers' workers
+    (DELIVERY_WORKERS times the deliverers of DATABASE_PROCESSES), at most `task_size()`
+    each. A task's own cost (django-q2's, the batch's reads, its refill's claim) is paid once
+    for its rows, so a burst goes out in as few tasks as keep every worker busy."""
+    deliverers = max(1, settings.DATABASE_PROCESSES.get("deliverer", 1))
+    workers = max(1, settings.Q_CLUSTER["ALT_CLUSTERS"][DELIVERY_QUEUE]["workers"]) * deliverers
     return min(task_size(), max(1, math.ceil(claimed / workers)))
 
 
@@ -109,10 +111,11 @@ def delivery_broker() -> Broker:
 
 
 def schedules_step(*, now: datetime, limit: int) -> bool:
-    """run_scheduler's step for due schedules: claim them and hand them, a few per task,
-    to django-q2 `deliver_batch` tasks. Rows a tenant's limit leaves behind are not the
-    loop's to watch: the tasks whose sends end claim them (`deliver_batch`), and a lost
-    task's room comes back with its lease, seen by the next pass."""
+    """run_scheduler's step for due schedules: claim them and hand them to django-q2
+    `deliver_batch` tasks, spread over the deliverer's workers (`task_rows`). Rows a
+    tenant's limit leaves behind are not the loop's to watch: the tasks whose sends end
+    claim them (`deliver_batch`), and a lost task's room comes back with its lease, seen by
+    the next pass."""
     claimed = schedules_claim(now=now, limit=limit)
     broker = delivery_broker()
     with enqueued_together(broker):

@@ -230,6 +230,11 @@ def patches(stack: Stack) -> list[Patch]:
 def run(campaign: Campaign, seed: int, tmp: Path, say: Callable[[str], None]) -> Tally:
     rng = random.Random(f"{seed}:{campaign.name}")
     env = production_env()
+    # As an operator sets it for what runs: the connection check and the scheduler's spread
+    # of a pass over every deliverer's workers read it.
+    env["DATABASE_PROCESSES"] = (
+        f"web=1,worker=1,deliverer={campaign.deliverers},scheduler={campaign.schedulers}"
+    )
     url = None
     if campaign.database == "postgres+redis":
         redis_flush(REDIS_URL)

@@ -200,9 +200,10 @@ def test_the_loop_writes_its_heartbeat_at_most_once_a_second():
         assert SchedulerHeartbeat.objects.get(name="test-scheduler").last_beat == first + timedelta(seconds=1)
 
 
-def _deliverer_workers(settings, workers: int) -> None:
+def _deliverer_workers(settings, workers: int, deliverers: int = 1) -> None:
     clusters = {**settings.Q_CLUSTER["ALT_CLUSTERS"], "deliveries": {"workers": workers}}
     settings.Q_CLUSTER = {**settings.Q_CLUSTER, "ALT_CLUSTERS": clusters}
+    settings.DATABASE_PROCESSES = {**settings.DATABASE_PROCESSES, "deliverer": deliverers}
 
 
 def _tasks_of_one_pass(rows: int) -> list[list[tuple[int, str]]]:
@@ -231,21 +232,22 @@ def test_the_rows_of_one_task_share_one_queued_token_and_each_task_has_its_own(s
 
 
 @pytest.mark.parametrize(
-    ("rows", "workers", "task_size", "sizes"),
+    ("rows", "workers", "deliverers", "task_size", "sizes"),
     [
-        (9, 2, 50, [5, 4]),  # a burst: as few tasks as keep every worker busy
-        (7, 4, 50, [2, 2, 2, 1]),
-        (2, 4, 50, [1, 1]),  # fewer rows than workers: one each
-        (30, 2, 10, [10, 10, 10]),  # never more than DELIVERY_TASK_SIZE in one task
+        (9, 2, 1, 50, [5, 4]),  # a burst: as few tasks as keep every worker busy
+        (7, 4, 1, 50, [2, 2, 2, 1]),
+        (2, 4, 1, 50, [1, 1]),  # fewer rows than workers: one each
+        (9, 2, 2, 50, [3, 3, 3]),  # every deliverer's workers
+        (30, 2, 1, 10, [10, 10, 10]),  # never more than DELIVERY_TASK_SIZE in one task
     ],
 )
 def test_a_pass_spreads_its_rows_evenly_over_the_deliverers_workers(
-    settings, rows, workers, task_size, sizes
+    settings, rows, workers, deliverers, task_size, sizes
 ):
     """A task's own cost (django-q2's, its batch's reads, its refill) is paid once for its
-    rows: ten rows a task made a burst of 1,000 cost a hundred of them."""
+    rows, so a burst goes out in as few tasks as keep every worker busy."""
     settings.DELIVERY_TASK_SIZE = task_size
-    _deliverer_workers(settings, workers)
+    _deliverer_workers(settings, workers, deliverers)
 
     tasks = _tasks_of_one_pass(rows)
 
