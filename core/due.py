@@ -118,9 +118,10 @@ def claim(
     Returns (pk, token) pairs: `owner` for every row when given, else a new token per row
     ("" when the lease has no owner column; a queued one with `queued`, for rows handed to
     the broker; with `group`, each run of that many rows shares one, as the rows of one
-    task do; a callable `group` is given how many rows were chosen). `read`: how many candidates to read (default `limit`); `choose`: which of
-    them to take (e.g. a per-tenant capacity), at most `limit` are. `changes`: more columns
-    set by the same UPDATE. A pass with nothing free is one read and no transaction.
+    task do; a callable `group` is given how many rows were chosen). `read`: how many
+    candidates to read (default `limit`); `choose`: which of them to take (e.g. a
+    per-tenant capacity), at most `limit` are. `changes`: more columns set by the same
+    UPDATE. A pass with nothing free is one read and no transaction.
     """
     rows = _rows(rows)
     if not any_free(rows, now=now, lease=lease):  # an idle pass: no transaction, no `choose`

@@ -112,7 +112,7 @@ def delivery_broker() -> Broker:
 
 def schedules_step(*, now: datetime, limit: int) -> bool:
     """run_scheduler's step for due schedules: claim them and hand them to django-q2
-    `deliver_batch` tasks, spread over the deliverer's workers (`task_rows`). Rows a
+    `deliver_batch` tasks, spread over the deliverers' workers (`task_rows`). Rows a
     tenant's limit leaves behind are not the loop's to watch: the tasks whose sends end
     claim them (`deliver_batch`), and a lost task's room comes back with its lease, seen by
     the next pass."""

@@ -71,7 +71,7 @@ class Tally:
 
 
 def _s(value: float | None) -> str:
-    return "-" if value is None else f"{value:.1f} s"
+    return "-" if value is None else f"{value:.2f} s"
 
 
 def percentile(sorted_values: Sequence[float], p: float) -> float | None:

@@ -59,7 +59,7 @@ def test_it_counts_a_group_without_an_accepted_push_as_lost_and_prints_one_line(
     assert line.startswith(
         "kill-pg: 4 due | delivered once 1, lost 3, waiting for a retry 0, double 0 | written back once 1"
     )
-    assert "lateness p50 70.0 s p99 70.0 s max 70.0 s, over 60 s 1 | killed 0" in line
+    assert "lateness p50 70.00 s p99 70.00 s max 70.00 s, over 60 s 1 | killed 0" in line
 
 
 def test_it_takes_nearest_rank_percentiles():
