@@ -16,7 +16,7 @@ import time_machine
 from core.timeutil import JST
 from deliveries.models import STATUS_ERROR, ContentTask, DeliverySchedule, MessageTemplate
 from linepush.models import LinePlan, LinePushSettings
-from tests.helpers.backlog import approve, body, status_of, texts
+from tests.helpers.backlog import approve, body, reply_to, status_of, texts
 from tests.helpers.channels import channel_body, channel_template
 
 pytestmark = pytest.mark.usefixtures("httpx_engine")  # respx sees only httpx
@@ -286,17 +286,11 @@ def test_a_valid_platform_post_is_scheduled_with_its_rules_checked(fake_backlog,
 # -- the other ways in: /automedia send, the preview ----------------------------------------------
 
 
-def say(fake_backlog, pump, tenant, key: str, text: str) -> str:
-    fake_backlog.add_comment(key, text)
-    pump(tenant)
-    return texts(fake_backlog, key)[-1]
-
-
 def test_automedia_send_runs_the_same_checks(fake_backlog, tenant, pump, issue, line_api):
     line_api.routes["validate"].respond(400, json=REJECTED)
     key = issue()
 
-    reply = say(fake_backlog, pump, tenant, key, "/automedia send template=announce_open@r1")
+    reply = reply_to(fake_backlog, pump, tenant, key, "/automedia send template=announce_open@r1")
 
     assert reply.startswith("[automedia] 送信できません:")
     assert "messages[0].text: Length must be between 0 and 5000" in reply
@@ -307,7 +301,7 @@ def test_the_preview_shows_the_validation_and_the_forecast(fake_backlog, tenant,
     on_plan(tenant, "light")
     key = issue()
 
-    reply = say(fake_backlog, pump, tenant, key, "/automedia preview")
+    reply = reply_to(fake_backlog, pump, tenant, key, "/automedia preview")
 
     assert "- 承認時の確認: LINE 検証: OK / クォータ見込み: 3 通（今月 182 / 5,000）" in reply
     assert len(validate_calls(line_api)) == 1
@@ -318,7 +312,7 @@ def test_the_preview_lists_lines_reasons_as_problems(fake_backlog, tenant, pump,
     line_api.routes["validate"].respond(400, json=REJECTED)
     key = issue()
 
-    reply = say(fake_backlog, pump, tenant, key, "/automedia preview")
+    reply = reply_to(fake_backlog, pump, tenant, key, "/automedia preview")
 
     assert "  - LINE がメッセージを受け付けません（validate/multicast）: messages[0].text" in reply
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import time
 from datetime import datetime, timedelta
 
@@ -15,31 +16,16 @@ from core.timeutil import JST
 from deliveries.models import DeliverySchedule, MessageTemplate
 from sandbox.anthropic import AnthropicReply, FakeAnthropic
 from sandbox.backlog import BOT, HUMAN
-from tests.helpers.backlog import body, texts, webhook_url
+from tests.helpers.backlog import STRANGER, body, reply_to, texts, webhook_url
 from tests.helpers.deliveries import MULTICAST, fire
 
 NOW = datetime(2026, 12, 1, 9, 0, tzinfo=JST)
-STRANGER = {
-    "id": 2002,
-    "userId": "guest",
-    "name": "外部 ゲスト",
-    "roleType": 2,
-    "lang": "ja",
-    "mailAddress": None,
-}
 
 
 @pytest.fixture
 def say(fake_backlog, pump, tenant):
     """Post a comment as a user and deliver the resulting webhooks."""
-
-    def comment(key: str, text: str, **kwargs) -> str:
-        with time_machine.travel(NOW, tick=True):
-            fake_backlog.add_comment(key, text, **kwargs)
-            pump(tenant)
-        return texts(fake_backlog, key)[-1]
-
-    return comment
+    return functools.partial(reply_to, fake_backlog, pump, tenant, at=NOW)
 
 
 def schedule_of(key: str) -> DeliverySchedule | None:

@@ -3,15 +3,15 @@ through the webhook with the fake Backlog and the fake platforms."""
 
 from __future__ import annotations
 
+import functools
 from datetime import datetime, timedelta
 
 import pytest
-import time_machine
 
 from core.timeutil import JST
 from deliveries.channels.models import ChannelAccount, ChannelPost
 from deliveries.models import DeliveryAttempt, DeliverySchedule, MessageTemplate
-from tests.helpers.backlog import texts
+from tests.helpers.backlog import reply_to
 from tests.helpers.channels import channel_body, channel_template
 from tests.helpers.deliveries import fire
 
@@ -27,13 +27,7 @@ def _no_ai_review(settings):
 def say(fake_backlog, pump, tenant):
     """Post a comment as an operator and deliver the resulting webhooks; returns automedia's reply."""
 
-    def comment(key: str, text: str) -> str:
-        with time_machine.travel(NOW, tick=True):
-            fake_backlog.add_comment(key, text)
-            pump(tenant)
-        return texts(fake_backlog, key)[-1]
-
-    return comment
+    return functools.partial(reply_to, fake_backlog, pump, tenant, at=NOW)
 
 
 def schedule_of(key: str) -> DeliverySchedule | None:

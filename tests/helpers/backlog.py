@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import json
+from contextlib import nullcontext
+from datetime import datetime
 from pathlib import Path
+
+import time_machine
 
 from tests.helpers.factories import TenantFactory
 
@@ -57,6 +61,26 @@ def approve(fake_backlog, pump, tenant, key: str) -> None:
 
 def status_of(fake_backlog, key: str) -> str:
     return fake_backlog.issue(key)["status"]["name"]
+
+
+# A Backlog user who is not a member of the tenant's project.
+STRANGER = {
+    "id": 2002,
+    "userId": "guest",
+    "name": "外部 ゲスト",
+    "roleType": 2,
+    "lang": "ja",
+    "mailAddress": None,
+}
+
+
+def reply_to(fake_backlog, pump, tenant, key: str, text: str, *, at: datetime | None = None, **kwargs) -> str:
+    """Post a comment as a user (at `at`, the clock running on), deliver the webhooks it
+    makes, and return the issue's last comment: automedia's reply."""
+    with time_machine.travel(at, tick=True) if at is not None else nullcontext():
+        fake_backlog.add_comment(key, text, **kwargs)
+        pump(tenant)
+    return texts(fake_backlog, key)[-1]
 
 
 def texts(fake_backlog, key: str) -> list[str]:

@@ -4,41 +4,27 @@ Backlog and the fake LINE."""
 
 from __future__ import annotations
 
+import functools
 from datetime import datetime
 
 import pytest
-import time_machine
 
 from core.timeutil import JST
 from deliveries.channels.line.correction import chunk_retry_key
 from deliveries.models import ContentTask, DeliveryAttempt, DeliveryCorrection
-from tests.helpers.backlog import body, texts
+from tests.helpers.backlog import STRANGER, body, reply_to
 from tests.helpers.channels import channel_body
 from tests.helpers.deliveries import MULTICAST, fire
 from tests.helpers.linepush import PUSH
 
 AFTER = datetime(2026, 12, 10, 11, 0, tzinfo=JST)
 G1, G2 = "C" + "1" * 32, "C" + "2" * 32
-STRANGER = {
-    "id": 2002,
-    "userId": "guest",
-    "name": "外部 ゲスト",
-    "roleType": 2,
-    "lang": "ja",
-    "mailAddress": None,
-}
 CORRECTION = "【訂正】営業時間は 8:00-18:00 の誤りでした。"
 
 
 @pytest.fixture
 def say(fake_backlog, pump, tenant):
-    def comment(key: str, text: str, **kwargs) -> str:
-        with time_machine.travel(AFTER, tick=True):
-            fake_backlog.add_comment(key, text, **kwargs)
-            pump(tenant)
-        return texts(fake_backlog, key)[-1]
-
-    return comment
+    return functools.partial(reply_to, fake_backlog, pump, tenant, at=AFTER)
 
 
 @pytest.fixture
