@@ -70,7 +70,7 @@ def schedules_claim(
         read=limit * 2,
         choose=capacity.choose,
         queued=True,
-        group=task_rows,
+        group=task_rows if tenants is None else limit,  # a refill's rows are its own task's
     )
 
 
