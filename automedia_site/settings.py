@@ -16,6 +16,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.utils.translation import gettext_lazy as _
 
 from automedia_site.database import database
+from automedia_site.workers import delivery_workers, host_cores
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -166,6 +167,7 @@ TEMPLATES = [
 DATABASE_POOL_MAX_SIZE = env.int("DATABASE_POOL_MAX_SIZE", default=3)
 _processes = {"web": 1, "worker": 1, "deliverer": 1, "scheduler": 1}
 DATABASE_PROCESSES = {k: int(n) for k, n in env.dict("DATABASE_PROCESSES", default=_processes).items()}
+_deliverer_share = delivery_workers(deliverers=DATABASE_PROCESSES.get("deliverer", 1), cores=host_cores())
 DATABASES = {"default": database(env, BASE_DIR, pool_max_size=DATABASE_POOL_MAX_SIZE)}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -204,7 +206,7 @@ Q_CLUSTER = {
     # ignores it); core/orm_broker.py.
     "ALT_CLUSTERS": {
         "deliveries": {
-            "workers": env.int("DELIVERY_WORKERS", default=4),
+            "workers": env.int("DELIVERY_WORKERS", default=_deliverer_share),  # automedia_site/workers.py
             "save_limit": -1,
             "bulk": env.int("DELIVERY_BULK", default=4),
         }

@@ -47,6 +47,7 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from automedia_site.workers import delivery_workers, host_cores  # noqa: E402
 from bench import platform_phases  # noqa: E402
 from bench.machine import calibration  # noqa: E402
 from sandbox.backlog import RecordedRequest as BacklogRequest  # noqa: E402
@@ -276,9 +277,12 @@ def burst_result(
 # -- the stack --------------------------------------------------------------------------
 
 
-def start_processes(stack: Stack, delivery_workers: int) -> None:
-    """The Procfile's worker, deliverer and scheduler: one of each."""
-    deliverer = {"Q_CLUSTER_NAME": "deliveries", "DELIVERY_WORKERS": str(delivery_workers)}
+def start_processes(stack: Stack, workers: int | None) -> None:
+    """The Procfile's worker, deliverer and scheduler: one of each. The deliverer runs
+    `workers` workers, or as many as it would by default (DELIVERY_WORKERS unset)."""
+    deliverer = {"Q_CLUSTER_NAME": "deliveries"}
+    if workers is not None:
+        deliverer["DELIVERY_WORKERS"] = str(workers)
     stack.spawn("deliverer", "qcluster", env=deliverer)
     stack.spawn("worker", "qcluster")
     stack.spawn("scheduler", "run_scheduler")
@@ -697,7 +701,7 @@ def run_database(args: argparse.Namespace, database: str, broker: str, tmp: Path
     ]
     return DatabaseRun(
         database,
-        args.delivery_workers,
+        args.delivery_workers or delivery_workers(deliverers=1, cores=host_cores()),
         args.register,
         len(keys),
         samples,
@@ -907,7 +911,12 @@ def parse_args() -> argparse.Namespace:
         default=60,
         help="Backlog writes a minute the fake enforces from the campaign on (0: none)",
     )
-    parser.add_argument("--delivery-workers", type=int, default=4, help="DELIVERY_WORKERS of the deliverer")
+    parser.add_argument(
+        "--delivery-workers",
+        type=int,
+        default=None,
+        help="DELIVERY_WORKERS of the deliverer (default: unset)",
+    )
     parser.add_argument(
         "--register", choices=["scan", "webhooks"], default="scan", help="how the schedules are made"
     )

@@ -10,6 +10,8 @@ import uuid
 
 from django.conf import settings
 
+from automedia_site.workers import delivery_workers, host_cores
+
 REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
 ROUND_TRIP = """
 import django, os
@@ -91,6 +93,27 @@ def test_the_deliveries_queue_keeps_no_success_rows_and_takes_its_tasks_several_
     assert conf(Q_CLUSTER_NAME="deliveries")[2] == "4"  # its pusher takes 4 tasks at once
     assert conf()[0] == "250"
     assert conf()[2] == "1"  # the default queue's, one at a time
+
+
+def test_without_delivery_workers_the_deliverers_share_the_hosts_cores():
+    def workers(**env) -> int:
+        base = {k: v for k, v in os.environ.items() if k not in ("DELIVERY_WORKERS", "DATABASE_PROCESSES")}
+        env = {
+            **base,
+            "DJANGO_SETTINGS_MODULE": "automedia_site.test_settings",
+            "Q_CLUSTER_NAME": "deliveries",
+            **env,
+        }
+        done = subprocess.run(
+            [sys.executable, "-c", SAVE_LIMIT], env=env, capture_output=True, text=True, cwd=settings.BASE_DIR
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        return int(done.stdout.split()[1])
+
+    cores = host_cores()
+    assert workers() == delivery_workers(deliverers=1, cores=cores)
+    assert workers(DATABASE_PROCESSES="web=1,deliverer=4") == delivery_workers(deliverers=4, cores=cores)
+    assert workers(DATABASE_PROCESSES="web=1,deliverer=4", DELIVERY_WORKERS="5") == 5
 
 
 def test_the_orm_brokers_poll_is_q_poll_seconds():
