@@ -75,40 +75,36 @@ print(Conf.SAVE_LIMIT, Conf.WORKERS, Conf.BULK)
 """
 
 
+def cluster_conf(**env) -> list[str]:
+    """A qcluster's SAVE_LIMIT, WORKERS and BULK as django-q2 reads them from `env` (the
+    queue and worker settings under test removed from this process's own environment)."""
+    unset = ("Q_CLUSTER_NAME", "DELIVERY_WORKERS", "DATABASE_PROCESSES")
+    base = {k: v for k, v in os.environ.items() if k not in unset}
+    env = {**base, "DJANGO_SETTINGS_MODULE": "automedia_site.test_settings", **env}
+    done = subprocess.run(
+        [sys.executable, "-c", SAVE_LIMIT], env=env, capture_output=True, text=True, cwd=settings.BASE_DIR
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout.split()
+
+
 def test_the_deliveries_queue_keeps_no_success_rows_and_takes_its_tasks_several_at_once():
     """Each push and delivery records its own outcome; the deliveries cluster's monitor
     skips django_q's Success row, which cost a read of up to 250 pickled rows per task. Its
     pusher takes DELIVERY_BULK tasks from the ORM broker at once (core/orm_broker.py)."""
-
-    def conf(**env) -> list[str]:
-        base = {k: v for k, v in os.environ.items() if k != "Q_CLUSTER_NAME"}
-        env = {**base, "DJANGO_SETTINGS_MODULE": "automedia_site.test_settings", **env}
-        done = subprocess.run(
-            [sys.executable, "-c", SAVE_LIMIT], env=env, capture_output=True, text=True, cwd=settings.BASE_DIR
-        )
-        assert done.returncode == 0, done.stderr[-2000:]
-        return done.stdout.split()
-
-    assert conf(Q_CLUSTER_NAME="deliveries", DELIVERY_WORKERS="3", DELIVERY_BULK="6") == ["-1", "3", "6"]
-    assert conf(Q_CLUSTER_NAME="deliveries")[2] == "4"  # its pusher takes 4 tasks at once
-    assert conf()[0] == "250"
-    assert conf()[2] == "1"  # the default queue's, one at a time
+    assert cluster_conf(Q_CLUSTER_NAME="deliveries", DELIVERY_WORKERS="3", DELIVERY_BULK="6") == [
+        "-1",
+        "3",
+        "6",
+    ]
+    assert cluster_conf(Q_CLUSTER_NAME="deliveries")[2] == "4"  # its pusher takes 4 tasks at once
+    assert cluster_conf()[0] == "250"
+    assert cluster_conf()[2] == "1"  # the default queue's, one at a time
 
 
 def test_without_delivery_workers_the_deliverers_share_the_hosts_cores():
     def workers(**env) -> int:
-        base = {k: v for k, v in os.environ.items() if k not in ("DELIVERY_WORKERS", "DATABASE_PROCESSES")}
-        env = {
-            **base,
-            "DJANGO_SETTINGS_MODULE": "automedia_site.test_settings",
-            "Q_CLUSTER_NAME": "deliveries",
-            **env,
-        }
-        done = subprocess.run(
-            [sys.executable, "-c", SAVE_LIMIT], env=env, capture_output=True, text=True, cwd=settings.BASE_DIR
-        )
-        assert done.returncode == 0, done.stderr[-2000:]
-        return int(done.stdout.split()[1])
+        return int(cluster_conf(Q_CLUSTER_NAME="deliveries", **env)[1])
 
     cores = host_cores()
     assert workers() == delivery_workers(deliverers=1, cores=cores)
