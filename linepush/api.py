@@ -2,8 +2,9 @@
 
 A per-tenant Bearer token (`manage.py linepush_token SLUG`, only its SHA-256 stored) may
 post the trigger types it lists, throttled by `LINEPUSH_API_THROTTLE_RATE`; its posts wait
-for a manager unless it skips approval. Dedupe keys are per tenant, so the API never tells
-whether a key exists elsewhere. The answers: docs/USAGE.md, "LINE group posts".
+for a manager unless it skips approval. Each token's dedupe keys are its own: a key of
+automedia's producers or another token of the tenant is a 409 without that post, and
+another tenant's keys are never seen. The answers: docs/USAGE.md, "LINE group posts".
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from core.models import Tenant
 from deliveries.channels.line import validate_line_messages
 from linepush.inbound_models import api_token_hash
 from linepush.models import LineApiToken, LinePushItem, Trigger
-from linepush.services import PushInvalid, push_enqueue
+from linepush.services import PushInvalid, PushKeyTaken, push_enqueue
 
 GROUP_ID = re.compile(r"[CR][0-9A-Za-z_\-]{1,63}")
 # A post "now" from a caller whose clock runs a little behind is fine; one dated further
@@ -203,7 +204,10 @@ class PushItemCreateView(APIView):
         responses={
             201: PushItemOut,
             200: OpenApiResponse(
-                PushItemOut, description="このテナントに同じ dedupe_key の投稿が既にある（何もしない）"
+                PushItemOut, description="このトークンが同じ dedupe_key で投稿済み（何もしない）"
+            ),
+            409: OpenApiResponse(
+                description="この dedupe_key は automedia 自身の投稿か別のトークンが使用中（何もしない）"
             ),
             400: OpenApiResponse(description="入力の問題（項目ごとの理由）"),
             401: OpenApiResponse(description="API トークンがない、または無効"),
@@ -222,10 +226,14 @@ class PushItemCreateView(APIView):
             item, created = push_enqueue(
                 tenant=request.user.tenant,
                 approval_required=not token.skip_approval,
+                api_token=token,
                 **data.validated_data,
             )
         except PushInvalid as exc:
             return Response({"non_field_errors": exc.problems}, status=status.HTTP_400_BAD_REQUEST)
+        except PushKeyTaken as exc:
+            # Nothing of the other post (payload, group, error) goes to the caller.
+            return Response({"dedupe_key": [str(exc)]}, status=status.HTTP_409_CONFLICT)
         return Response(
             PushItemOut(item).data, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK
         )

@@ -105,6 +105,23 @@ class LineSource(models.Model):
         return max(1, self.member_count or 1)
 
 
+# Who queues posts: automedia's producers by name, and the API's tokens.
+API_ORIGIN = "api"
+ORIGINS = {
+    "task_approved": "タスク承認",
+    "reminder": "リマインダー",
+    "escalation": "エスカレーション",
+    "failure_notice": "配信失敗の通知",
+    "morning_digest": "朝のダイジェスト",
+    API_ORIGIN: "API",
+}
+
+
+def token_space(token: LineApiToken) -> str:
+    """An API token's own dedupe space."""
+    return f"token:{token.pk}"
+
+
 _PENDING = models.Q(status="pending")  # LinePushItem.Status.PENDING
 
 
@@ -131,9 +148,26 @@ class LinePushItem(models.Model):
     payload = models.JSONField(_("メッセージ"), help_text=_("LINE メッセージオブジェクトの配列（1〜5 件）"))
     source_table = models.CharField(_("発生元テーブル"), max_length=64, blank=True)
     source_id = models.CharField(_("発生元ID"), max_length=128, blank=True)
-    # Unique per tenant (Meta): a key is a tenant's own name for a post, never a claim on
-    # another tenant's.
+    # Unique per tenant and space (Meta): a key is a tenant's own name for a post, never a
+    # claim on another tenant's. automedia's producers share the space "" and each API token
+    # has its own ("token:<id>"), so a token can neither take a producer's predictable key
+    # (`task_approved:<slug>:<issue>:<seq>`) nor another token's.
     dedupe_key = models.CharField(_("重複排除キー"), max_length=255)
+    dedupe_space = models.CharField(_("重複排除キーの空間"), max_length=32, blank=True, editable=False)
+    # Who queued it: the producer's name (ORIGINS), or "api" with the token.
+    origin = models.CharField(
+        _("発生元"), max_length=32, blank=True, editable=False, choices=list(ORIGINS.items())
+    )
+    api_token = models.ForeignKey(
+        LineApiToken,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        editable=False,
+        related_name="+",
+        db_index=False,  # Meta: indexed where set
+        verbose_name=_("API トークン"),
+    )
     # The `X-Line-Retry-Key` of every attempt, fixed when the item is created: a later change
     # of how keys are derived never changes the key of a post LINE may already have accepted.
     retry_key = models.CharField(_("再送キー"), max_length=36, blank=True, editable=False)
@@ -177,7 +211,9 @@ class LinePushItem(models.Model):
         verbose_name_plural = pgettext_lazy("models", "LINE 投稿")
         ordering = ["-created_at"]
         constraints = [
-            models.UniqueConstraint(fields=["tenant", "dedupe_key"], name="uniq_line_push_dedupe_key")
+            models.UniqueConstraint(
+                fields=["tenant", "dedupe_space", "dedupe_key"], name="uniq_line_push_dedupe_key"
+            )
         ]
         indexes = [
             # The claim reads the due rows in (scheduled_at, id) order and counts the ones in
@@ -195,6 +231,11 @@ class LinePushItem(models.Model):
                 condition=models.Q(approved_by__isnull=False),
             ),
             models.Index(
+                fields=["api_token"],
+                name="line_push_api_token_idx",
+                condition=models.Q(api_token__isnull=False),
+            ),
+            models.Index(
                 fields=["rejected_by"],
                 name="line_push_rejected_by_idx",
                 condition=models.Q(rejected_by__isnull=False),
@@ -210,13 +251,21 @@ class LinePushItem(models.Model):
         super().save(*args, **kwargs)
 
     def derived_retry_key(self) -> str:
-        """A UUID from tenant and dedupe key: two tenants' equal keys never share one.
+        """A UUID from tenant, space and dedupe key: two tenants' or origins' equal keys never
+        share one.
 
         LINE accepts a request with a given retry key once in 24 h
         (https://developers.line.biz/en/docs/messaging-api/retrying-api-request/), and tenants
         may post through the same channel.
         """
-        return str(uuid.uuid5(RETRY_KEY_NAMESPACE, f"{self.tenant_id}:{self.dedupe_key}"))
+        space = f"{self.dedupe_space}:" if self.dedupe_space else ""
+        return str(uuid.uuid5(RETRY_KEY_NAMESPACE, f"{self.tenant_id}:{space}{self.dedupe_key}"))
+
+    @property
+    def origin_label(self) -> str:
+        if self.origin == API_ORIGIN:
+            return f"API トークン「{self.api_token}」" if self.api_token else "API トークン（削除済み）"
+        return f"automedia（{ORIGINS.get(self.origin, self.origin or '不明')}）"
 
     def may_send(self, source: LineSource | None) -> str:
         """Why this item may not be posted to `source`; empty when it may."""

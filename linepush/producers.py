@@ -64,8 +64,9 @@ def _text(text: str) -> list[dict]:
     return [{"type": "text", "text": text}]
 
 
-def _enqueue(task: ContentTask, trigger: str, key: str, text: str) -> tuple[LinePushItem, bool]:
+def _enqueue(task: ContentTask, trigger: str, key: str, text: str, origin: str) -> tuple[LinePushItem, bool]:
     return push_enqueue(
+        origin=origin,
         tenant=task.tenant,
         ext_group_id=_group_of(task),
         trigger_type=trigger,
@@ -132,7 +133,7 @@ def _task_approved_one(task: ContentTask) -> LinePushItem:
     when = _when(task.publish_at, zone) if task.publish_at else "未定"
     text = f"【タスク承認】「{task.summary}」を承りました。\n投稿予定: {when}\n（{task.issue_key}）"
     key = f"task_approved:{task.tenant.slug}:{task.issue_key}:{task.approval_seq}"
-    return _enqueue(task, Trigger.TASK_APPROVED, key, text)[0]
+    return _enqueue(task, Trigger.TASK_APPROVED, key, text, "task_approved")[0]
 
 
 # -- reminder ----------------------------------------------------------------------------------
@@ -156,7 +157,7 @@ def _remind(task: ContentTask, now: datetime) -> bool:
     local = task.publish_at.astimezone(zone)
     text = f"【リマインダー】{_day_word(task.publish_at, now, zone)} {local:%H:%M} 「{task.summary}」の投稿予定です。\n（{task.issue_key}）"
     key = f"reminder:{task.tenant.slug}:{task.issue_key}:{local.date().isoformat()}"
-    return _enqueue(task, Trigger.REMINDER, key, text)[1]
+    return _enqueue(task, Trigger.REMINDER, key, text, "reminder")[1]
 
 
 # -- escalation -------------------------------------------------------------------------------
@@ -204,7 +205,7 @@ def _escalate_overdue(task: ContentTask, now: datetime) -> bool:
 def _escalate(task: ContentTask, now: datetime, text: str) -> bool:
     zone = push_settings(tenant=task.tenant).zone
     key = f"escalation:{task.tenant.slug}:{task.issue_key}:{now.astimezone(zone).date().isoformat()}"
-    return _enqueue(task, Trigger.ESCALATION, key, text)[1]
+    return _enqueue(task, Trigger.ESCALATION, key, text, "escalation")[1]
 
 
 # -- failure notices --------------------------------------------------------------------------
@@ -255,7 +256,7 @@ def _failure_one(task: ContentTask, failure: str, reason: str, channel: str) -> 
         ask = "Backlog で内容を確認し、もう一度承認してください。"
     text = f"{head}\n理由: {reason[:REASON_MAX]}\n{ask}\n{task.backlog_url}"
     key = f"escalation:failure:{task.tenant.slug}:{task.issue_key}:{task.approval_seq}:{failure}"
-    return _enqueue(task, Trigger.ESCALATION, key, text)[0]
+    return _enqueue(task, Trigger.ESCALATION, key, text, "failure_notice")[0]
 
 
 # -- morning digest ---------------------------------------------------------------------------
@@ -306,6 +307,7 @@ def _digest_one(tenant, source, day: date, tasks, at: datetime, zone) -> bool:
     lines = [f"・{t.publish_at.astimezone(zone):%H:%M} {t.summary}（{t.issue_key}）" for t in tasks]
     text = f"【本日の配信予定】{day.month}月{day.day}日({WEEKDAYS[day.weekday()]})\n" + "\n".join(lines)
     _, created = push_enqueue(
+        origin="morning_digest",
         tenant=tenant,
         ext_group_id=source.group_id,
         trigger_type=Trigger.MORNING_DIGEST,

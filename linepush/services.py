@@ -21,6 +21,8 @@ from core.models import Tenant
 from deliveries.channels.base import TransportError
 from deliveries.channels.line import LineTransport, line_transport, validate_line_messages
 from linepush.models import (
+    API_ORIGIN,
+    LineApiToken,
     LineContact,
     LineMonthlyUsage,
     LinePushItem,
@@ -29,6 +31,7 @@ from linepush.models import (
     LineSource,
     LineTriggerPolicy,
     Trigger,
+    token_space,
 )
 
 logger = logging.getLogger(__name__)
@@ -42,6 +45,15 @@ class PushInvalid(ValueError):
     def __init__(self, problems: list[str]):
         self.problems = problems
         super().__init__("\n".join(problems))
+
+
+class PushKeyTaken(ValueError):
+    """An API token's dedupe key is already used by another origin of the tenant."""
+
+    def __init__(self):
+        super().__init__(
+            "この dedupe_key は別の発生元（automedia 自身の投稿か別のトークン）が使用しています。"
+        )
 
 
 # -- settings -------------------------------------------------------------------------
@@ -100,11 +112,16 @@ def push_enqueue(
     source_id: str = "",
     scheduled_at: datetime | None = None,
     approval_required: bool = False,
+    origin: str = "",
+    api_token: LineApiToken | None = None,
 ) -> tuple[LinePushItem, bool]:
-    """Queue one post; the tenant's existing dedupe_key is a no-op returning that item (created=False).
+    """Queue one post; an existing dedupe_key of its space is a no-op returning that item (created=False).
 
-    Dedupe keys are the tenant's own: another tenant's item with the same key is neither
-    found nor in the way.
+    Raises PushKeyTaken for a token's key another origin of the tenant uses.
+
+    Dedupe keys are the tenant's own, in a space per origin: automedia's producers share one
+    (`origin` names the producer), each API token has its own, and another tenant's or
+    another space's item with the same key is neither found nor in the way.
 
     The group's opt-in is checked now (an opted-out group ends `skipped` with the reason,
     so the refusal is visible) and again when the item is sent. `approval_required`: the
@@ -113,15 +130,22 @@ def push_enqueue(
     push_validate(
         trigger_type=trigger_type, ext_group_id=ext_group_id, payload=payload, dedupe_key=dedupe_key
     )
-    existing = LinePushItem.objects.filter(tenant=tenant, dedupe_key=dedupe_key).first()
+    space = token_space(api_token) if api_token else ""
+    mine = LinePushItem.objects.filter(tenant=tenant, dedupe_space=space, dedupe_key=dedupe_key)
+    existing = mine.first()
     if existing is not None:
         return existing, False
+    if api_token and _key_taken_elsewhere(tenant=tenant, space=space, dedupe_key=dedupe_key):
+        raise PushKeyTaken()
     item = LinePushItem(
         tenant=tenant,
         ext_group_id=ext_group_id,
         trigger_type=trigger_type,
         payload=payload,
         dedupe_key=dedupe_key,
+        dedupe_space=space,
+        origin=API_ORIGIN if api_token else origin,
+        api_token=api_token,
         source_table=source_table,
         source_id=source_id,
         scheduled_at=scheduled_at or timezone.now(),
@@ -131,8 +155,18 @@ def push_enqueue(
         with transaction.atomic():
             item.save(force_insert=True)
     except IntegrityError:  # a concurrent enqueue of the same key won
-        return LinePushItem.objects.get(tenant=tenant, dedupe_key=dedupe_key), False
+        return mine.get(), False
     return item, True
+
+
+def _key_taken_elsewhere(*, tenant: Tenant, space: str, dedupe_key: str) -> bool:
+    """Another origin of the tenant (a producer, another token) has a post under this key.
+
+    Only a token is refused for it: a producer queues its post in its own space even
+    when a token used the key first, so no token can stand in for automedia's post.
+    """
+    others = LinePushItem.objects.filter(tenant=tenant, dedupe_key=dedupe_key)
+    return others.exclude(dedupe_space=space).exists()
 
 
 def _initial_status(item: LinePushItem, approval_required: bool) -> None:

@@ -169,6 +169,7 @@ class AttemptInline(ScopedInlineMixin, admin.TabularInline):
 class LinePushItemAdmin(RecordAdmin):
     list_display = (
         "dedupe_key",
+        "origin_shown",
         "tenant",
         "ext_group_id",
         "trigger_type",
@@ -178,9 +179,11 @@ class LinePushItemAdmin(RecordAdmin):
         "scheduled_at",
         "sent_at",
     )
-    list_filter = ("status", "trigger_type", "tenant")
+    list_filter = ("status", "trigger_type", "origin", "tenant")
+    list_select_related = ("tenant", "api_token")
     search_fields = ("dedupe_key", "ext_group_id", "source_id")
     readonly_fields = (
+        "origin_shown",
         "status",
         "attempt_count",
         "last_error",
@@ -210,6 +213,10 @@ class LinePushItemAdmin(RecordAdmin):
         if not may_act_somewhere(request.user):
             return {}
         return actions
+
+    @admin.display(description=_("発生元"), ordering="origin")
+    def origin_shown(self, obj: LinePushItem) -> str:
+        return obj.origin_label
 
     def get_urls(self):
         view = self.admin_site.admin_view

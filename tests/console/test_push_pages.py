@@ -8,7 +8,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from core.models import TenantMembership
-from linepush.models import LinePushAttempt, LinePushItem, LineSource
+from linepush.models import LineApiToken, LinePushAttempt, LinePushItem, LineSource, token_space
 from tests.helpers.console import member, messages_of
 
 pytestmark = pytest.mark.django_db
@@ -123,6 +123,31 @@ def test_it_filters_items_by_status_and_shows_errors(as_manager, tenant, group):
     ).content.decode()
 
     assert "failed-1" in page and "sent-1" not in page and "グループの上限を超えました" in page
+
+
+def test_it_shows_where_each_item_came_from(as_manager, tenant, group):
+    token = LineApiToken.issue(tenant=tenant, name="talent-hub")[0]
+    LinePushItem.objects.create(
+        tenant=tenant,
+        ext_group_id="Cgroup",
+        trigger_type="signal_approved",
+        payload=[{"type": "text", "text": "外部シグナル"}],
+        dedupe_key="from-api",
+        dedupe_space=token_space(token),
+        origin="api",
+        api_token=token,
+        scheduled_at=timezone.now(),
+    )
+    produced = item(tenant, key="from-producer")
+    LinePushItem.objects.filter(pk=produced.pk).update(origin="failure_notice")
+
+    page = as_manager.get(reverse("admin:linepush_linepushitem_changelist")).content.decode()
+    detail = as_manager.get(
+        reverse("admin:linepush_linepushitem_change", args=[produced.pk])
+    ).content.decode()
+
+    assert "発生元" in page and f"API トークン「{token}」" in page and "automedia（配信失敗の通知）" in page
+    assert "automedia（配信失敗の通知）" in detail
 
 
 def toggle_form(group: LineSource, *, allow: bool, triggers: list[str]) -> dict:

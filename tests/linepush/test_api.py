@@ -151,7 +151,7 @@ def test_the_schema_documents_the_endpoint(client):
     assert response.status_code == 200
     schema = response.json()
     operation = schema["paths"][URL]["post"]
-    assert set(operation["responses"]) == {"200", "201", "400", "401", "403", "413", "429"}
+    assert set(operation["responses"]) == {"200", "201", "400", "401", "403", "409", "413", "429"}
     assert operation["security"] == [{"linepushToken": []}]
     assert schema["components"]["securitySchemes"]["linepushToken"]["scheme"] == "bearer"
     assert list(schema["paths"]) == [URL]  # webhooks are not part of the public API
