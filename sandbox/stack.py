@@ -38,7 +38,8 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 from cryptography.fernet import Fernet
 
-from sandbox.backlog import FakeBacklog
+from sandbox.backlog import REAL_LATENCY, FakeBacklog
+from sandbox.backlog.server import Latency
 from sandbox.cpu import group_cpu_seconds
 from sandbox.hubspot import FakeHubSpot
 from sandbox.instagram import FakeInstagram
@@ -85,13 +86,16 @@ class Stack:
         database_url: str | None = None,
         env: dict[str, str] | None = None,
         web: Literal["gunicorn", "runserver"] = "gunicorn",
+        backlog_latency: Latency = REAL_LATENCY,
     ) -> None:
         self.tmp_dir = Path(tmp_dir)
         self.tmp_dir.mkdir(parents=True, exist_ok=True)
         self.database_url = database_url or f"sqlite:///{self.tmp_dir / 'db.sqlite3'}"
         self.web = web
         self.line_token = secrets.token_urlsafe(24)
-        self.backlog = FakeBacklog(api_key=secrets.token_urlsafe(24), webhook_mode="post")
+        self.backlog = FakeBacklog(
+            api_key=secrets.token_urlsafe(24), webhook_mode="post", latency=backlog_latency
+        )
         self.line = FakeLine(channel_tokens={self.line_token})
         # One account per platform (add_channel_accounts); the fakes accept only these tokens.
         self.channel_tokens = {channel: secrets.token_urlsafe(24) for channel in PLATFORM_CHANNELS}

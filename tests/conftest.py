@@ -68,7 +68,7 @@ def httpx_engine(settings):
 
 @pytest.fixture
 def fake_backlog():
-    with FakeBacklog(api_key=API_KEY, webhook_mode="collect") as fake:
+    with FakeBacklog(api_key=API_KEY, webhook_mode="collect", latency=0) as fake:
         fake.add_project("ACME")
         yield fake
 

@@ -27,6 +27,12 @@ def parse_args() -> argparse.Namespace:
     )
     parser.add_argument("--seed", type=int, default=15, help="seeds every random choice (kills, LINE faults)")
     parser.add_argument("--logs", type=Path, help="keep the processes' logs here (default: a temporary dir)")
+    parser.add_argument(
+        "--register",
+        choices=["webhooks", "scan"],
+        default="webhooks",
+        help="how the approvals are registered: one webhook each, as users approve (default), or one scan",
+    )
     return parser.parse_args()
 
 
@@ -51,7 +57,7 @@ def main() -> int:
             for name in names:
                 campaign = CAMPAIGNS[name]
                 say(f"{name}: {campaign.title}")
-                result = run(campaign, args.seed, logs, say)
+                result = run(campaign, args.seed, logs, say, args.register)
                 results.append(result)
                 print(result.line(), flush=True)
     finally:

@@ -1,8 +1,8 @@
 """The chaos campaigns: automedia's real processes (sandbox/stack.py's Stack) under faults.
 
 Each campaign starts its own Stack (fresh database, the fakes on loopback), registers its
-approved issues the way bench/delivery.py does (one `manage.py scan_backlog` rescues them,
-each gets its reservation comment), moves their due times into one window starting a few
+approved issues the way bench/delivery.py does (one approval webhook each by default, or
+one `manage.py scan_backlog`; each gets its reservation comment), moves their due times into one window starting a few
 seconds ahead, turns its faults on, and then watches: kills and restarts processes on
 its seeded plan, and ends as soon as every delivery reached the fake LINE and was written
 back to the fake Backlog, or at its timeout (what is missing then counts as lost).
@@ -38,10 +38,12 @@ FROM_ENV_EXAMPLE = (
     "LINE_TIMEOUT_SECONDS",
     "BACKLOG_TIMEOUT_SECONDS",
 )
-HANG_BEYOND_TIMEOUT_S = 5.0
-# The kill campaigns answer each push after a real platform's round trip, so that a kill
-# finds deliveries in flight (with an instant fake it almost never does).
-LINE_ROUND_TRIP_S = 0.3  # a hung LINE answer comes this long after automedia gave up
+HANG_BEYOND_TIMEOUT_S = 5.0  # a hung LINE answer comes this long after automedia gave up
+# The campaigns answer each push after LINE's round trip, so that a kill finds deliveries
+# in flight (with an instant fake it almost never does), and each Backlog call after
+# Backlog's, from the window on (registration is not measured and runs at once).
+LINE_ROUND_TRIP_S = 0.08
+BACKLOG_ROUND_TRIP_S = 0.25
 
 
 @dataclass(frozen=True)
@@ -143,6 +145,7 @@ CAMPAIGNS = {
             window_s=60.0,
             drain_s=100.0,
             outage=(20.0, 40.0),
+            line_latency=LINE_ROUND_TRIP_S,
         ),
         Campaign(
             "line-faults",
@@ -153,6 +156,7 @@ CAMPAIGNS = {
             drain_s=170.0,
             line_fail=0.30,
             line_hang=0.05,
+            line_latency=LINE_ROUND_TRIP_S,
         ),
     )
 }
@@ -227,7 +231,9 @@ def patches(stack: Stack) -> list[Patch]:
     ]
 
 
-def run(campaign: Campaign, seed: int, tmp: Path, say: Callable[[str], None]) -> Tally:
+def run(
+    campaign: Campaign, seed: int, tmp: Path, say: Callable[[str], None], registration: str = "webhooks"
+) -> Tally:
     rng = random.Random(f"{seed}:{campaign.name}")
     env = production_env()
     # As an operator sets it for what runs: the connection check and the scheduler's spread
@@ -242,11 +248,12 @@ def run(campaign: Campaign, seed: int, tmp: Path, say: Callable[[str], None]) ->
         url = POSTGRES_URL
     began = time.monotonic()
     try:
-        with Stack(tmp_dir=tmp / campaign.name, database_url=url, env=env) as stack:
+        with Stack(tmp_dir=tmp / campaign.name, database_url=url, env=env, backlog_latency=0) as stack:
             stack.add_tenant(SLUG, PROJECT)
             standard_plan(stack)  # every other setting of the tenant is its default
             supervisor = start_processes(stack, campaign)
-            groups = register(stack, campaign.n, "scan")
+            groups = register(stack, campaign.n, registration)
+            stack.backlog.set_latency(BACKLOG_ROUND_TRIP_S)
             say(f"{campaign.name}: {campaign.n} approvals registered after {time.monotonic() - began:.0f} s")
             keys = list(groups)
             rng.shuffle(keys)  # which deliveries fall on the round seconds

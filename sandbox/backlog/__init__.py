@@ -17,6 +17,8 @@ behaviour is undocumented the fake takes the strict reading:
 - Rate-limit headers are counted per group (read, update, search) and window; limits are
   enforced only after ``set_rate_limits`` (``--read-limit`` / ``--update-limit``), then a
   spent group answers 429 as Backlog does. One-off 429s: ``fail_next``.
+- Every API call answers after ``latency`` (by default 150-300 ms, drawn per call, as
+  Backlog answers); ``latency=0`` for tests that need speed, ``set_latency`` to change it.
 - ``set_outages`` takes windows of wall-clock time in which every API call answers 503
   and changes nothing (the chaos campaign's flapping Backlog, ``make chaos``).
 
@@ -26,7 +28,7 @@ the shared HTTP base of sandbox/http.py), cli.py (``python -m sandbox.backlog --
 """
 
 from sandbox.backlog.records import BOT, DEFAULT_CUSTOM_FIELDS, DEFAULT_STATUSES, HUMAN, JST, RecordedRequest
-from sandbox.backlog.server import FakeBacklog
+from sandbox.backlog.server import REAL_LATENCY, FakeBacklog
 from sandbox.backlog.ui import demo_description
 
 __all__ = [
@@ -35,6 +37,7 @@ __all__ = [
     "DEFAULT_STATUSES",
     "HUMAN",
     "JST",
+    "REAL_LATENCY",
     "FakeBacklog",
     "RecordedRequest",
     "demo_description",

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from datetime import timedelta
 
 from sandbox.backlog.records import utc_now
-from sandbox.backlog.server import FakeBacklog
+from sandbox.backlog.server import REAL_LATENCY, FakeBacklog, Latency
 from sandbox.backlog.ui import demo_description
 
 logger = logging.getLogger(__name__)
@@ -36,9 +36,18 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--read-limit", type=int, help="enforce this many GETs per window (and 429 beyond)")
     parser.add_argument("--update-limit", type=int, help="enforce this many POST / PATCH / DELETE per window")
     parser.add_argument("--rate-window", type=float, default=60.0, help="seconds of a rate-limit window")
+    parser.add_argument(
+        "--latency",
+        type=latency_arg,
+        default=REAL_LATENCY,
+        metavar="S[-S]",
+        help="seconds each API call takes, or a range drawn from per call (default: 0.15-0.3, as Backlog)",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    fake = FakeBacklog(api_key=args.api_key, host=args.host, port=args.port, webhook_mode="post")
+    fake = FakeBacklog(
+        api_key=args.api_key, host=args.host, port=args.port, webhook_mode="post", latency=args.latency
+    )
     for key in args.project or ["DEMO"]:
         fake.add_project(key, name=f"{key} 配信")
         if args.webhook_url:
@@ -57,6 +66,15 @@ def main(argv: Sequence[str] | None = None) -> None:
             stopping.wait()
     if fake.rate_limit_enforced:  # the benchmark reads this line: a paced client draws none
         logger.info("rate-limited answers (429): %d", fake.rate_limited)
+
+
+def latency_arg(text: str) -> Latency:
+    """ "0.25" or "0.15-0.3" (seconds)."""
+    low, _, high = text.partition("-")
+    try:
+        return (float(low), float(high)) if high else float(low)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not seconds or a range of seconds") from None
 
 
 def _seed_approved(fake: FakeBacklog, project_keys: Sequence[str], n: int) -> None:

@@ -25,7 +25,7 @@ PUSH = "/v2/bot/message/push"
 
 
 def test_a_post_queued_through_the_api_reaches_the_group(tmp_path):
-    with Stack(tmp_dir=tmp_path) as stack:
+    with Stack(tmp_dir=tmp_path, backlog_latency=0) as stack:
         tenant = stack.add_tenant()
         stack.manage("add_tenant", "e2e", "--line-channel-secret", SECRET)
         token = stack.manage(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 import threading
@@ -13,7 +14,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import httpx
 import pytest
 
-from sandbox.backlog import BOT, HUMAN, JST, FakeBacklog, RecordedRequest
+from sandbox.backlog import BOT, HUMAN, JST, REAL_LATENCY, FakeBacklog, RecordedRequest
+from sandbox.backlog.cli import latency_arg
 
 API_KEY = "secret-key"
 
@@ -59,7 +61,7 @@ def receiver() -> Iterator[Receiver]:
 
 @pytest.fixture
 def fake() -> Iterator[FakeBacklog]:
-    with FakeBacklog(api_key=API_KEY) as fake:
+    with FakeBacklog(api_key=API_KEY, latency=0) as fake:
         fake.add_project("DEMO", project_id=100)
         yield fake
 
@@ -92,6 +94,40 @@ def test_it_takes_the_api_key_from_its_header(fake: FakeBacklog) -> None:
     assert right.status_code == 200
     assert wrong.status_code == 401  # the header, when sent, is the key
     assert fake.requests[0].api_key_header == API_KEY
+
+
+def test_it_answers_as_slowly_as_backlog_by_default() -> None:
+    assert FakeBacklog(api_key=API_KEY).latency == REAL_LATENCY == (0.15, 0.30)
+
+
+def test_calls_made_together_wait_out_its_latency_together(fake: FakeBacklog) -> None:
+    fake.set_latency(0.3)
+    calls = [
+        threading.Thread(
+            target=httpx.get,
+            args=(f"{fake.base_url}/api/v2/users/myself",),
+            kwargs={"params": {"apiKey": API_KEY}},
+        )
+        for _ in range(3)
+    ]
+    for call in calls:
+        call.start()
+    for call in calls:
+        call.join()
+
+    assert fake.max_in_flight == 3
+
+
+def test_it_refuses_a_latency_below_zero_or_an_upside_down_range(fake: FakeBacklog) -> None:
+    for latency in (-0.1, (0.3, 0.1)):
+        with pytest.raises(ValueError):
+            fake.set_latency(latency)
+
+
+def test_its_command_line_takes_seconds_or_a_range() -> None:
+    assert (latency_arg("0.25"), latency_arg("0.15-0.3")) == (0.25, (0.15, 0.3))
+    with pytest.raises(argparse.ArgumentTypeError):
+        latency_arg("slow")
 
 
 def test_it_answers_the_api_key_user(api: httpx.Client) -> None:
