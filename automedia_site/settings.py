@@ -261,8 +261,11 @@ BACKLOG_TIMEOUT_SECONDS = env.float("BACKLOG_TIMEOUT_SECONDS", default=10.0)
 # any other host (the sandbox's fake Backlog on loopback) must be listed here, or the
 # tenant's API key is never sent to it.
 BACKLOG_ALLOWED_HOSTS = env.list("BACKLOG_ALLOWED_HOSTS", default=[])
-# Where the Backlog API key travels: "header" (X-Api-Key) or, as a fallback, "query" (?apiKey=).
-BACKLOG_API_KEY_IN = env.str("BACKLOG_API_KEY_IN", default="header")
+# Where the Backlog API key travels: "query", the documented `apiKey` parameter
+# (https://developer.nulab.com/docs/backlog/auth), or "header", `Backlog-API-Key` (the name
+# python-backlog sends, https://pypi.org/project/python-backlog/0.18.0/; Backlog's own pages
+# do not name a header).
+BACKLOG_API_KEY_IN = env.str("BACKLOG_API_KEY_IN", default="query")
 if BACKLOG_API_KEY_IN not in ("header", "query"):
     raise ImproperlyConfigured("BACKLOG_API_KEY_IN must be header or query")
 # Instagram (Instagram Login: graph.instagram.com; the version is pinned), TikTok Content
@@ -300,7 +303,11 @@ LOGGING = {
     "disable_existing_loggers": False,
     # The Backlog webhook path carries the tenant's token: the loggers that print request
     # paths (`Not Found: /hooks/backlog/…`, runserver's access log) mask it.
-    "filters": {"mask_webhook_tokens": {"()": "automedia_site.logmask.MaskWebhookTokens"}},
+    # Every printed line, and httpx's records (its request URLs), redact the Backlog API key.
+    "filters": {
+        "mask_webhook_tokens": {"()": "automedia_site.logmask.MaskWebhookTokens"},
+        "redact_secrets": {"()": "core.redact.RedactSecrets"},
+    },
     "formatters": {
         "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
         "django.server": {  # Django's own (DEFAULT_LOGGING), redeclared to add the filter
@@ -310,8 +317,13 @@ LOGGING = {
         },
     },
     "handlers": {
-        "console": {"class": "logging.StreamHandler", "formatter": "plain"},
-        "django.server": {"level": "INFO", "class": "logging.StreamHandler", "formatter": "django.server"},
+        "console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["redact_secrets"]},
+        "django.server": {
+            "level": "INFO",
+            "class": "logging.StreamHandler",
+            "formatter": "django.server",
+            "filters": ["redact_secrets"],
+        },
     },
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
     "loggers": {
@@ -322,10 +334,15 @@ LOGGING = {
             "propagate": False,
             "filters": ["mask_webhook_tokens"],
         },
-        "httpx": {"level": "WARNING"},  # httpx logs full URLs, which carry Backlog's apiKey
-        "httpcore": {"level": "WARNING"},
+        # httpx logs every request's full URL at INFO: noise, and Backlog's apiKey (redacted).
+        "httpx": {"level": "WARNING", "filters": ["redact_secrets"]},
+        "httpcore": {"level": "WARNING", "filters": ["redact_secrets"]},
         # django-q2 logs every enqueue and task at INFO: noise, and a cost per webhook.
-        "django-q": {"level": env.str("DJANGO_Q_LOG_LEVEL", default="WARNING")},
+        # Its failed-task lines print the task's error: redacted as any other line.
+        "django-q": {
+            "level": env.str("DJANGO_Q_LOG_LEVEL", default="WARNING"),
+            "filters": ["redact_secrets"],
+        },
     },
 }
 

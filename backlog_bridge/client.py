@@ -16,19 +16,23 @@ from urllib.parse import urlencode
 import httpx
 from django.conf import settings
 from django.core.cache import cache
+from django.views.decorators.debug import sensitive_variables
 
 from backlog_bridge.ratelimit import Pacer, rate_group
 from core import metrics
 from core.backlog_url import base_url_problem
 from core.http import USER_AGENT, ClientCache, http_client
+from core.redact import secrets_redact
 
 MAX_PAGE = 100  # Backlog's maximum `count`
-# The header that carries the API key. Backlog's getting-started page sends the key in a
-# header and keeps `?apiKey=` as the alternative, on every call, writes included
-# (https://developer.nulab.com/docs/backlog/getting-started/,
-# https://developer.nulab.com/docs/backlog/auth); BACKLOG_API_KEY_IN=query switches back to
-# the query parameter (the key then appears in request URLs).
-API_KEY_HEADER = "X-Api-Key"
+# Where the API key goes. Backlog documents the `apiKey` query parameter, on every call,
+# writes included (https://developer.nulab.com/docs/backlog/auth): the default. A space behind
+# a proxy that logs query strings may take it in a header instead (BACKLOG_API_KEY_IN=header):
+# Backlog's pages do not name the header; `Backlog-API-Key` is the name python-backlog sends
+# ("The API key is sent in the 'Backlog-API-Key' request header",
+# https://pypi.org/project/python-backlog/0.18.0/).
+API_KEY_PARAM = "apiKey"
+API_KEY_HEADER = "Backlog-API-Key"
 
 # Identifier formats, so that nothing but an identifier ever lands in a URL path (httpx
 # resolves `..`, so `ACME-1/../OTHER-1` would reach another project's issue). Project
@@ -45,6 +49,7 @@ class BacklogError(Exception):
     a proxy's or a maintenance page rather than the API), Backlog error code, retryable."""
 
     def __init__(self, message: str, *, status: int = 0, code: int | None = None, retry_after=None):
+        message = secrets_redact(message)  # it lands in logs, last_error and Backlog comments
         super().__init__(message)
         self.message = message
         self.status = status
@@ -159,6 +164,7 @@ def _reset_wait(response: httpx.Response) -> float | None:
 
 
 class BacklogClient:
+    @sensitive_variables("api_key")  # an error report shows each frame's locals
     def __init__(
         self,
         *,
@@ -339,11 +345,12 @@ def _id_by_name(items: list[dict], name: str) -> int | None:
     return next((item["id"] for item in items if item.get("name") == name), None)
 
 
+@sensitive_variables("api_key")
 def _credentials(api_key: str) -> tuple[list[tuple[str, Any]], dict[str, str]]:
-    """Where the API key goes (BACKLOG_API_KEY_IN): its header, or the `apiKey` parameter."""
-    if settings.BACKLOG_API_KEY_IN == "query":
-        return [("apiKey", api_key)], {}
-    return [], {API_KEY_HEADER: api_key}
+    """Where the API key goes (BACKLOG_API_KEY_IN): the `apiKey` parameter, or its header."""
+    if settings.BACKLOG_API_KEY_IN == "header":
+        return [], {API_KEY_HEADER: api_key}
+    return [(API_KEY_PARAM, api_key)], {}
 
 
 def _form(data: dict | None, headers: dict[str, str]) -> dict:

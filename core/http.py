@@ -4,6 +4,7 @@ context and the per-process cache of kept-alive clients."""
 from __future__ import annotations
 
 import io
+import logging
 import re
 import ssl
 import threading
@@ -20,6 +21,12 @@ import pycurl
 from django.conf import settings
 
 from core.db import connection_release
+from core.redact import REDACT_FILTER, secrets_redact
+
+# httpx logs each request's full URL at INFO ("HTTP Request: GET …?apiKey=…"): whatever level
+# a deployment sets, its records and httpcore's print no Backlog API key.
+for _name in ("httpx", "httpcore"):
+    logging.getLogger(_name).addFilter(REDACT_FILTER)
 
 # The CA file both engines verify with (certifi's), looked up once at import, in the
 # process that forks the workers: not by each worker's first calls, several threads at once.
@@ -279,7 +286,7 @@ _NOT_CONNECTED = {
 def _error(curl, exc: pycurl.error) -> httpx.TransportError:
     """libcurl's failure as the httpx exception of the same meaning: ConnectError and
     ConnectTimeout only when nothing can have reached the server."""
-    code, message = exc.args[0], str(exc.args[1] if len(exc.args) > 1 else exc)
+    code, message = exc.args[0], secrets_redact(str(exc.args[1] if len(exc.args) > 1 else exc))
     if code == pycurl.E_OPERATION_TIMEDOUT:
         sent = curl.getinfo(pycurl.PRETRANSFER_TIME) > 0
         return (httpx.ReadTimeout if sent else httpx.ConnectTimeout)(message)

@@ -16,6 +16,8 @@ from django.db import models
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
+from core.redact import secrets_redact
+
 DETAIL_MAX = 2000  # an outcome's detail is a summary, not a dump
 REASON_SHOWN = 200  # of a rejected event's detail, in the admin's list
 
@@ -51,7 +53,7 @@ class StoredWebhookEvent(models.Model):
         """The UPDATE that ends processing: the outcome, a bounded detail, the hold freed."""
         return {
             "outcome": outcome,
-            "detail": detail[:DETAIL_MAX],
+            "detail": secrets_redact(detail)[:DETAIL_MAX],  # an error's text may hold a request URL
             "processed_at": timezone.now(),
             "claimed_until": None,
         }

@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from backlog_bridge.client import BacklogClient, BacklogError
 from core.due import Lease, claim_one
+from core.redact import secrets_redact
 from core.retry import max_attempts, next_retry_at
 from deliveries.channels.base import TransportError
 from deliveries.channels.registry import channel_part, kind_of
@@ -99,7 +100,7 @@ def _failed(report: EffectReport, exc: Exception, now: datetime) -> None:
     attempts = report.attempts + 1
     again = next_retry_at("effect", attempts, now=now)
     EffectReport.objects.filter(pk=report.pk).update(
-        attempts=attempts, last_error=str(exc), **({"due_at": again} if again else {})
+        attempts=attempts, last_error=secrets_redact(str(exc)), **({"due_at": again} if again else {})
     )
     if again is None:
         logger.warning(

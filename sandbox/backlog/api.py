@@ -203,8 +203,10 @@ def _fault_response(fault: Fault) -> HttpResponse:
 class BacklogApi:
     """Backlog API v2 over HTTP: trailing slash, the API key, injected faults, then the route.
 
-    The key comes in a header or as `?apiKey=` (https://developer.nulab.com/docs/backlog/getting-started/:
-    the key in a header, "you can also pass it as the apiKey query parameter")."""
+    The key comes as the `apiKey` parameter (https://developer.nulab.com/docs/backlog/auth) or in
+    the `Backlog-API-Key` header (python-backlog's name, https://pypi.org/project/python-backlog/0.18.0/);
+    any other place (`X-Api-Key`, none) is refused as Backlog refuses a missing key: 401 with
+    error code 11, AuthenticationError (https://developer.nulab.com/docs/backlog/error-response)."""
 
     def __init__(self, fake: BacklogSpace) -> None:
         self._fake = fake

@@ -236,7 +236,7 @@ class RecordedRequest:
     form: dict[str, list[str]]
     status: int
     received_at: float = field(default_factory=time.time, compare=False)  # answered at (epoch s)
-    api_key_header: str | None = field(default=None, compare=False)  # X-Api-Key, when sent
+    api_key_header: str | None = field(default=None, compare=False)  # Backlog-API-Key, when sent
 
 
 @dataclass

@@ -21,7 +21,7 @@ class BacklogRequest:
     path: str
     query: Params
     form: Params
-    api_key_header: str | None = None  # the X-Api-Key header, when sent
+    api_key_header: str | None = None  # the Backlog-API-Key header, when sent
 
     @property
     def params(self) -> Params:

@@ -78,7 +78,7 @@ class FakeBacklog(HttpFake, BacklogSpace):
             self._poster.stop()
 
     def answer(self, request: HttpRequest) -> HttpResponse:
-        key = request.headers.get("x-api-key")
+        key = request.headers.get("backlog-api-key")
         backlog_request = BacklogRequest(request.method, request.path, request.query(), _form(request), key)
         if not request.path.startswith("/api/"):
             return self._handle(backlog_request)

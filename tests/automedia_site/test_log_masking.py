@@ -15,6 +15,7 @@ from django.test import Client
 from gunicorn.config import Config
 
 from automedia_site.logmask import paths_mask
+from automedia_site.reporting import MaskingExceptionReporter
 from sandbox.stack import ROOT
 from tests.helpers.backlog import load_fixture, post, webhook_url
 
@@ -110,3 +111,20 @@ def test_it_masks_the_token_in_the_error_mail_to_admins(tenant, monkeypatch, cap
     assert f"/hooks/backlog/{tenant.slug}/****" in body
     assert tenant.webhook_token not in body  # …without the token (path, URL, META, frame locals)
     assert tenant.webhook_token not in caplog.text
+
+
+SECRET = "-".join(["s3cr3t", "key"])  # joined: a report quotes the source lines of its frames
+
+
+def test_it_redacts_a_backlog_api_key_in_an_error_report():
+    url = f"https://acme.backlog.jp/api/v2/users/myself?apiKey={SECRET}"  # frame locals, as the
+    query = [("apiKey", SECRET), ("count", "1")]  # Backlog client's hold them
+    headers = {"Backlog-API-Key": SECRET}
+    try:
+        raise RuntimeError(f"GET {url} {headers} failed")
+    except RuntimeError as exc:
+        reporter = MaskingExceptionReporter(None, type(exc), exc, exc.__traceback__)
+
+    report = reporter.get_traceback_text() + reporter.get_traceback_html()
+    assert "failed" in report and "apiKey=****" in report and query  # the report is there…
+    assert SECRET not in report  # …without the key (message and frame locals)

@@ -33,34 +33,34 @@ def mock():
         yield router
 
 
-def test_it_sends_the_api_key_in_its_header_without_a_trailing_slash(backlog, mock):
+def test_it_sends_the_api_key_as_the_documented_parameter_without_a_trailing_slash(backlog, mock):
     route = mock.get("/api/v2/issues/ACME-1").respond(json={"id": 1})
 
     assert backlog.get_issue("ACME-1") == {"id": 1}
     request = route.calls.last.request
     assert request.url.path == "/api/v2/issues/ACME-1"
-    assert request.headers["X-Api-Key"] == "secret-key"
-    assert "apiKey" not in request.url.params
+    assert request.url.params["apiKey"] == "secret-key"
+    assert "Backlog-API-Key" not in request.headers and "X-Api-Key" not in request.headers
 
 
-def test_it_sends_the_api_key_in_its_header_on_a_form_write(backlog, mock):
+def test_it_sends_the_api_key_as_the_parameter_on_a_form_write(backlog, mock):
     route = mock.post("/api/v2/issues/ACME-1/comments").respond(json={"id": 9})
 
     backlog.add_comment("ACME-1", "本文")
     request = route.calls.last.request
-    assert request.headers["X-Api-Key"] == "secret-key"
-    assert request.headers["Content-Type"] == "application/x-www-form-urlencoded"
-    assert "apiKey" not in request.url.params
-
-
-@override_settings(BACKLOG_API_KEY_IN="query")
-def test_it_falls_back_to_the_query_parameter_when_set_so(backlog, mock):
-    route = mock.get("/api/v2/issues/ACME-1").respond(json={"id": 1})
-
-    backlog.get_issue("ACME-1")
-    request = route.calls.last.request
     assert request.url.params["apiKey"] == "secret-key"
-    assert "X-Api-Key" not in request.headers
+    assert request.headers["Content-Type"] == "application/x-www-form-urlencoded"
+    assert parse_qs(request.content.decode()) == {"content": ["本文"]}
+
+
+@override_settings(BACKLOG_API_KEY_IN="header")
+def test_it_sends_the_api_key_in_the_backlog_api_key_header_when_set_so(backlog, mock):
+    route = mock.post("/api/v2/issues/ACME-1/comments").respond(json={"id": 9})
+
+    backlog.add_comment("ACME-1", "本文")
+    request = route.calls.last.request
+    assert request.headers["Backlog-API-Key"] == "secret-key"
+    assert "apiKey" not in request.url.params and "X-Api-Key" not in request.headers
 
 
 @pytest.mark.parametrize(
@@ -210,7 +210,7 @@ def test_it_reads_one_comment_by_its_id(backlog, mock):
     )
 
     assert backlog.get_comment("ACME-1", 50001)["createdUser"] == {"id": 1001}
-    assert route.calls.last.request.headers["X-Api-Key"] == "secret-key"
+    assert route.calls.last.request.url.params["apiKey"] == "secret-key"
 
 
 @pytest.mark.parametrize(

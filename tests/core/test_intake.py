@@ -96,6 +96,19 @@ def test_a_failed_attempt_is_due_again_at_the_ladders_first_step(tenant, error, 
     assert (event.outcome, event.attempts) == ("done", 2)
 
 
+def test_a_failures_detail_keeps_no_api_key_its_message_printed(tenant):
+    event = stored(tenant)
+    error = RuntimeError("GET https://acme.backlog.jp/api/v2/issues/ACME-1?apiKey=s3cr3t-key answered 502")
+
+    assert intake(mock.Mock(side_effect=error)).process(event_id=event.pk) == "failed"
+
+    event.refresh_from_db()
+    assert (
+        event.detail
+        == "RuntimeError: GET https://acme.backlog.jp/api/v2/issues/ACME-1?apiKey=**** answered 502"
+    )
+
+
 def test_the_attempt_before_the_last_fails_for_a_retry(tenant):
     event = stored(tenant, attempts=MAX_EVENT_ATTEMPTS - 2, outcome="failed")
 

@@ -86,10 +86,10 @@ def test_it_rejects_a_wrong_or_missing_api_key(fake: FakeBacklog) -> None:
     assert (missing.status_code, missing.json()) == (401, expected)
 
 
-def test_it_takes_the_api_key_from_its_header(fake: FakeBacklog) -> None:
+def test_it_takes_the_api_key_from_the_backlog_api_key_header(fake: FakeBacklog) -> None:
     url = f"{fake.base_url}/api/v2/users/myself"
-    right = httpx.get(url, headers={"X-Api-Key": API_KEY})
-    wrong = httpx.get(url, headers={"X-Api-Key": "nope"}, params={"apiKey": API_KEY})
+    right = httpx.get(url, headers={"Backlog-API-Key": API_KEY})
+    wrong = httpx.get(url, headers={"Backlog-API-Key": "nope"}, params={"apiKey": API_KEY})
 
     assert right.status_code == 200
     assert wrong.status_code == 401  # the header, when sent, is the key
@@ -128,6 +128,23 @@ def test_its_command_line_takes_seconds_or_a_range() -> None:
     assert (latency_arg("0.25"), latency_arg("0.15-0.3")) == (0.25, (0.15, 0.3))
     with pytest.raises(argparse.ArgumentTypeError):
         latency_arg("slow")
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"X-Api-Key": API_KEY},  # no Backlog page names it
+        {"Authorization": f"Bearer {API_KEY}"},  # OAuth's header, not the API key's
+        {"apiKey": API_KEY},  # the parameter's name as a header
+    ],
+)
+def test_it_refuses_the_key_anywhere_else_as_backlog_does(fake: FakeBacklog, headers) -> None:
+    response = httpx.post(
+        f"{fake.base_url}/api/v2/issues/DEMO-1/comments", headers=headers, data={"content": "x"}
+    )
+
+    assert response.status_code == 401
+    assert response.json() == {"errors": [{"message": "Authentication failure.", "code": 11, "moreInfo": ""}]}
 
 
 def test_it_answers_the_api_key_user(api: httpx.Client) -> None:
