@@ -49,6 +49,7 @@ NOTES = "/crm/v3/objects/notes"
 NOTES_SEARCH = "/crm/v3/objects/notes/search"
 ASSOCIATE = "/crm/v4/associations/notes/contacts/batch/associate/default"
 SINGLE_SEND = "/marketing/v4/email/single-send"
+ACCOUNT_DETAILS = "/account-info/v3/details"
 
 
 def hubspot_error(status: int, message: str, category: str, **extra: Any) -> ApiError:
@@ -96,6 +97,7 @@ class FakeHubSpot(FakeServer):
         self.outbox: dict[str, Email] = {}
         self.unsubscribed: set[str] = set()
         self.required_note_properties: set[str] = set()
+        self.portal_id = 24_000_000 + secrets.randbelow(10**6)
         self._window: list[float] = []
         self._daily_used = 0
         self._ids = itertools.count(50_000_000_000 + secrets.randbelow(10**9))
@@ -134,6 +136,7 @@ class FakeHubSpot(FakeServer):
             ("POST", NOTES_SEARCH, self._note_search),
             ("POST", ASSOCIATE, self._associate),
             ("POST", SINGLE_SEND, self._single_send),
+            ("GET", ACCOUNT_DETAILS, self._account_details),
         ]
 
     def authenticate(self, request: Request) -> None:
@@ -195,6 +198,21 @@ class FakeHubSpot(FakeServer):
         self._daily_used += 1
 
     # -- contacts and notes ------------------------------------------------------------
+
+    def _account_details(self, request: Request) -> Reply:
+        """https://developers.hubspot.com/docs/api-reference/legacy/account/account-information/get-account-details"""
+        body = {
+            "portalId": self.portal_id,
+            "accountType": "STANDARD",
+            "timeZone": "Asia/Tokyo",
+            "companyCurrency": "JPY",
+            "additionalCurrencies": [],
+            "utcOffset": "+09:00",
+            "utcOffsetMilliseconds": 32_400_000,
+            "uiDomain": "app.hubspot.com",
+            "dataHostingLocation": "na1",
+        }
+        return Reply(200, body)
 
     def _contacts(self, request: Request) -> Reply:
         limit = min(int(request.param("limit", "10") or 10), 100)

@@ -104,6 +104,7 @@ class FakeInstagram(FakeServer):
         port: int = 0,
     ) -> None:
         self.ig_user_id = ig_user_id
+        self.username = "automedia_sandbox"
         self.version = version
         self._tokens: dict[str, float] | None = (
             None if tokens is None else dict.fromkeys(tokens, float("inf"))
@@ -323,6 +324,12 @@ class FakeInstagram(FakeServer):
         return Reply(200, {"data": [row]})
 
     def _read(self, request: Request, version: str, object_id: str) -> Reply:
+        if object_id == self.ig_user_id:  # the IG user: id and the fields asked for
+            # https://developers.facebook.com/docs/instagram-platform/instagram-graph-api/reference/ig-user
+            fields = (request.param("fields") or "").split(",")
+            return Reply(
+                200, {"id": object_id, **({"username": self.username} if "username" in fields else {})}
+            )
         with self._lock:
             container = self.containers.get(object_id)
             if container is not None:

@@ -24,6 +24,7 @@ from sandbox.backlog.records import (
     id_window,
 )
 from sandbox.backlog.routing import BacklogRequest, Params, json_answer, param, resolve
+from sandbox.backlog.settings_api import ProjectSettings
 from sandbox.backlog.state import BacklogSpace
 from sandbox.http import HttpResponse
 
@@ -214,6 +215,7 @@ class BacklogApi:
         project = r"/api/v2/projects/(?P<project>[^/]+)"
         issue = r"/api/v2/issues/(?P<issue>[^/]+)"
         table = [
+            *ProjectSettings(fake, self._project).routes(project),
             ("GET", r"/api/v2/users/myself", self.myself),
             ("GET", r"/api/v2/priorities", self.priorities),
             ("GET", project, self.project),
@@ -280,7 +282,7 @@ class BacklogApi:
 
     def myself(self, params: Params) -> tuple[int, Any]:
         _reject_unknown(params)
-        return 200, BOT
+        return 200, BOT | {"roleType": self._fake.api_user_role}
 
     def priorities(self, params: Params) -> tuple[int, Any]:
         _reject_unknown(params)

@@ -37,14 +37,15 @@ BOT: Json = {
     "id": 9999,
     "userId": "automedia",
     "name": "automedia",
-    "roleType": 2,
+    "roleType": 1,
     "lang": "ja",
     "mailAddress": "automedia@example.com",
     "nulabAccount": None,
     "keyword": "automedia",
     "lastLoginTime": None,
 }
-"""The API key's user: every write through the HTTP API is done as this user."""
+"""The API key's user: every write through the HTTP API is done as this user. An
+Administrator by default (`BacklogSpace.api_user_role` makes it another role)."""
 
 DEFAULT_STATUSES: list[tuple[int, str]] = [
     (1, "未対応"),
@@ -261,7 +262,7 @@ class Project:
     statuses: list[Json]
     custom_fields: list[Json]
     issue_types: list[Json]
-    webhook_url: str | None = None
+    webhooks: list[Json] = field(default_factory=list)
     next_key_id: int = 1
     issues: dict[int, Json] = field(default_factory=dict)
     by_status: dict[int, dict[int, Json]] = field(default_factory=dict)
@@ -274,6 +275,14 @@ class Project:
     @property
     def key(self) -> str:
         return self.data["projectKey"]
+
+    @property
+    def webhook_url(self) -> str | None:
+        return self.webhooks[0]["hookUrl"] if self.webhooks else None
+
+    def webhooks_for(self, activity_type: int) -> list[str]:
+        """The URLs an activity of this type is posted to (`allEvent` or its type listed)."""
+        return [h["hookUrl"] for h in self.webhooks if h["allEvent"] or activity_type in h["activityTypeIds"]]
 
     def status_named(self, name: str) -> Json:
         for status in self.statuses:

@@ -37,6 +37,7 @@ from sandbox.backlog.records import (
     status_json,
     utc_now,
 )
+from sandbox.backlog.settings_api import ADMINISTRATOR, webhook_json
 from sandbox.backlog.webhooks import WebhookPoster
 
 
@@ -60,6 +61,9 @@ class BacklogSpace(BulkEdits):
         if webhook_mode not in ("collect", "post"):
             raise ValueError("webhook_mode must be 'collect' or 'post'")
         self.api_key = api_key
+        self.api_user_role = ADMINISTRATOR
+        """The API key's user's roleType: 1 (Administrator) may add statuses, custom fields
+        and webhooks; any other role is answered 403, as Backlog does."""
         self.webhook_mode = webhook_mode
         self.requests: list[RecordedRequest] = []
         self.outbox: list[Json] = []
@@ -85,6 +89,7 @@ class BacklogSpace(BulkEdits):
         self._comment_ids = itertools.count(50_001)
         self._activity_ids = itertools.count(1)
         self._tx_ids = itertools.count(1)
+        self._webhook_ids = itertools.count(1)
         self._issue_type_ids = itertools.count(1)
 
     # setup
@@ -134,8 +139,11 @@ class BacklogSpace(BulkEdits):
         )
 
     def set_webhook(self, project_key: str, url: str | None) -> None:
+        """The project's webhooks become one to `url` for every event (none for None), as
+        if a person had set it in the project's settings."""
         with self._lock:
-            self._project_or_error(project_key).webhook_url = url
+            project = self._project_or_error(project_key)
+            project.webhooks = [] if url is None else [webhook_json(next(self._webhook_ids), url)]
 
     def fail_next(
         self,
@@ -275,6 +283,15 @@ class BacklogSpace(BulkEdits):
             return self._project_or_error(project_key).field_named(name)["id"]
 
     # internals; the caller holds the lock
+
+    def _projects_by_id_statuses(self) -> Iterator[Json]:
+        """Every project's statuses: a new status's id is unique in the space."""
+        for project in self._projects.values():
+            yield from project.statuses
+
+    def _all_custom_fields(self) -> Iterator[Json]:
+        for project in self._projects.values():
+            yield from project.custom_fields
 
     def _project_or_error(self, key: str) -> Project:
         project = self._projects.get(key)
@@ -444,9 +461,10 @@ class BacklogSpace(BulkEdits):
         }
         project.activities.append(activity)
         self.outbox.append(copy.deepcopy(activity))
-        if self._poster is not None and project.webhook_url:
-            body = json.dumps(activity, ensure_ascii=False).encode()
-            self._poster.submit(project.webhook_url, body)
+        urls = project.webhooks_for(activity_type) if self._poster is not None else []
+        body = json.dumps(activity, ensure_ascii=False).encode() if urls else b""
+        for url in urls:
+            self._poster.submit(url, body)
 
     def _select_issues(self, query: IssueQuery) -> list[Json]:
         """Matching issues in order. Cached until the next write, so paging is O(n) once."""

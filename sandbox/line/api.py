@@ -9,6 +9,7 @@ import re
 from collections.abc import Callable
 from urllib.parse import unquote
 
+from sandbox.line.channel import ChannelApi
 from sandbox.line.records import (
     MAX_AGGREGATION_DAYS,
     MULTICAST,
@@ -53,6 +54,7 @@ class LineApi:
                 "POST": self._narrowcasts("audience_create"),
                 "PUT": self._narrowcasts("audience_add"),
             },
+            **ChannelApi(fake.channel).routes(),
         }
         patterns: list[tuple[str, str, _Handler]] = [
             ("GET", r"/v2/bot/group/(?P<group_id>[^/]+)/summary", self.group_summary),

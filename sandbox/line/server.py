@@ -34,10 +34,15 @@ class FakeLine(HttpFake, LineChannel):
     max_body_bytes = MAX_BODY_BYTES
 
     def __init__(
-        self, *, channel_tokens: set[str] | None = None, host: str = "127.0.0.1", port: int = 0
+        self,
+        *,
+        channel_tokens: set[str] | None = None,
+        channel_secret: str = "",
+        host: str = "127.0.0.1",
+        port: int = 0,
     ) -> None:
         HttpFake.__init__(self, host=host, port=port)
-        LineChannel.__init__(self, channel_tokens=channel_tokens)
+        LineChannel.__init__(self, channel_tokens=channel_tokens, channel_secret=channel_secret)
         self._routes = LineApi(self)
 
     def refuse(self, request: HttpRequest) -> HttpResponse | None:

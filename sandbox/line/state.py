@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from sandbox.line.channel import ChannelSettings
 from sandbox.line.coupons import LineCoupons
 from sandbox.line.narrowcast import LineNarrowcasts
 from sandbox.line.records import (
@@ -37,8 +38,10 @@ from sandbox.line.records import (
 class LineChannel:
     """A LINE channel in memory: sends, retry keys, quota, groups, profiles and statistics."""
 
-    def __init__(self, *, channel_tokens: set[str] | None = None) -> None:
+    def __init__(self, *, channel_tokens: set[str] | None = None, channel_secret: str = "") -> None:
         self.channel_tokens = None if channel_tokens is None else frozenset(channel_tokens)
+        self.channel = ChannelSettings(channel_secret=channel_secret)
+        """The bot's info and webhook endpoint (sandbox/line/channel.py); tests may change them."""
         self.requests: list[RecordedLineRequest] = []
         self.clock: Callable[[], float] = time.time
         """Wall clock for retry-key expiry; tests may replace it."""
