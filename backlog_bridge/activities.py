@@ -6,7 +6,7 @@ and again before a stored event is processed.
 
 from __future__ import annotations
 
-from backlog_bridge.client import id_valid, issue_key_valid, project_key_valid
+from backlog_bridge.identifiers import id_valid, issue_key_valid, project_key_valid
 from backlog_bridge.models import (
     HANDLED_TYPES,
     TYPE_BULK_UPDATED,

@@ -7,7 +7,6 @@ stored URL is checked before every request, not only when it was typed in.
 from __future__ import annotations
 
 import contextlib
-import re
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -18,9 +17,12 @@ from django.conf import settings
 from django.core.cache import cache
 from django.views.decorators.debug import sensitive_variables
 
+from backlog_bridge.identifiers import id_like as _id_like
+from backlog_bridge.identifiers import issue_key_valid, project_key_valid
 from backlog_bridge.ratelimit import Pacer, rate_group
 from core import metrics
 from core.backlog_url import base_url_problem
+from core.connections import connection_denied
 from core.http import USER_AGENT, ClientCache, http_client
 from core.redact import secrets_redact
 
@@ -33,15 +35,6 @@ MAX_PAGE = 100  # Backlog's maximum `count`
 # https://pypi.org/project/python-backlog/0.18.0/).
 API_KEY_PARAM = "apiKey"
 API_KEY_HEADER = "Backlog-API-Key"
-
-# Identifier formats, so that nothing but an identifier ever lands in a URL path (httpx
-# resolves `..`, so `ACME-1/../OTHER-1` would reach another project's issue). Project
-# keys are upper-case letters, digits and `_`
-# (https://developer.nulab.com/docs/backlog/api/2/add-project); an issue key is the
-# project key, `-` and the issue's number (`ACME-123`); ids are positive integers.
-PROJECT_KEY = re.compile(r"[A-Z0-9_]+")
-ISSUE_KEY = re.compile(r"[A-Z0-9_]+-[1-9][0-9]*")
-MAX_ID = 2**63 - 1  # ids are stored as BIGINT
 
 
 class BacklogError(Exception):
@@ -72,19 +65,6 @@ class InvalidIdentifier(BacklogError):
         super().__init__(f"{kind} {str(value)[:40]!r} is not valid", status=400)
 
 
-def project_key_valid(value: object) -> bool:
-    return isinstance(value, str) and PROJECT_KEY.fullmatch(value) is not None
-
-
-def issue_key_valid(value: object) -> bool:
-    return isinstance(value, str) and ISSUE_KEY.fullmatch(value) is not None
-
-
-def id_valid(value: object) -> bool:
-    """A positive integer id as JSON gives it (not a bool, not a string)."""
-    return isinstance(value, int) and not isinstance(value, bool) and 0 < value <= MAX_ID
-
-
 def _issue_segment(issue_id_or_key: str | int) -> str:
     """Backlog's `:issueIdOrKey`: an issue key or a positive issue id."""
     if issue_key_valid(issue_id_or_key) or _id_like(issue_id_or_key):
@@ -102,16 +82,6 @@ def _id_segment(kind: str, value: int | str) -> str:
     if _id_like(value):
         return str(value)
     raise InvalidIdentifier(kind, value)
-
-
-_ID_TEXT = re.compile(r"[1-9][0-9]{0,18}")
-
-
-def _id_like(value: object) -> bool:
-    """A positive id as an int or as its decimal text (ids read back from the database)."""
-    if isinstance(value, str) and _ID_TEXT.fullmatch(value):
-        value = int(value)
-    return id_valid(value)
 
 
 class BacklogPaced(BacklogError):
@@ -173,9 +143,11 @@ class BacklogClient:
         timeout: float | None = None,
         transport: httpx.BaseTransport | None = None,
         pacer: Pacer | None = None,
+        tenant_id: int | None = None,
     ):
         self.base_url = base_url.rstrip("/")
         self.pacer = pacer  # None: calls are not paced (a 429 is retried as below)
+        self.tenant_id = tenant_id  # set: a 401/403 marks the tenant's Backlog connection failed
         self._api_key = api_key
         self._http = http_client(
             base_url=self.base_url,
@@ -189,7 +161,8 @@ class BacklogClient:
         """`paced`: a batch run through a whole project (the scan), whose calls wait for the
         rate-limit reset rather than draw a 429 (`Pacer.waiting`)."""
         pacer = Pacer.waiting() if paced else None
-        return cls(base_url=tenant.backlog_base_url, api_key=tenant.backlog_api_key, pacer=pacer)
+        key = tenant.backlog_api_key
+        return cls(base_url=tenant.backlog_base_url, api_key=key, pacer=pacer, tenant_id=tenant.pk)
 
     def close(self) -> None:
         self._http.close()
@@ -226,7 +199,10 @@ class BacklogClient:
         if response.is_success:
             with contextlib.suppress(ValueError):
                 return response.json() if response.content else None
-        raise _error_from_response(response)
+        error = _error_from_response(response)
+        if response.status_code in (401, 403) and self.tenant_id is not None:
+            connection_denied(tenant_id=self.tenant_id, platform="backlog", problem=denied_fix(error))
+        raise error
 
     # -- issues ----------------------------------------------------------------
 
@@ -286,10 +262,11 @@ class BacklogClient:
                 return
             offset += count
 
-    def myself(self) -> dict:
-        """The user this API key acts as (automedia's own comments come from it)."""
+    def myself(self, *, fresh: bool = False) -> dict:
+        """The user this API key acts as (automedia's own comments come from it); `fresh`: asked
+        now (a connection check), not the cached answer."""
         key = f"backlog:{self.base_url}:myself:{hash(self._api_key)}"
-        user = cache.get(key)
+        user = None if fresh else cache.get(key)
         if user is None:
             user = self._request("GET", "users/myself")
             cache.set(key, user, settings.BACKLOG_METADATA_TTL_SECONDS)
@@ -312,18 +289,24 @@ class BacklogClient:
         )
 
     def statuses(self, project_key: str) -> list[dict]:
-        return self._cached(
-            project_key,
-            "statuses",
-            lambda: self._request("GET", f"projects/{_project_segment(project_key)}/statuses"),
-        )
+        return self._cached(project_key, "statuses", lambda: self.project_list(project_key, "statuses"))
 
     def custom_fields(self, project_key: str) -> list[dict]:
         return self._cached(
-            project_key,
-            "customFields",
-            lambda: self._request("GET", f"projects/{_project_segment(project_key)}/customFields"),
+            project_key, "customFields", lambda: self.project_list(project_key, "customFields")
         )
+
+    def project_list(self, project_key: str, kind: str) -> list[dict]:
+        """The project's `statuses`, `customFields` or `webhooks` as Backlog has them now."""
+        return self._request("GET", _project_list_path(project_key, kind))
+
+    def project_add(self, project_key: str, kind: str, data: dict) -> dict:
+        """Add Status, Add Custom Field or Add Webhook: Administrator or Project Administrator only
+        (https://developer.nulab.com/docs/backlog/api/2/add-status/, …/add-custom-field/,
+        …/add-webhook/). The cached list of that kind is dropped."""
+        added = self._request("POST", _project_list_path(project_key, kind), data=data)
+        cache.delete(f"backlog:{self.base_url}:{project_key}:{kind}")
+        return added
 
     def status_id(self, project_key: str, name: str) -> int | None:
         return _id_by_name(self.statuses(project_key), name)
@@ -339,6 +322,28 @@ class BacklogClient:
             value = fetch()
             cache.set(key, value, settings.BACKLOG_METADATA_TTL_SECONDS)
         return value
+
+
+PROJECT_LISTS = frozenset({"statuses", "customFields", "webhooks"})
+
+
+def _project_list_path(project_key: str, kind: str) -> str:
+    if kind not in PROJECT_LISTS:
+        raise ValueError(f"no project list {kind!r}")
+    return f"projects/{_project_segment(project_key)}/{kind}"
+
+
+def denied_fix(error: BacklogError) -> str:
+    """What a refusal (401 / 403) means and its fix, for the connection page and 要対応."""
+    if error.status == 401:
+        return (
+            "Backlog が API キーを受け付けません（HTTP 401）。Backlog の個人設定 → API で新しいキーを発行し、"
+            "テナント設定（または manage.py add_tenant SLUG --backlog-api-key）で保存してください。"
+        )
+    return (
+        f"Backlog が操作を拒否しました（HTTP 403: {error.message}）。API キーのユーザーをプロジェクトに"
+        "参加させるか、権限のあるユーザーのキーに替えてください。"
+    )
 
 
 def _id_by_name(items: list[dict], name: str) -> int | None:
@@ -372,11 +377,17 @@ def _pairs(mapping: dict | None) -> list[tuple[str, Any]]:
     return pairs
 
 
-_shared = ClientCache(lambda base_url, api_key: BacklogClient(base_url=base_url, api_key=api_key))
+_shared = ClientCache(
+    lambda base_url, api_key, tenant_id: BacklogClient(
+        base_url=base_url, api_key=api_key, tenant_id=tenant_id
+    )
+)
 
 
 _paced = ClientCache(
-    lambda base_url, api_key: BacklogClient(base_url=base_url, api_key=api_key, pacer=Pacer())
+    lambda base_url, api_key, tenant_id: BacklogClient(
+        base_url=base_url, api_key=api_key, pacer=Pacer(), tenant_id=tenant_id
+    )
 )
 
 
@@ -384,10 +395,10 @@ def paced_client(tenant) -> BacklogClient:
     """The worker process's kept-alive client for this tenant's space whose calls are paced by
     Backlog's rate-limit headers (its Pacer remembers the budget between tasks): a call whose
     budget is spent raises `BacklogPaced` instead of waiting."""
-    return _paced.get(tenant.backlog_base_url, tenant.backlog_api_key)
+    return _paced.get(tenant.backlog_base_url, tenant.backlog_api_key, tenant.pk)
 
 
 def shared_client(tenant) -> BacklogClient:
     """The worker process's kept-alive client for this tenant's space (never close it):
     for loops that call Backlog once or twice per row (deliveries, webhook drains)."""
-    return _shared.get(tenant.backlog_base_url, tenant.backlog_api_key)
+    return _shared.get(tenant.backlog_base_url, tenant.backlog_api_key, tenant.pk)

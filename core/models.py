@@ -169,3 +169,36 @@ class TenantMembership(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user} @ {self.tenant.slug} ({self.role})"
+
+
+class Connection(models.Model):
+    """One platform of a tenant as last seen: by a connection check (setup, `check_connections`,
+    「今すぐ確認」) or by a refusal at run time (a 401/403). A failing row is on 要対応 with its
+    fix until a check passes."""
+
+    class Platform(models.TextChoices):
+        BACKLOG = "backlog", "Backlog"
+        LINE = "line", "LINE"
+        INSTAGRAM = "instagram", "Instagram"
+        TIKTOK = "tiktok", "TikTok"
+        HUBSPOT = "hubspot", "HubSpot"
+
+    tenant = models.ForeignKey(
+        Tenant, on_delete=models.CASCADE, related_name="connections", verbose_name=_("テナント")
+    )
+    platform = models.CharField(_("接続先"), max_length=16, choices=Platform.choices)
+    ok = models.BooleanField(_("接続OK"), default=False)
+    problem = models.TextField(_("問題と直し方"), blank=True, default="")
+    # What works but is still to be set up (with the command that does it), and what the check found.
+    notes = models.JSONField(_("補足"), default=list, blank=True)
+    checked_at = models.DateTimeField(_("最終確認日時"), null=True, blank=True)
+    failed_at = models.DateTimeField(_("失敗を検知した日時"), null=True, blank=True)
+
+    class Meta:
+        verbose_name = pgettext_lazy("model", "接続状況")
+        verbose_name_plural = pgettext_lazy("models", "接続状況")
+        ordering = ["tenant__slug", "platform"]
+        constraints = [models.UniqueConstraint(fields=["tenant", "platform"], name="uniq_tenant_connection")]
+
+    def __str__(self) -> str:
+        return f"{self.tenant.slug} {self.get_platform_display()}: {'OK' if self.ok else 'NG'}"

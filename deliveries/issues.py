@@ -13,7 +13,8 @@ from backlog_bridge.body.fingerprint import content_fingerprint
 from backlog_bridge.body.issue import parse_issue
 from backlog_bridge.body.publish_at import parse_publish_at
 from backlog_bridge.body.task import ParsedTask
-from backlog_bridge.client import BacklogClient, BacklogError, issue_key_valid
+from backlog_bridge.client import BacklogClient, BacklogError
+from backlog_bridge.identifiers import issue_key_valid
 from core.models import Tenant
 from deliveries.models import FIELD_DELIVERED_AT, STATUS_APPROVED, ContentTask
 

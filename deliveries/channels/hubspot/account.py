@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from contextlib import closing
+
+from core.connections import CheckResult
+from deliveries.channels.account_check import account_check
+from deliveries.channels.hubspot.transport import HubSpotTransport
 from deliveries.channels.models import ChannelAccount
 
 REQUIRED_ON_CREATE = ("access_token",)
@@ -19,3 +24,14 @@ def report(account: ChannelAccount) -> dict:
 def report_lines(account: ChannelAccount) -> list[str]:
     """Lines of add_channel's output beyond the token's."""
     return [f"  モード: {account.get_hubspot_mode_display()}"]
+
+
+def check(account: ChannelAccount) -> CheckResult:
+    """The account's details (`portalId`): the smallest call that proves the token."""
+
+    def probe() -> str:
+        with closing(HubSpotTransport(token=account.access_token)) as hs:
+            details = hs.account_details()
+        return f"HubSpot アカウント: portal {details.get('portalId')}（{details.get('accountType') or '?'}）"
+
+    return account_check(account, probe)

@@ -25,6 +25,7 @@ NOTES = "/crm/v3/objects/notes"
 NOTES_SEARCH = "/crm/v3/objects/notes/search"
 NOTE_CONTACT_ASSOCIATE = "/crm/v4/associations/notes/contacts/batch/associate/default"
 SINGLE_SEND = "/marketing/v4/email/single-send"
+ACCOUNT_DETAILS = "/account-info/v3/details"
 PAGE_SIZE = 100
 ASSOCIATE_BATCH = 100
 DEFAULT_INTERVAL_MS = 10_000
@@ -117,6 +118,11 @@ class HubSpotTransport(PlatformTransport):
         response, duration = super().request(method, path, **kwargs)
         self.rate = RateState.from_headers(response.headers)
         return response, duration
+
+    def account_details(self) -> dict:
+        """`portalId`, `accountType`, `timeZone`, …: the smallest call that proves the token
+        (https://developers.hubspot.com/docs/api-reference/legacy/account/account-information/get-account-details)."""
+        return self._call("GET", ACCOUNT_DETAILS)
 
     def contacts_page(
         self, *, properties: list[str], after: str | None = None

@@ -126,6 +126,11 @@ class InstagramTransport(PlatformTransport):
             self._call("POST", f"/{ig_user_id}/media_publish", json={"creation_id": container_id})["id"]
         )
 
+    def username(self, ig_user_id: str) -> str:
+        """The IG user's `username`: proves the token and that it reaches this account
+        (https://developers.facebook.com/docs/instagram-platform/instagram-graph-api/reference/ig-user)."""
+        return str(self._call("GET", f"/{ig_user_id}", params={"fields": "username"}).get("username") or "")
+
     def permalink(self, media_id: str) -> str:
         return str(self._call("GET", f"/{media_id}", params={"fields": "permalink"}).get("permalink") or "")
 

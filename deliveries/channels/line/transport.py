@@ -233,6 +233,27 @@ class LineTransport(HttpTransport):
             self.raise_for(response, _reason(response))
         return True
 
+    # The channel itself (messaging-api.yml getBotInfo, getWebhookEndpoint, setWebhookEndpoint,
+    # testWebhookEndpoint; https://developers.line.biz/en/reference/messaging-api/#get-bot-info,
+    # #get-webhook-endpoint-information, #set-webhook-endpoint-url, #test-webhook-endpoint).
+
+    def bot_info(self) -> dict:
+        """`userId`, `basicId`, `displayName`, …: proves the token and names its channel."""
+        return self._get("/v2/bot/info")
+
+    def webhook_endpoint(self) -> dict:
+        """`endpoint` and `active` (whether LINE sends webhooks at all)."""
+        return self._get("/v2/bot/channel/webhook/endpoint")
+
+    def webhook_endpoint_set(self, endpoint: str) -> None:
+        self._call("PUT", "/v2/bot/channel/webhook/endpoint", json={"endpoint": endpoint})
+
+    def webhook_test(self, endpoint: str | None = None) -> dict:
+        """LINE posts a test event to the endpoint: `success`, `statusCode`, `reason`, `detail`."""
+        return self._call(
+            "POST", "/v2/bot/channel/webhook/test", json={"endpoint": endpoint} if endpoint else {}
+        ).body
+
     def _get(self, path: str, **params) -> dict:
         response, _ = self.request("GET", path, params=params or None)
         if not response.is_success:

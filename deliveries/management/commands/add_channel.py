@@ -8,6 +8,9 @@
 A secret given as `-` is read from standard input (so it stays out of the process list).
 Secrets are never printed: the output says only whether each one is set. Saving a new
 token clears the account's "token invalid" flag. `--json` prints one JSON object.
+
+The token and account are checked against the platform before they are saved (the smallest
+documented call that proves both); `--no-check` saves without it, with a warning.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from core.models import Tenant
 from core.timeutil import iso_jst
 from deliveries.channels.models import ChannelAccount
 from deliveries.channels.registry import channel_part
+from deliveries.connections import account_check, connections_record
 
 SECRETS = ("access_token", "refresh_token")
 
@@ -52,6 +56,7 @@ class Command(BaseCommand):
         parser.add_argument("--tag-property", help="HubSpot: 対象タグと照合するコンタクトのプロパティ")
         parser.add_argument("--email-from", help="HubSpot メールの送信元")
         parser.add_argument("--reply-to", help="HubSpot メールの返信先")
+        parser.add_argument("--no-check", action="store_true", help="トークンを確認せずに保存する")
         parser.add_argument("--json", action="store_true", help="JSON で 1 行出力する")
 
     def handle(self, *args, **opts):
@@ -70,8 +75,24 @@ class Command(BaseCommand):
             account.full_clean()
         except ValidationError as exc:
             raise CommandError("; ".join(exc.messages)) from exc
+        result = self._check(account, opts["no_check"])
         account.save()
+        if result is not None:
+            connections_record(tenant=tenant, results=[result])
         self._report(account, created, opts["json"])
+
+    def _check(self, account: ChannelAccount, no_check: bool):
+        if no_check:
+            self.stderr.write(
+                "警告: トークンを確認せずに保存します（manage.py check_connections で確認できます）。"
+            )
+            return None
+        result = account_check(account)
+        if not result.ok:
+            raise CommandError(f"保存しませんでした。{result.problem}")
+        for fact in result.facts:
+            self.stdout.write(f"接続確認 OK: {fact}")
+        return result
 
     def _apply(self, account: ChannelAccount, opts: dict, now: datetime) -> None:
         for name in SECRETS:

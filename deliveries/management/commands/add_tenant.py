@@ -1,20 +1,29 @@
-"""Create or update a tenant: `manage.py add_tenant SLUG --backlog-url URL ...`."""
+"""Create or update a tenant: `manage.py add_tenant SLUG --backlog-url URL ...`.
+
+A new tenant, or a changed Backlog URL, key, project or LINE token, is checked against Backlog
+and LINE before it is saved, and refused with what to fix; what the project still lacks is
+listed with `setup_tenant`. `--no-check` saves without asking them (with a warning).
+"""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 from django.core.validators import URLValidator
 
 from core.backlog_url import validate_base_url
+from core.connections import CheckResult
 from core.models import Tenant, new_webhook_token
 from core.quiet_hours import QuietHours
+from deliveries.connections import connections_record, tenant_checks
 from deliveries.services import tenant_webhook_urls
 
 REQUIRED_ON_CREATE = ("backlog_url", "backlog_api_key", "backlog_project")
+CONNECTION_OPTIONS = ("backlog_url", "backlog_api_key", "backlog_project", "line_channel_token")
 
 
 class Command(BaseCommand):
@@ -36,7 +45,10 @@ class Command(BaseCommand):
         parser.add_argument("--quiet-hours-file", type=Path, help="project.yml with a quiet_hours block")
         parser.add_argument("--publish-time-policy", choices=Tenant.PublishTimePolicy.values)
         parser.add_argument("--rotate-webhook-token", action="store_true")
-        parser.add_argument("--base-url", default="http://127.0.0.1:8000", help="public URL of automedia")
+        parser.add_argument(
+            "--base-url", default=None, help="public URL of automedia (default: PUBLIC_BASE_URL)"
+        )
+        parser.add_argument("--no-check", action="store_true", help="save without checking Backlog / LINE")
         parser.add_argument("--json", action="store_true", help="print one JSON object")
 
     def handle(self, *args, **opts):
@@ -52,8 +64,25 @@ class Command(BaseCommand):
             tenant.full_clean()
         except ValidationError as exc:
             raise CommandError(_messages(exc)) from exc
+        opts["base_url"] = opts["base_url"] or settings.PUBLIC_BASE_URL
+        results = self._check(tenant, created, opts)
         tenant.save()
-        self._report(tenant, created, opts)
+        connections_record(tenant=tenant, results=results)
+        self._report(tenant, created, opts, results)
+
+    def _check(self, tenant: Tenant, created: bool, opts: dict) -> list[CheckResult]:
+        if not created and not any(opts[o] for o in CONNECTION_OPTIONS):
+            return []
+        if opts["no_check"]:
+            self.stderr.write(
+                "警告: 接続を確認せずに保存します（manage.py check_connections で確認できます）。"
+            )
+            return []
+        results = tenant_checks(tenant=tenant, base_url=opts["base_url"])
+        refused = [f"{r.platform}: {r.problem}" for r in results if not r.ok]
+        if refused:
+            raise CommandError("保存しませんでした。\n" + "\n".join(refused))
+        return results
 
     def _apply(self, tenant: Tenant, opts: dict) -> None:
         if opts["backlog_url"]:
@@ -78,15 +107,19 @@ class Command(BaseCommand):
         if opts["rotate_webhook_token"]:
             tenant.webhook_token = new_webhook_token()
 
-    def _report(self, tenant: Tenant, created: bool, opts: dict) -> None:
+    def _report(self, tenant: Tenant, created: bool, opts: dict, results: list[CheckResult]) -> None:
         urls = tenant_webhook_urls(tenant=tenant, base_url=opts["base_url"])
         if opts["json"]:
-            out = {"slug": tenant.slug, "name": tenant.name, "created": created, **urls}
+            checks = [{"platform": r.platform, "ok": r.ok, "lacks": list(r.lacks)} for r in results]
+            out = {"slug": tenant.slug, "name": tenant.name, "created": created, **urls, "checks": checks}
             self.stdout.write(json.dumps(out, ensure_ascii=False))
             return
         self.stdout.write(f"{'作成' if created else '更新'}しました: {tenant}")
         self.stdout.write(f"Backlog Webhook URL: {urls['backlog_webhook_url']}")
         self.stdout.write(f"LINE Webhook URL:    {urls['line_webhook_url']}")
+        for result in results:
+            for line in result.lines():
+                self.stdout.write(f"接続確認 {line}")
 
 
 def _check_url(url: str) -> None:
