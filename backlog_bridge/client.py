@@ -20,6 +20,7 @@ from django.views.decorators.debug import sensitive_variables
 from backlog_bridge.identifiers import id_like as _id_like
 from backlog_bridge.identifiers import issue_key_valid, project_key_valid
 from backlog_bridge.ratelimit import Pacer, rate_group
+from backlog_bridge.refusals import denied_fix
 from core import metrics
 from core.backlog_url import base_url_problem
 from core.connections import connection_denied
@@ -201,7 +202,8 @@ class BacklogClient:
                 return response.json() if response.content else None
         error = _error_from_response(response)
         if response.status_code in (401, 403) and self.tenant_id is not None:
-            connection_denied(tenant_id=self.tenant_id, platform="backlog", problem=denied_fix(error))
+            problem = denied_fix(error.status, error.message)
+            connection_denied(tenant_id=self.tenant_id, platform="backlog", problem=problem)
         raise error
 
     # -- issues ----------------------------------------------------------------
@@ -331,19 +333,6 @@ def _project_list_path(project_key: str, kind: str) -> str:
     if kind not in PROJECT_LISTS:
         raise ValueError(f"no project list {kind!r}")
     return f"projects/{_project_segment(project_key)}/{kind}"
-
-
-def denied_fix(error: BacklogError) -> str:
-    """What a refusal (401 / 403) means and its fix, for the connection page and 要対応."""
-    if error.status == 401:
-        return (
-            "Backlog が API キーを受け付けません（HTTP 401）。Backlog の個人設定 → API で新しいキーを発行し、"
-            "テナント設定（または manage.py add_tenant SLUG --backlog-api-key）で保存してください。"
-        )
-    return (
-        f"Backlog が操作を拒否しました（HTTP 403: {error.message}）。API キーのユーザーをプロジェクトに"
-        "参加させるか、権限のあるユーザーのキーに替えてください。"
-    )
 
 
 def _id_by_name(items: list[dict], name: str) -> int | None:

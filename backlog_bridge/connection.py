@@ -18,8 +18,8 @@ from backlog_bridge.client import (
     BacklogError,
     BacklogHostRefused,
     InvalidIdentifier,
-    denied_fix,
 )
+from backlog_bridge.refusals import denied_fix
 from core.connections import CheckResult
 
 ADMINISTRATOR = 1
@@ -138,7 +138,7 @@ def _problem(tenant, exc: BacklogError, what: str) -> str:
             " Backlog のプロジェクト設定でキーを確かめ、--backlog-project（管理画面では Backlog プロジェクトキー）に入れてください。"
         )
     if exc.status == 403:
-        return denied_fix(exc)
+        return denied_fix(exc.status, exc.message)
     return f"Backlog を確認できませんでした: {exc}（しばらくしてから manage.py check_connections で確かめてください）"
 
 
