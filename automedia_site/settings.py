@@ -372,6 +372,8 @@ DELIVERY_TASK_SIZE = env.int("DELIVERY_TASK_SIZE", default=50)
 # oldest issue read a send relies on (read again shortly before the second).
 DELIVERY_PREPARE_SECONDS = env.int("DELIVERY_PREPARE_SECONDS", default=30)
 DELIVERY_RECHECK_SECONDS = env.float("DELIVERY_RECHECK_SECONDS", default=3.0)
+# run_scheduler's Backlog readers: a tenant's reads in series, this many tenants at once.
+PREPARE_THREADS = env.int("PREPARE_THREADS", default=4)
 # A tenant's write-backs per task, in series on the default queue (deliveries/writeback_queue.py).
 WRITEBACK_BATCH = env.int("WRITEBACK_BATCH", default=20)
 HEALTH_HEARTBEAT_MAX_AGE = env.int("HEALTH_HEARTBEAT_MAX_AGE", default=30)
@@ -406,7 +408,7 @@ for _name in (
     *("RETENTION_EVENTS_DAYS", "RETENTION_AUDIT_DAYS", "RETENTION_UNFOLLOWED_DAYS", "RETENTION_BATCH_SIZE"),
     *("SCHEDULER_BATCH", "WRITEBACK_BATCH", "DELIVERY_PREPARE_SECONDS", "DELIVERY_LEASE_SECONDS"),
     *("EVENT_LEASE_SECONDS", "LINEPUSH_LEASE_SECONDS", "LINEPUSH_BATCH_SIZE", "LINEPUSH_MAX_IN_FLIGHT"),
-    "LINEPUSH_SEND_LANES",
+    *("LINEPUSH_SEND_LANES", "PREPARE_THREADS"),
 ):
     if globals()[_name] < 1:
         raise ImproperlyConfigured(f"{_name} must be at least 1")

@@ -1,9 +1,10 @@
 """Preparing a send before its due second, so that at the second only the publish is left.
 
-From DELIVERY_PREPARE_SECONDS ahead, a task on the default queue reads a tenant's due issues
-from Backlog and lets the channel prepare what publishes nothing (an Instagram container),
-then reads the issue once more shortly before the second (docs/ARCHITECTURE.md, "Preparing
-ahead"). A change Backlog reports by webhook drops what was prepared.
+From DELIVERY_PREPARE_SECONDS ahead, the scheduler's readers (a lane per tenant, in series,
+core/lanes.py) read a tenant's due issues from Backlog and let the channel prepare what
+publishes nothing (an Instagram container), then read the issue once more shortly before the
+second (docs/ARCHITECTURE.md, "Preparing ahead"). A change Backlog reports by webhook drops
+what was prepared.
 """
 
 from __future__ import annotations
@@ -11,17 +12,16 @@ from __future__ import annotations
 import functools
 import logging
 from datetime import datetime, timedelta
+from itertools import groupby
 
 from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
-from django_q.brokers import Broker, get_broker
-from django_q.tasks import async_task
 
-from backlog_bridge.client import BacklogError, shared_client
+from backlog_bridge.client import BacklogError, paced_client
+from core.lanes import Lanes
 from core.models import Tenant
-from core.orm_broker import enqueued_together
 from core.statements import rows_update
 from deliveries.channels.publisher import Context, PublishFailed
 from deliveries.channels.publishing import content_render, prepare_send, prepares
@@ -60,34 +60,44 @@ def _wanted(now: datetime):
 
 
 def prepare_claim(*, now: datetime, limit: int) -> list[int]:
-    """The rows that want preparing now, held for HOLD so no other pass hands them out too:
-    one read when there are none, else a short transaction (rows locked on PostgreSQL; on
-    SQLite the IMMEDIATE transaction runs alone)."""
+    """The rows that want preparing now, held for HOLD so no other pass hands them out too."""
+    return [pk for pk, _ in _claim(now=now, limit=limit)]
+
+
+def _claim(*, now: datetime, limit: int) -> list[tuple[int, int]]:
+    """(row id, tenant id) of the rows that want preparing now, soonest due first: one read
+    when there are none, else a short transaction (rows locked on PostgreSQL; on SQLite the
+    IMMEDIATE transaction runs alone)."""
     if not _wanted(now).exists():
         return []
     with transaction.atomic():
         rows = _wanted(now).order_by("due_at")
         if connection.vendor == "postgresql":
             rows = rows.select_for_update(skip_locked=True)
-        ids = list(rows.values_list("pk", flat=True)[:limit])
-        _wanted(now).filter(pk__in=ids).update(prepare_at=now + HOLD)
-    return ids
+        found = list(rows.values_list("pk", "tenant_id")[:limit])
+        _wanted(now).filter(pk__in=[pk for pk, _ in found]).update(prepare_at=now + HOLD)
+    return found
 
 
 @functools.cache
-def prepare_broker() -> Broker:
-    """The default queue's broker, made once per process (see scheduler.delivery_broker)."""
-    return get_broker()
+def readers() -> Lanes:
+    """The scheduler process's Backlog readers: one lane per tenant (one Backlog user's calls
+    in series, as Backlog asks: https://developer.nulab.com/docs/backlog/rate-limit), tenants
+    side by side on PREPARE_THREADS threads. Neither on the default queue, where reads would
+    wait behind write-backs and webhook drains, nor on a deliverer, which publishes."""
+    return Lanes(threads=settings.PREPARE_THREADS, name="backlog-read")
 
 
 def prepare_step(*, now: datetime, limit: int) -> bool:
-    """run_scheduler's step: hand the rows that want preparing to `prepare_batch` tasks."""
-    ids = prepare_claim(now=now, limit=limit)
-    broker = prepare_broker()
-    with enqueued_together(broker):
+    """run_scheduler's step: hand the rows that want preparing to their tenant's lane, soonest
+    due first, ISSUES_PER_READ per call (one `GET /api/v2/issues?id[]=…`)."""
+    found = _claim(now=now, limit=limit)
+    by_tenant = sorted(found, key=lambda row: row[1])  # stable: each tenant's rows stay in due order
+    for tenant_id, rows in groupby(by_tenant, key=lambda row: row[1]):
+        ids = [pk for pk, _ in rows]
         for start in range(0, len(ids), ISSUES_PER_READ):
-            async_task("deliveries.tasks.prepare_batch", ids[start : start + ISSUES_PER_READ], broker=broker)
-    return bool(ids)
+            readers().submit(tenant_id, functools.partial(prepare_run, ids[start : start + ISSUES_PER_READ]))
+    return bool(found)
 
 
 # -- the task ----------------------------------------------------------------------------
@@ -134,7 +144,7 @@ def _issues(rows: list[DeliverySchedule]) -> dict[int, dict]:
     for tenant, wanted in by_tenant.values():
         for start in range(0, len(wanted), ISSUES_PER_READ):
             try:
-                answer = shared_client(tenant).issues_by_id(wanted[start : start + ISSUES_PER_READ])
+                answer = paced_client(tenant).issues_by_id(wanted[start : start + ISSUES_PER_READ])
             except BacklogError as exc:
                 logger.warning("preparing %s: reading issues failed: %s", tenant.slug, exc)
                 continue

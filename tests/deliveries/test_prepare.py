@@ -8,8 +8,9 @@ from datetime import timedelta
 import pytest
 import time_machine
 from django.utils import timezone
+from django_q.models import OrmQ
 
-from deliveries import tasks
+from deliveries import prepare, tasks
 from deliveries.channels.models import ChannelPost
 from deliveries.channels.tiktok.transport import CREATOR_INFO, VIDEO_INIT
 from deliveries.delivery import WRITEBACK_QUEUED
@@ -18,6 +19,7 @@ from deliveries.prepare import prepare_claim, prepare_run
 from deliveries.scheduler import schedules_claim
 from tests.helpers.backlog import body
 from tests.helpers.deliveries import DUE, MULTICAST
+from tests.helpers.factories import TenantFactory
 
 ISSUE_READS = "/api/v2/issues"
 
@@ -157,3 +159,35 @@ def test_tiktoks_creator_info_is_read_ahead_and_at_the_second_only_the_init_is_l
     assert result.startswith("waiting until")  # published: TikTok processes the upload
     assert len(tiktok.calls(CREATOR_INFO)) == ahead  # none at the second
     assert len(tiktok.calls(VIDEO_INIT)) == 1
+
+
+class LanesSeen:
+    """deliveries.prepare.readers() as a recorder: (lane key, the call's row ids), in order."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[int, list[int]]] = []
+
+    def submit(self, key, call) -> None:
+        self.calls.append((key, list(call.args[0])))
+        call()
+
+
+def test_the_scheduler_reads_ahead_in_its_tenants_lanes_100_ids_a_call_not_on_a_queue(
+    approved, fake_backlog, line, tenant, monkeypatch
+):
+    seen = LanesSeen()
+    monkeypatch.setattr(prepare, "readers", lambda: seen)
+    monkeypatch.setattr(prepare, "ISSUES_PER_READ", 2)
+    keys = [approved(body()) for _ in range(3)]
+    rows = {s.task.issue_key: s.pk for s in DeliverySchedule.objects.select_related("task")}
+    neighbour = TenantFactory(slug="neighbour")
+    DeliverySchedule.objects.filter(pk=rows[keys[2]]).update(tenant=neighbour)  # another tenant's row
+    fake_backlog.reset_requests()
+
+    with time_machine.travel(DUE - timedelta(seconds=30), tick=False):
+        assert prepare.prepare_step(now=timezone.now(), limit=200)
+
+    assert seen.calls == [(tenant.pk, [rows[keys[0]], rows[keys[1]]]), (neighbour.pk, [rows[keys[2]]])]
+    assert [len(r.query["id[]"]) for r in issue_reads(fake_backlog)] == [2]  # the neighbour's: its own space
+    assert OrmQ.objects.count() == 0  # nothing queued behind write-backs and webhook drains
+    assert DeliverySchedule.objects.get(pk=rows[keys[0]]).prepared["issue"]["issueKey"] == keys[0]
