@@ -17,6 +17,7 @@ GROUPS = {
             "deliveries.DeliverySchedule",
             "console.DeliveryOutcome",
             "deliveries.MessageTemplate",
+            "linepush.LineCoupon",  # a manager creates them for LINE deliveries (docs/USAGE.md)
             "deliveries.ChannelAccount",
             "deliveries.ChannelPost",
         ),

@@ -86,6 +86,9 @@ class BacklogUi:
         table = [
             ("GET", r"/", self.index),
             ("GET", issue, self.issue_page),
+            # Real Backlog's issue page is https://<space>/view/<key>: automedia's links to an
+            # issue (ContentTask.backlog_url) take that shape, so the fake answers it too.
+            ("GET", r"/view/(?P<key>[^/]+)", self.issue_page),
             ("POST", issue + "/status", self.change_status),
             ("POST", issue + "/comments", self.add_comment),
             ("POST", issue + "/description", self.edit_description),
@@ -119,7 +122,9 @@ class BacklogUi:
 
     def issue_page(self, form: Params, key: str) -> HttpResponse:
         with self._fake._lock:
-            issue = self._fake._issue_or_error(key)
+            issue = self._fake._issues.get(key)
+            if issue is None:
+                raise ApiError(404, f"課題 {key} はありません。", code=6)
             project = self._fake._project_of(issue)
             body = self._issue_body(issue, project, self._fake._comments[issue["id"]])
         return html_answer(_page(f"{key} {issue['summary']}", body))

@@ -32,6 +32,30 @@ def form(tenant, **fields) -> dict:
     }
 
 
+def _menu(client) -> dict[str, list[str]]:
+    """The index's groups, each with its models' names."""
+    app_list = client.get(reverse("admin:index")).context["app_list"]
+    return {str(g["name"]): [str(m["name"]) for m in g["models"]] for g in app_list}
+
+
+def test_coupons_are_in_the_managers_delivery_menu_and_open_for_them(as_manager, viewer, client):
+    menu = _menu(as_manager)
+    assert "LINE クーポン" in menu["配信"]
+    assert all("LINE クーポン" not in models for name, models in menu.items() if name != "配信")
+    assert as_manager.get(ADD).status_code == 200
+
+    client.force_login(viewer)
+    assert "LINE クーポン" in _menu(client)["配信"]
+    assert client.get(ADD).status_code == 403
+
+
+def test_coupons_are_not_filed_under_the_superusers_system_group(client, superuser):
+    client.force_login(superuser)
+    menu = _menu(client)
+    assert "LINE クーポン" in menu["配信"]
+    assert "LINE クーポン" not in menu.get("システム（スーパーユーザーのみ）", [])
+
+
 def coupon_posts(line) -> list:
     return [r for r in line.requests if (r.method, r.path) == ("POST", "/v2/bot/coupon")]
 

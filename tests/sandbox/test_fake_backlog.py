@@ -570,6 +570,17 @@ def test_it_creates_and_comments_issues_from_the_ui(fake: FakeBacklog) -> None:
     assert "/automedia preview" in page.text
 
 
+def test_it_answers_the_issue_link_of_real_backlog(fake: FakeBacklog) -> None:
+    fake.create_issue("DEMO", summary="年末セールのお知らせ")
+
+    page = httpx.get(f"{fake.base_url}/view/DEMO-1")
+    missing = httpx.get(f"{fake.base_url}/view/DEMO-9")
+
+    assert page.status_code == 200
+    assert "年末セールのお知らせ" in page.text
+    assert missing.status_code == 404
+
+
 def test_it_prefills_the_create_form_with_the_issue_template(fake: FakeBacklog) -> None:
     before = datetime.now(UTC)
 
