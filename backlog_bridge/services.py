@@ -10,8 +10,9 @@ from __future__ import annotations
 from datetime import timedelta
 
 from backlog_bridge.activities import activity_handled, webhook_validate
-from backlog_bridge.client import BacklogClient
+from backlog_bridge.client import MAX_PAGE, BacklogClient
 from backlog_bridge.events import BACKLOG_EVENTS, activity_store, event_process, events_drain_soon
+from backlog_bridge.signals import issues_listed
 from core.models import Tenant
 
 
@@ -35,13 +36,14 @@ def webhook_accept(*, tenant: Tenant, payload: object, stored_token: str | None 
 
 
 def catchup_run(*, tenant: Tenant, client: BacklogClient) -> int:
-    """Store and process project activities after the tenant's cursor; returns how many were new."""
+    """Store and process project activities after the tenant's cursor; returns how many were new.
+
+    The first run (no cursor) registers the issues the project already has instead: their
+    activities lie before the cursor, and an issue made while automedia was not yet
+    listening (the demo's, a project's backlog) must show in the admin all the same."""
     cursor = tenant.last_activity_id
     if cursor is None:
-        # First run: start from now; the daily scan covers anything older.
-        latest = client.activities(tenant.backlog_project_key, min_id=None, latest=True)
-        Tenant.objects.filter(pk=tenant.pk).update(last_activity_id=latest[0]["id"] if latest else 0)
-        return 0
+        return _catchup_first_run(tenant=tenant, client=client)
     new = 0
     while page := client.activities(tenant.backlog_project_key, min_id=cursor):
         for activity in page:
@@ -52,6 +54,32 @@ def catchup_run(*, tenant: Tenant, client: BacklogClient) -> int:
         cursor = max(a["id"] for a in page)
         Tenant.objects.filter(pk=tenant.pk).update(last_activity_id=cursor)
     return new
+
+
+def _catchup_first_run(*, tenant: Tenant, client: BacklogClient) -> int:
+    """Every issue of the project, page by page, handed to `issues_listed`; then the cursor.
+
+    The latest activity is read first: what happens while the issues are listed comes after
+    it and is caught by the next run. The cursor is written last, so a run that fails midway
+    starts over (registering an issue twice changes nothing)."""
+    latest = client.activities(tenant.backlog_project_key, min_id=None, latest=True)
+    project_id = client.project(tenant.backlog_project_key)["id"]
+    listed, page = 0, []
+    for issue in client.iter_issues(project_id=project_id):
+        page.append(issue)
+        if len(page) == MAX_PAGE:
+            listed += _issues_hand_over(tenant, client, page)
+            page = []
+    listed += _issues_hand_over(tenant, client, page)
+    Tenant.objects.filter(pk=tenant.pk).update(last_activity_id=latest[0]["id"] if latest else 0)
+    return listed
+
+
+def _issues_hand_over(tenant: Tenant, client: BacklogClient, issues: list[dict]) -> int:
+    if not issues:
+        return 0
+    answers = issues_listed.send(sender=Tenant, tenant=tenant, client=client, issues=issues)
+    return max((count for _, count in answers), default=0)
 
 
 def pending_events_retry(*, older_than: timedelta = timedelta(minutes=1)) -> int:

@@ -17,6 +17,7 @@ class DeliveriesConfig(AppConfig):
     def ready(self) -> None:
         # backlog_bridge's event drain acts through these; it imports nothing of deliveries.
         from backlog_bridge.events import event_handlers_register, events_stranded_step
+        from backlog_bridge.signals import issues_listed
         from core.retention import retention_rule_register
         from deliveries import lifecycle, retention
         from deliveries.commands import run
@@ -26,6 +27,7 @@ class DeliveriesConfig(AppConfig):
         from deliveries.writeback_queue import writebacks_step
 
         event_handlers_register({**lifecycle.EVENT_HANDLERS, **run.EVENT_HANDLERS})
+        issues_listed.connect(lifecycle.issues_listed_received, dispatch_uid="deliveries.issues_listed")
         # run_scheduler's queues of the two lower layers (backlog_bridge cannot import this registry).
         scheduler_step_register(schedules_step)
         scheduler_step_register(writebacks_step)

@@ -9,6 +9,7 @@ handlers at the end are registered with backlog_bridge's event drain
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -16,7 +17,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from backlog_bridge.activities import issue_key_of, names_many
-from backlog_bridge.client import BacklogClient, BacklogError
+from backlog_bridge.client import BacklogClient, BacklogError, issue_key_valid
 from backlog_bridge.events import EventHandler, EventRetry
 from backlog_bridge.models import (
     TYPE_BULK_UPDATED,
@@ -26,12 +27,15 @@ from backlog_bridge.models import (
     TYPE_UPDATED,
     BacklogEvent,
 )
+from backlog_bridge.statuses import BacklogConfigError
 from core.models import Tenant
 from core.timeutil import fmt_jst
 from deliveries.actions import ACTIONS
 from deliveries.issues import IssueState, issue_read, issue_state, task_for_issue
 from deliveries.models import ContentTask, DeliverySchedule
 from deliveries.services import schedule_delete
+
+logger = logging.getLogger(__name__)
 
 CLAIM_ROUNDS = 3
 
@@ -209,3 +213,22 @@ EVENT_HANDLERS: dict[int, EventHandler] = {
     TYPE_BULK_UPDATED: _on_bulk_updated,
     TYPE_DATES_UPDATED: _on_dates_updated,
 }
+
+
+def issues_listed_received(*, tenant: Tenant, client: BacklogClient, issues: list[dict], **kwargs) -> int:
+    """The catch-up's first run listed issues the project already has: each is registered as
+    its created webhook would register it (the listed JSON saves the first read), so one
+    missed before automedia listened still shows, as 期限切れ（未承認） once its 投稿日時 passed.
+    One that cannot be registered now is left to the scan (approved) or its next change."""
+    registered = 0
+    for issue in issues:
+        key = issue.get("issueKey")
+        if not issue_key_valid(key):
+            continue
+        try:
+            issue_reconcile(tenant=tenant, issue_key=key, client=client, issue=issue)
+        except (BacklogError, BacklogConfigError, EventRetry) as exc:
+            logger.warning("first catch-up of %s: %s not registered: %s", tenant.slug, key, exc)
+            continue
+        registered += 1
+    return registered

@@ -40,7 +40,7 @@ def _closed_port() -> int:
 @pytest.mark.parametrize("key_in", ["query", "header"])
 def test_a_refused_key_shows_in_no_log_line_and_no_error(settings, engine, every_log_line, key_in):
     settings.BACKLOG_API_KEY_IN = key_in
-    with FakeBacklog(api_key="the-right-key") as fake:
+    with FakeBacklog(api_key="the-right-key", latency=0) as fake:
         fake.add_project("ACME")
         with (
             BacklogClient(base_url=fake.base_url, api_key=KEY) as backlog,
