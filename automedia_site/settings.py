@@ -16,6 +16,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.utils.translation import gettext_lazy as _
 
 from automedia_site.database import database
+from automedia_site.logconfig import logging_config
 from automedia_site.workers import delivery_workers, host_cores
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -298,53 +299,7 @@ EMAIL_BACKEND = env.str("EMAIL_BACKEND", default="django.core.mail.backends.cons
 DEFAULT_EXCEPTION_REPORTER = "automedia_site.reporting.MaskingExceptionReporter"
 
 LOG_LEVEL = env.str("LOG_LEVEL", default="INFO")
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    # The Backlog webhook path carries the tenant's token: the loggers that print request
-    # paths (`Not Found: /hooks/backlog/…`, runserver's access log) mask it.
-    # Every printed line, and httpx's records (its request URLs), redact the Backlog API key.
-    "filters": {
-        "mask_webhook_tokens": {"()": "automedia_site.logmask.MaskWebhookTokens"},
-        "redact_secrets": {"()": "core.redact.RedactSecrets"},
-    },
-    "formatters": {
-        "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
-        "django.server": {  # Django's own (DEFAULT_LOGGING), redeclared to add the filter
-            "()": "django.utils.log.ServerFormatter",
-            "format": "[{server_time}] {message}",
-            "style": "{",
-        },
-    },
-    "handlers": {
-        "console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["redact_secrets"]},
-        "django.server": {
-            "level": "INFO",
-            "class": "logging.StreamHandler",
-            "formatter": "django.server",
-            "filters": ["redact_secrets"],
-        },
-    },
-    "root": {"handlers": ["console"], "level": LOG_LEVEL},
-    "loggers": {
-        "django.request": {"filters": ["mask_webhook_tokens"]},
-        "django.server": {
-            "handlers": ["django.server"],
-            "level": "INFO",
-            "propagate": False,
-            "filters": ["mask_webhook_tokens"],
-        },
-        # httpx logs every request's full URL at INFO: noise, and Backlog's apiKey (redacted).
-        "httpx": {"level": "WARNING", "filters": ["redact_secrets"]},
-        "httpcore": {"level": "WARNING", "filters": ["redact_secrets"]},
-        # django-q2 logs every enqueue and task at INFO: noise, and a cost per webhook.
-        # Its failed-task lines print the task's error: redacted as any other line.
-        "django-q": {
-            "level": env.str("DJANGO_Q_LOG_LEVEL", default="WARNING"),
-            "filters": ["redact_secrets"],
-        },
-    },
-}
+LOGGING = logging_config(level=LOG_LEVEL, q_level=env.str("DJANGO_Q_LOG_LEVEL", default="WARNING"))
 
 # The sandbox of `make run`: fake Backlog (and later fake LINE) on loopback.
 SANDBOX_BACKLOG_URL = env.str("SANDBOX_BACKLOG_URL", default="http://127.0.0.1:8081")
