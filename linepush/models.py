@@ -88,6 +88,21 @@ class LineSource(models.Model):
     def __str__(self) -> str:
         return self.name or self.group_id
 
+    def save(self, *args, **kwargs) -> None:
+        # A row is LINE's group: moved onto another group's id (or tenant) it would lend that
+        # group its member count, and the quota would count the big group as the small one.
+        stored = getattr(self, "_stored_ids", None)
+        if stored is not None and None not in stored and stored != (self.tenant_id, self.group_id):
+            raise ValueError("a LINE group row keeps its tenant and group id")
+        super().save(*args, **kwargs)
+        self._stored_ids = (self.tenant_id, self.group_id)
+
+    @classmethod
+    def from_db(cls, db, field_names, values):
+        row = super().from_db(db, field_names, values)
+        row._stored_ids = (row.__dict__.get("tenant_id"), row.__dict__.get("group_id"))
+        return row
+
     def refusal(self, trigger_type: str) -> str:
         """Why this group takes no post of this trigger; empty when it does (seed 003 §6.3)."""
         if self.left_at is not None:

@@ -22,11 +22,14 @@ from core.due import QUEUED, Lease, any_free, due_locked, expired_claims_count, 
 from core.orm_broker import enqueued_together
 from deliveries.scheduler import DELIVERY_QUEUE, delivery_broker
 from deliveries.scheduler_steps import Pass
+from linepush.member_counts import member_counts_fill
 from linepush.models import LineMonthlyUsage, LinePushItem, LinePushSettings, LineSource
 from linepush.services import month_of, quota_limit, quota_near
 
 Status = LinePushItem.Status
 PUSH_QUEUE = DELIVERY_QUEUE  # group posts go to the deliveries queue (and its broker)
+# A post to a group whose member count is not known yet looks again after this.
+UNCOUNTED_WAIT = timedelta(seconds=5)
 
 
 def _lease() -> timedelta:
@@ -116,6 +119,7 @@ def _room(*, now: datetime, limit: int) -> int | None:
 
 
 def _claim(now: datetime, room: int) -> list[Claim]:
+    member_counts_fill(now=now)  # HTTP to LINE: before the transaction, never inside it
     with transaction.atomic():
         candidates = _candidates(now, room)
         if not candidates:
@@ -176,7 +180,7 @@ def _decide(items: list[LinePushItem], now: datetime) -> _Decisions:
 
 
 def _verdict(item, source, state: _Tenant, windows: Counter, now: datetime) -> tuple[str, str] | None:
-    """None = reserve a place and send; otherwise (end status, reason)."""
+    """None = reserve a place and send; otherwise (end status, reason), PENDING = not yet."""
     if item.retry_expired(now):
         return Status.FAILED, (
             "最初の送信から 23 時間以上たったため再送しません（LINE の再送キーは 24 時間で失効し、"
@@ -185,6 +189,10 @@ def _verdict(item, source, state: _Tenant, windows: Counter, now: datetime) -> t
     refusal = item.may_send(source)
     if refusal:
         return Status.SKIPPED, refusal
+    if source.member_count is None:
+        # Counted as one member, a push to a group of hundreds would slip under the quota:
+        # it waits until LINE gives the count (linepush/member_counts.py).
+        return Status.PENDING, "グループのメンバー数を LINE に確認中のため待機しています"
     key = (item.tenant_id, item.ext_group_id)
     if windows[key] >= source.rate_limit_count:
         return Status.FAILED, (
@@ -272,7 +280,8 @@ def _group_windows(items, sources, now: datetime) -> Counter:
 
 def _apply(decisions: _Decisions, now: datetime) -> list[Claim]:
     for item, status, reason in decisions.ended:
-        LinePushItem.objects.filter(pk=item.pk).update(status=status, last_error=reason)
+        later = {"scheduled_at": now + UNCOUNTED_WAIT} if status == Status.PENDING else {}
+        LinePushItem.objects.filter(pk=item.pk).update(status=status, last_error=reason, **later)
     claims = []
     for tenant_id, items in decisions.reserved.items():
         claims += _reserve(decisions.tenants[tenant_id], items, now)

@@ -130,6 +130,19 @@ class LineSourceAdmin(TenantScopedAdmin):
     readonly_fields = ("member_count", "audit_trail")
     form = LineSourceForm
 
+    # Rows come from LINE's join events. A row's id (and tenant) never changes, and only a
+    # superuser adds or deletes one: a row deleted and added again, or moved onto another
+    # group's id, would make a big group's pushes count as a small one's.
+    def get_readonly_fields(self, request: HttpRequest, obj=None):
+        fixed = ("tenant", "group_id", "kind") if obj is not None else ()
+        return [*super().get_readonly_fields(request, obj), *fixed]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return request.user.is_superuser and super().has_add_permission(request)
+
+    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
+        return request.user.is_superuser and super().has_delete_permission(request, obj)
+
     def get_changelist_form(self, request: HttpRequest, **kwargs):
         return super().get_changelist_form(request, form=LineSourceForm, **kwargs)
 

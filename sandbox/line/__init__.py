@@ -28,7 +28,9 @@ What it models, and the choices made where LINE's behaviour is undocumented:
 - Groups: ``add_group`` registers groups. While none is registered a push to any ``C…`` id is
   accepted and counts as ``DEFAULT_MEMBER_COUNT`` recipients; once one is registered, a push
   to an unregistered group answers 400. Group summary and member count answer 404 for any
-  unregistered group. Rooms are always accepted and count as ``DEFAULT_MEMBER_COUNT``.
+  unregistered group. ``add_room`` registers a room's member count, which its member count
+  endpoint answers (404 for an unregistered room); a push to any ``R…`` room is accepted and
+  counts its registered members, else ``DEFAULT_MEMBER_COUNT``.
 - ``X-Line-Retry-Key`` is honoured on push, multicast and narrowcast; any other endpoint
   answers 400 when it is sent. A key must be a canonical (8-4-4-4-12) hexadecimal UUID, compared
   case-insensitively. A key stays accepted for ``RETRY_KEY_TTL`` seconds (24 h) after its

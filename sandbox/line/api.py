@@ -59,6 +59,7 @@ class LineApi:
         patterns: list[tuple[str, str, _Handler]] = [
             ("GET", r"/v2/bot/group/(?P<group_id>[^/]+)/summary", self.group_summary),
             ("GET", r"/v2/bot/group/(?P<group_id>[^/]+)/members/count", self.group_member_count),
+            ("GET", r"/v2/bot/room/(?P<room_id>[^/]+)/members/count", self.room_member_count),
             ("GET", r"/v2/bot/profile/(?P<user_id>[^/]+)", self.profile),
             ("GET", r"/v2/bot/coupon/(?P<coupon_id>[^/]+)", self._coupons("detail")),
             ("PUT", r"/v2/bot/coupon/(?P<coupon_id>[^/]+)/close", self._coupons("close")),
@@ -235,6 +236,15 @@ class LineApi:
             if group is None:
                 raise LineError(404, "Not found")
             return LineReply(200, {"count": group.member_count})
+
+    def room_member_count(self, request: LineRequest, request_id: str, room_id: str) -> LineReply:
+        """`RoomMemberCountResponse`, the bot excluded; 404 for a room the bot is not in
+        (https://developers.line.biz/en/reference/messaging-api/#get-members-room-count)."""
+        with self._fake._lock:
+            count = self._fake._rooms.get(room_id)
+            if count is None:
+                raise LineError(404, "Not found")
+            return LineReply(200, {"count": count})
 
     def profile(self, request: LineRequest, request_id: str, user_id: str) -> LineReply:
         if USER_ID.fullmatch(user_id) is None:

@@ -53,6 +53,7 @@ class LineChannel:
         self._chaos: Chaos | None = None
         self._retry_keys: dict[str, Accepted] = {}
         self._groups: dict[str, Group] = {}
+        self._rooms: dict[str, int] = {}  # room id → its members, the bot excluded
         self._used_reply_tokens: set[str] = set()
         self._quote_tokens: set[str] = set()
         self._units_used: set[str] = set()
@@ -124,6 +125,12 @@ class LineChannel:
             raise ValueError("LINE group ids start with 'C'")
         with self._lock:
             self._groups[group_id] = Group(group_id, name, member_count)
+
+    def add_room(self, room_id: str, *, member_count: int = DEFAULT_MEMBER_COUNT) -> None:
+        if not room_id.startswith("R"):
+            raise ValueError("LINE room ids start with 'R'")
+        with self._lock:
+            self._rooms[room_id] = member_count
 
     def set_quota(self, *, type: str = "limited", value: int = 5000, total_usage: int = 0) -> None:
         if type not in ("limited", "none"):
@@ -256,7 +263,7 @@ class LineChannel:
         if to.startswith("U"):
             return 1
         if to.startswith("R"):
-            return DEFAULT_MEMBER_COUNT
+            return self._rooms.get(to, DEFAULT_MEMBER_COUNT)
         group = self._groups.get(to)
         if group is not None:
             return group.member_count

@@ -150,6 +150,46 @@ def test_it_shows_where_each_item_came_from(as_manager, tenant, group):
     assert "automedia（配信失敗の通知）" in detail
 
 
+def test_a_manager_neither_adds_nor_deletes_a_group_row(as_manager, group):
+    add = as_manager.get(reverse("admin:linepush_linesource_add"))
+    delete = as_manager.post(reverse("admin:linepush_linesource_delete", args=[group.pk]), {"post": "yes"})
+    bulk = as_manager.post(
+        reverse("admin:linepush_linesource_changelist"),
+        {"action": "delete_selected", "_selected_action": [group.pk], "post": "yes"},
+    )
+
+    assert (add.status_code, delete.status_code) == (403, 403)
+    assert bulk.status_code in (200, 302) and LineSource.objects.filter(pk=group.pk).exists()
+
+
+def test_a_group_rows_id_stays_when_its_page_is_saved(client, superuser, group):
+    """Not even a superuser moves a row onto another group's id (its member count would go with it)."""
+    client.force_login(superuser)
+    url = reverse("admin:linepush_linesource_change", args=[group.pk])
+    form = {
+        "tenant": group.tenant_id,
+        "group_id": "C" + "9" * 32,
+        "kind": "group",
+        "name": "改名",
+        "push_opt_in_triggers": [],
+        "rate_limit_count": 3,
+        "rate_limit_window_seconds": 300,
+    }
+
+    response = client.post(url, form)
+
+    group.refresh_from_db()
+    assert response.status_code == 302 and (group.group_id, group.name) == ("Cgroup", "改名")
+
+
+def test_a_superuser_adds_and_deletes_a_group_row(client, superuser, tenant, group):
+    client.force_login(superuser)
+
+    assert client.get(reverse("admin:linepush_linesource_add")).status_code == 200
+    client.post(reverse("admin:linepush_linesource_delete", args=[group.pk]), {"post": "yes"})
+    assert not LineSource.objects.filter(pk=group.pk).exists()
+
+
 def toggle_form(group: LineSource, *, allow: bool, triggers: list[str]) -> dict:
     form = {
         "form-TOTAL_FORMS": "1",

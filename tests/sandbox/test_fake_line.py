@@ -28,6 +28,7 @@ TOKEN = "channel-token"
 USER = "U" + "1" * 32
 OTHER_USER = "U" + "2" * 32
 GROUP = "C" + "a" * 32
+ROOM = "R" + "c" * 32
 PUSH = "/v2/bot/message/push"
 MULTICAST = "/v2/bot/message/multicast"
 REPLY = "/v2/bot/message/reply"
@@ -501,6 +502,20 @@ def test_it_answers_a_group_summary_and_member_count(fake: FakeLine, api: httpx.
     assert api.get(f"/v2/bot/group/{unknown}/members/count").status_code == 404
 
 
+def test_it_answers_a_rooms_member_count_and_charges_a_push_by_it(fake: FakeLine, api: httpx.Client) -> None:
+    room, unknown = "R" + "a" * 32, "R" + "b" * 32
+    fake.add_room(room, member_count=6)
+
+    count = api.get(f"/v2/bot/room/{room}/members/count")
+    api.post(PUSH, json={"to": room, "messages": [TEXT]})
+
+    assert (count.status_code, count.json()) == (200, {"count": 6})
+    assert api.get(f"/v2/bot/room/{unknown}/members/count").status_code == 404
+    assert api.get("/v2/bot/message/quota/consumption").json() == {"totalUsage": 6}
+    with pytest.raises(ValueError):
+        fake.add_room("C" + "a" * 32)
+
+
 def test_it_pushes_to_unregistered_groups_only_while_none_is_registered(
     fake: FakeLine, api: httpx.Client
 ) -> None:
@@ -634,12 +649,14 @@ def test_it_agrees_with_the_openapi_spec(fake: FakeLine, api: httpx.Client) -> N
 
     # Read endpoints carry their schema's required fields and nothing unknown.
     fake.add_group(GROUP)
+    fake.add_room(ROOM)
     reads = {
         "/v2/bot/message/quota": "MessageQuotaResponse",
         "/v2/bot/message/quota/consumption": "QuotaConsumptionResponse",
         "/v2/bot/message/aggregation/info": "GetAggregationUnitUsageResponse",
         f"/v2/bot/group/{GROUP}/summary": "GroupSummaryResponse",
         f"/v2/bot/group/{GROUP}/members/count": "GroupMemberCountResponse",
+        f"/v2/bot/room/{ROOM}/members/count": "RoomMemberCountResponse",
         f"/v2/bot/profile/{USER}": "UserProfileResponse",
     }
     for path, schema in reads.items():
