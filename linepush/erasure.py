@@ -1,7 +1,7 @@
 """A LINE user's data erased on their request (Japan's APPI): the contact row and their
 survey answers, and their id wherever automedia stored it: the LINE webhook events (any
-field, a mention or a member list too, with the message content blanked) and the
-recipients of LINE delivery attempts. The erasure itself is recorded as who and when (`LineErasure`), never whose.
+field, a mention or a member list too, with the message content blanked, and the text of
+their outcome), the recipients of LINE delivery attempts and a narrowcast's user list. The erasure itself is recorded as who and when (`LineErasure`), never whose.
 
 Rows are rewritten in batches, each its own short transaction; run again, an erasure
 finds nothing left and removes what arrived in between.
@@ -15,19 +15,25 @@ from django.db import transaction
 from django.db.models import TextField
 from django.db.models.functions import Cast
 
+from deliveries.channels.models import ChannelPost
 from deliveries.models import DeliveryAttempt
 from linepush.models import LineAnswer, LineContact, LineErasure, LineWebhookEvent
 from linepush.retention import payload_blanked
 
 BATCH = 500
 ERASED = ""  # what an erased id becomes: LINE's ids are never empty
+ERASED_TEXT = "[消去済み]"  # what an erased id becomes inside a text
 
 
 def line_user_erase(*, contact: LineContact, by) -> LineErasure:
     """Erase `contact` and every stored trace of its user id; returns the record."""
     tenant_id, user_id = contact.tenant_id, contact.user_id
     events = _rewrite(LineWebhookEvent, "payload", tenant_id, user_id, _event_scrubbed)
+    # Outcomes written before handlers stopped naming users ("blocked U…").
+    _rewrite(LineWebhookEvent, "detail", tenant_id, user_id, _text_scrubbed)
     attempts = _rewrite(DeliveryAttempt, "request_summary", tenant_id, user_id, _recipients_scrubbed)
+    attempts += _rewrite(DeliveryAttempt, "error", tenant_id, user_id, _text_scrubbed)
+    _rewrite(ChannelPost, "details", tenant_id, user_id, _audience_scrubbed)
     with transaction.atomic():
         # The admin's history of the contact names it (its display name or id).
         LogEntry.objects.filter(
@@ -77,6 +83,22 @@ def _replaced(value, user_id: str):
 
 def _event_scrubbed(payload: dict, user_id: str) -> dict:
     return payload_blanked(_replaced(payload, user_id))
+
+
+def _text_scrubbed(text: str, user_id: str) -> str:
+    return text.replace(user_id, ERASED_TEXT)
+
+
+def _audience_scrubbed(details: dict, user_id: str) -> dict:
+    """The user leaves a narrowcast's list; one not uploaded yet is never uploaded, and the
+    upload's place in the list stays on the next id."""
+    users = details.get("users") if isinstance(details, dict) else None
+    if not isinstance(users, list) or user_id not in users:
+        return details
+    uploaded = details.get("uploaded", 0)
+    if users.index(user_id) < uploaded:
+        uploaded -= 1
+    return {**details, "users": [u for u in users if u != user_id], "uploaded": uploaded}
 
 
 def _recipients_scrubbed(summary: dict, user_id: str) -> dict:

@@ -105,7 +105,8 @@ def _follow(tenant: Tenant, payload: dict, transport: LineTransport) -> str:
     followed = {"display_name": name, "followed_at": _occurred(payload), "updated_at": timezone.now()}
     LineContact.objects.filter(pk=contact.pk).update(blocked=False, blocked_at=None, **followed)
     replied = _registration_reply(tenant, payload.get("replyToken"), transport)
-    return f"{'new' if created else 'known'} contact {user_id}; {replied}"
+    # The detail is shown to every member of the tenant and outlives an erasure: no user id.
+    return f"{'new' if created else 'known'} contact; {replied}"
 
 
 def _display_name(transport: LineTransport, user_id: str) -> str:
@@ -136,7 +137,7 @@ def _unfollow(tenant: Tenant, payload: dict, transport: LineTransport) -> str:
     # A redelivered unfollow keeps the first block's time: the grace period runs from it.
     blocked = {"blocked_at": Coalesce("blocked_at", Value(_occurred(payload))), "updated_at": timezone.now()}
     LineContact.objects.filter(pk=contact.pk).update(blocked=True, **blocked)
-    return f"blocked {user_id}"
+    return "blocked"
 
 
 def _message(tenant: Tenant, payload: dict, transport: LineTransport) -> str:

@@ -124,6 +124,17 @@ class ChannelPost(models.Model):
     def __str__(self) -> str:
         return f"{self.task.issue_key} #{self.approval_seq} {self.channel} ({self.phase})"
 
+    @staticmethod
+    def users_dropped(details: dict) -> dict:
+        """A LINE narrowcast's details without its user ids (kept as their number): once
+        its audience is deleted the list has served, and it names people."""
+        users = details.get("users") or []
+        return {**details, "users": [], "audience_size": len(users), "users_dropped": True}
+
+    @staticmethod
+    def audience_size(details: dict) -> int:
+        return details.get("audience_size", len(details.get("users") or []))
+
     def is_committed(self) -> bool:
         """A publish call may have reached the platform: only its outcome may be read now."""
         committed = (self.Phase.PUBLISHING, self.Phase.SENDING, self.Phase.DONE)

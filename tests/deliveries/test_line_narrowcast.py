@@ -212,8 +212,20 @@ def test_it_polls_the_progress_to_the_end_and_ends_with_the_counts(line_api, tas
     assert sent.request_summary["progress"]["successCount"] == 58 and sent.outcome == "sent"
     assert line_api["delete"].called
     assert the_post(task).phase == ChannelPost.Phase.DONE
-    assert isinstance(run(task, at=NOW + timedelta(seconds=40)), Done)  # a rerun reads, never sends
+    # The audience deleted, the user ids go too; their number stays.
+    assert the_post(task).details["users"] == [] and the_post(task).details["audience_size"] == 60
+    again = run(task, at=NOW + timedelta(seconds=40))
+    assert isinstance(again, Done) and again.summary == summary  # a rerun reads, never sends
     assert line_api["narrowcast"].call_count == 1
+
+
+def test_the_user_ids_stay_while_the_audience_could_not_be_deleted(line_api, task):
+    followers(task, 60)
+    line_api["delete"].respond(500, json={"message": "error"})
+    for seconds in (0, 5, 10):
+        run(task, at=NOW + timedelta(seconds=seconds))
+
+    assert the_post(task).phase == ChannelPost.Phase.DONE and len(the_post(task).details["users"]) == 60
 
 
 @pytest.mark.parametrize(

@@ -3,16 +3,21 @@ user's id from every stored event and LINE delivery attempt, and records who and
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 from django.contrib.admin.models import CHANGE, LogEntry
 from django.contrib.auth import get_user_model
 from django.contrib.contenttypes.models import ContentType
+from django.utils import timezone
 
+from core.retention import records_prune
+from deliveries.channels.models import ChannelPost
 from deliveries.models import DeliveryAttempt
 from linepush.erasure import line_user_erase
 from linepush.models import LineAnswer, LineContact, LineErasure, LineWebhookEvent
 from tests.helpers.factories import ContentTaskFactory, TenantFactory
-from tests.helpers.linepush import USER, shop
+from tests.helpers.linepush import USER, deliver, fixture, shop
 
 pytestmark = pytest.mark.django_db
 
@@ -105,6 +110,57 @@ def test_it_removes_the_user_from_the_recipients_of_line_deliveries(tenant, admi
     attempt.refresh_from_db()
     assert attempt.request_summary == {"kind": "multicast", "recipients": 2, "first": "", "to": [OTHER]}
     assert erasure.attempts == 1
+
+
+def test_it_scrubs_the_id_from_stored_texts_and_a_narrowcasts_user_list(tenant, admin_user):
+    old = event(tenant, 5, {"type": "unfollow", "source": {"type": "user", "userId": OTHER}})
+    LineWebhookEvent.objects.filter(pk=old.pk).update(detail=f"blocked {USER}; new contact {USER}")
+    task = ContentTaskFactory(tenant=tenant)
+    post = ChannelPost.objects.create(
+        tenant=tenant,
+        task=task,
+        approval_seq=1,
+        channel="line",
+        details={"users": [OTHER, USER, "U" + "c" * 32], "uploaded": 2},
+    )
+    contact = LineContact.objects.create(tenant=tenant, user_id=USER)
+
+    line_user_erase(contact=contact, by=admin_user)
+
+    old.refresh_from_db()
+    post.refresh_from_db()
+    assert old.detail == "blocked [消去済み]; new contact [消去済み]"
+    assert post.details == {"users": [OTHER, "U" + "c" * 32], "uploaded": 1}  # the next id still uploads
+
+
+def test_the_handlers_details_name_no_user(client, tenant, line):
+    for name in ("follow", "unfollow"):
+        assert deliver(client, fixture(name, source={"type": "user", "userId": USER})).status_code == 200
+
+    details = list(LineWebhookEvent.objects.values_list("detail", flat=True))
+    assert len(details) == 2 and all(details) and not any(USER in d for d in details)
+
+
+def test_the_retention_policy_drops_an_old_narrowcasts_user_list(tenant, settings):
+    task = ContentTaskFactory(tenant=tenant)
+    post = ChannelPost.objects.create(
+        tenant=tenant, task=task, approval_seq=1, channel="line", details={"users": [USER, OTHER]}
+    )
+    recent = ChannelPost.objects.create(
+        tenant=tenant,
+        task=ContentTaskFactory(tenant=tenant),
+        approval_seq=1,
+        channel="line",
+        details={"users": [USER]},
+    )
+    ChannelPost.objects.filter(pk=post.pk).update(updated_at=timezone.now() - timedelta(days=31))
+
+    records_prune(now=timezone.now())
+
+    post.refresh_from_db()
+    recent.refresh_from_db()
+    assert post.details == {"users": [], "audience_size": 2, "users_dropped": True}
+    assert recent.details == {"users": [USER]}  # a narrowcast may still be under way
 
 
 def test_it_records_who_and_when_without_the_erased_data(tenant, admin_user):

@@ -97,6 +97,10 @@ def _start(ctx: Context, users: list[str], key: str) -> ChannelPost:
 
 def _audience_step(ctx: Context, transport: LineTransport, post: ChannelPost) -> Done | Wait:
     details = post.details
+    if details.get("users_dropped"):  # the retention policy let the list go
+        raise PublishFailed(
+            "ナローキャストの宛先リストは保存期間を過ぎて削除されています。もう一度承認してください。"
+        )
     users, uploaded, audience_id = details["users"], details["uploaded"], details.get("audience_id")
     if audience_id is None:
         batch = users[:AUDIENCE_IDS_MAX]
@@ -236,8 +240,9 @@ def _complete(ctx: Context, transport: LineTransport, post: ChannelPost, counts:
 
 def _done(post: ChannelPost) -> Done:
     counts = post.details.get("progress") or {}
-    sent = counts.get("successCount", len(post.details["users"]))
-    narrowcast = {"audience": len(post.details["users"]), **counts}
+    size = ChannelPost.audience_size(post.details)
+    sent = counts.get("successCount", size)
+    narrowcast = {"audience": size, **counts}
     return Done({"recipients": sent, "request_ids": [post.post_id], "narrowcast": narrowcast})
 
 
@@ -265,7 +270,10 @@ def _audience_drop(ctx: Context, transport: LineTransport, post: ChannelPost) ->
             lambda: transport.audience_delete(audience_id),
         )
     except TransportError as exc:
+        # The list stays until the retention policy drops it (deliveries/retention.py).
         logger.warning("deleting LINE audience %s of %s failed: %s", audience_id, post.task_id, exc.message)
+        return
+    save(post, details=ChannelPost.users_dropped(post.details))
 
 
 # -- pacing and records -----------------------------------------------------------------------
