@@ -14,11 +14,12 @@ from collections import Counter
 from datetime import datetime
 
 from django.conf import settings
-from django.db.models import Count, Min, Q
+from django.db.models import Count, F, Min, Q, QuerySet, Window
+from django.db.models.functions import RowNumber
 from django_q.brokers import Broker, get_broker
 from django_q.tasks import async_task
 
-from core.due import claim, release, renew, take_over
+from core.due import QUEUED, claim, release, renew, take_over
 from core.keeper import Held, held_claim
 from core.models import Tenant
 from core.orm_broker import enqueued_together
@@ -46,7 +47,32 @@ class Capacity:
             if self.busy[row.tenant_id] < self.limits.get(row.tenant_id, 1):
                 self.busy[row.tenant_id] += 1
                 chosen.append(row)
-        return chosen
+        return interleaved(chosen)
+
+
+def interleaved(rows: list[DeliverySchedule]) -> list[DeliverySchedule]:
+    """Rows in due order, the tenants' rows of one second taking turns (each tenant's own
+    in due order): the tasks made from them in this order mix the tenants, so another
+    tenant's post due at the same second as a campaign leaves in the first tasks."""
+    rank: Counter = Counter()
+    keyed = []
+    for row in sorted(rows, key=lambda r: r.due_at):
+        rank[row.tenant_id] += 1
+        keyed.append((row.due_at.replace(microsecond=0), rank[row.tenant_id], row))
+    return [row for _, _, row in sorted(keyed, key=lambda k: k[:2])]
+
+
+def shared_out(due: QuerySet, *, limit: int) -> QuerySet:
+    """`due` bounded to each tenant's soonest share of `limit` when several tenants have due
+    rows: a tenant's campaign of 1,000 fills no pass, so the rows of another tenant due at
+    the same second are among the candidates (one more query, only with several tenants)."""
+    tenants = due.order_by().values("tenant_id").distinct().count()
+    if tenants < 2:
+        return due
+    share = math.ceil(limit / tenants)
+    rank = Window(RowNumber(), partition_by=[F("tenant_id")], order_by=[F("due_at").asc(), F("pk").asc()])
+    soonest = due.order_by().annotate(rank=rank).filter(rank__lte=share).values("pk")
+    return due.filter(pk__in=soonest)
 
 
 def schedules_claim(
@@ -62,8 +88,10 @@ def schedules_claim(
         due = due.filter(tenant_id__in=tenants)
     if full := capacity.full():
         due = due.exclude(tenant_id__in=full)
+    if tenants is None:
+        due = shared_out(due, limit=limit)
     return claim(
-        due.only("id", "tenant_id", "lease_until").order_by("due_at"),
+        due.only("id", "tenant_id", "lease_until", "due_at").order_by("due_at"),
         now=now,
         lease=SCHEDULE_LEASE,
         limit=limit,
@@ -72,6 +100,14 @@ def schedules_claim(
         queued=True,
         group=task_rows if tenants is None else limit,  # a refill's rows are its own task's
     )
+
+
+def others_waiting(*, tenants: list[int], now: datetime) -> bool:
+    """Whether another tenant has a send due that no worker runs yet (due and free, or its
+    task still waiting in the broker): a batch's refill then gives its worker back."""
+    waiting = SCHEDULE_LEASE.free(now) | Q(claimed_by__startswith=QUEUED)
+    due = DeliverySchedule.objects.filter(waiting, due_at__lte=now, stage=DeliverySchedule.Stage.DELIVER)
+    return due.exclude(tenant_id__in=tenants).exists()
 
 
 def task_size() -> int:

@@ -18,7 +18,7 @@ from deliveries.locks import locks_take
 from deliveries.models import DeliverySchedule
 from deliveries.prepare import prepare_run, prepared_issue
 from deliveries.scan import scan_alert, scan_run, scan_totals
-from deliveries.scheduler import schedules_claim, schedules_take, task_size
+from deliveries.scheduler import others_waiting, schedules_claim, schedules_take, task_size
 from deliveries.signals import delivery_finished
 from deliveries.writeback_queue import writebacks_run
 
@@ -43,11 +43,15 @@ def deliver_batch(claims: list[tuple[int, str]]) -> list[str]:
 
     Then the task refills the room its rows freed: it claims its tenants' next due sends
     itself and runs them, until none is due or REFILL_SECONDS have passed, so a tenant at
-    its limit waits for no scheduler pass (work-conserving)."""
+    its limit waits for no scheduler pass (work-conserving), unless another tenant's send
+    is due and waiting: then the worker goes back to the broker (fair between tenants)."""
     started = time.monotonic()
     results, tenants = _run(claims)
     while tenants and time.monotonic() - started < REFILL_SECONDS:
-        more = schedules_claim(now=timezone.now(), limit=task_size(), tenants=sorted(tenants))
+        now = timezone.now()
+        if others_waiting(tenants=sorted(tenants), now=now):
+            break
+        more = schedules_claim(now=now, limit=task_size(), tenants=sorted(tenants))
         if not more:
             break
         tenants = _run(more)[1]

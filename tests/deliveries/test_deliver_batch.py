@@ -293,3 +293,20 @@ def test_a_batch_refills_only_within_its_tenants_limit(approved, line, tenant):
     # The other claim still holds its room: the refill took one row, not two.
     assert len([r for r in line.requests if r.path == PUSHES]) == 2
     assert DeliverySchedule.objects.filter(stage=DeliverySchedule.Stage.DELIVER).count() == 1
+
+
+def test_a_batch_gives_its_worker_back_instead_of_refilling_while_another_tenants_send_waits(
+    approved, line, tenant
+):
+    tenant.max_concurrent_deliveries = 2
+    tenant.save()
+    [approved(body()) for _ in range(5)]
+    claims = claim_all()
+    due = DeliverySchedule.objects.order_by("due_at").first().due_at
+    make_schedule(TenantFactory(slug="neighbour"), due_in=-1)  # due, its task not yet started
+
+    with time_machine.travel(due + timedelta(seconds=0.5), tick=True):
+        assert tasks.deliver_batch(claims) == [WRITEBACK_QUEUED] * 2
+
+    assert len([r for r in line.requests if r.path == PUSHES]) == 2  # no refill: the worker is free
+    assert DeliverySchedule.objects.filter(tenant=tenant, stage=DeliverySchedule.Stage.DELIVER).count() == 3

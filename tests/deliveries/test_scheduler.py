@@ -18,6 +18,7 @@ from deliveries.scheduler import (
     lease_release,
     lease_renew,
     next_wakeup,
+    others_waiting,
     schedules_claim,
     schedules_step,
     schedules_take,
@@ -323,3 +324,44 @@ def test_a_tenant_at_its_limit_leaves_another_tenants_row_due_at_the_same_second
         assert waiting.pk in claimed and len(claimed) == 3
         # busy is at its limit: its rows are left to the tasks whose sends end (no busy loop).
         assert schedules_step(now=now, limit=3) is False
+
+
+def test_a_campaign_leaves_another_tenants_rows_due_the_same_second_in_the_first_tasks():
+    campaign, neighbour = TenantFactory(slug="acme"), TenantFactory(slug="other")
+    for _ in range(30):
+        make_schedule(campaign)
+    for _ in range(3):
+        make_schedule(neighbour)  # made last, due the same second
+    DeliverySchedule.objects.update(due_at=timezone.now().replace(microsecond=0) - timedelta(seconds=1))
+
+    claimed = schedules_claim(now=timezone.now(), limit=10)
+
+    owners = dict(DeliverySchedule.objects.values_list("pk", "tenant__slug"))
+    assert [owners[pk] for pk, _ in claimed][:6] == ["acme", "other"] * 3  # taking turns
+    assert len(claimed) == 8  # a share of 5 each; the loop's next pass, at once, takes more
+
+
+def test_each_tenant_s_share_of_a_pass_is_bounded_while_several_have_due_rows():
+    campaign, neighbour = TenantFactory(slug="acme"), TenantFactory(slug="other")
+    for _ in range(30):
+        make_schedule(campaign, due_in=-5)
+    make_schedule(neighbour, due_in=-1)  # due after every row of the campaign
+
+    claimed = schedules_claim(now=timezone.now(), limit=10)
+
+    owners = dict(DeliverySchedule.objects.values_list("pk", "tenant__slug"))
+    assert sorted(owners[pk] for pk, _ in claimed) == ["acme"] * 5 + ["other"]
+
+
+def test_a_send_is_waiting_for_others_while_due_and_free_or_queued_not_while_running():
+    mine, other = TenantFactory(slug="acme"), TenantFactory(slug="other")
+    make_schedule(mine)
+    row = make_schedule(other)
+    now = timezone.now()
+
+    assert others_waiting(tenants=[mine.pk], now=now)  # due and free
+    [(_, token)] = schedules_claim(now=now, tenants=[other.pk])
+    assert others_waiting(tenants=[mine.pk], now=now)  # its task waits in the broker
+    schedules_take(claims=[(row.pk, token)], now=now)
+    assert not others_waiting(tenants=[mine.pk], now=now)  # a worker runs it
+    assert not others_waiting(tenants=[mine.pk, other.pk], now=now)
