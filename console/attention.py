@@ -4,7 +4,9 @@
   the last request's error, or the body's errors);
 - 期限切れ（未承認）: a task whose 投稿日時 passed without an approval, so nothing went out
   (`deliveries.models.unapproved_q`), looked for over the last `MISSED_DAYS`;
-- LINE 投稿の失敗: a group post that failed in the last `DAYS`, until it is retried.
+- LINE 投稿の失敗: a group post that failed in the last `DAYS`, until it is retried;
+- 接続エラー: a platform connection that failed its check or was refused at run time
+  (a revoked key, an expired token), with the fix, until a check passes.
 
 Every row is limited to the user's tenants.
 """
@@ -20,6 +22,7 @@ from django.utils.translation import gettext as _
 
 from console.models import DeliveryOutcome
 from core.access import scope
+from core.models import Connection
 from deliveries.models import STATUS_ERROR, ContentTask, DeliveryAttempt, unapproved_q
 from linepush.models import LinePushItem, LineSource
 
@@ -28,11 +31,12 @@ MISSED_DAYS = 30
 LIMIT = 50  # rows shown; the count on the card is of them all
 
 REFUSED, FAILED, MISSED, PUSH_FAILED = "refused", "failed", "missed", "push_failed"
+CONNECTION = "connection"
 
 
 @dataclass(frozen=True)
 class Attention:
-    kind: str  # REFUSED, FAILED, MISSED or PUSH_FAILED
+    kind: str  # REFUSED, FAILED, MISSED, PUSH_FAILED or CONNECTION
     at: datetime
     title: str  # the issue key, or the group's name
     summary: str
@@ -47,6 +51,7 @@ class Attention:
             FAILED: _("配信失敗"),
             MISSED: _("期限切れ（未承認）"),
             PUSH_FAILED: _("LINE 投稿の失敗"),
+            CONNECTION: _("接続エラー"),
         }[self.kind]
 
 
@@ -57,7 +62,7 @@ class AttentionList:
 
 
 def attention_list(*, user, now: datetime) -> AttentionList:
-    rows = [*_errors(user), *_missed(user, now), *_push_failures(user, now)]
+    rows = [*_errors(user), *_missed(user, now), *_push_failures(user, now), *_connections(user)]
     rows.sort(key=lambda row: row.at, reverse=True)
     return AttentionList(rows[:LIMIT], len(rows))
 
@@ -132,4 +137,21 @@ def _push_failures(user, now: datetime) -> list[Attention]:
             item.tenant.slug,
         )
         for item in items.select_related("tenant")
+    ]
+
+
+def _connections(user) -> list[Attention]:
+    """One row per failing connection of a tenant, linked to its 接続状況 page."""
+    failing = scope(Connection.objects.filter(ok=False, failed_at__isnull=False), user)
+    return [
+        Attention(
+            CONNECTION,
+            row.failed_at,
+            f"{row.tenant.name}: {row.get_platform_display()}",
+            _("接続できません"),
+            row.problem or "-",
+            reverse("admin:core_tenant_connections", args=[row.tenant_id]),
+            row.tenant.slug,
+        )
+        for row in failing.select_related("tenant")
     ]

@@ -25,7 +25,7 @@ from core.models import Tenant
 from core.retry import next_retry_at
 from core.statements import rows_insert
 from deliveries.channels.base import SendResult, TransportError
-from deliveries.channels.line import LineTransport, line_transport
+from deliveries.channels.line import LineTransport, line_transport, token_refused
 from linepush.models import LineMonthlyUsage, LinePushAttempt, LinePushItem, LinePushSettings
 from linepush.push import PUSH_LEASE
 from linepush.services import month_of, quota_limit, quota_warn_once
@@ -222,6 +222,8 @@ def _auth_failures(outcomes: list[Outcome], now: datetime) -> None:
         Tenant.objects.filter(pk__in=tenants, line_token_invalid_at__isnull=True).update(
             line_token_invalid_at=now
         )
+        for tenant_id in tenants:
+            token_refused(tenant_id=tenant_id)
 
 
 def _warn_quotas(tenants: set[Tenant], now: datetime) -> None:

@@ -3,8 +3,10 @@ ChannelPost, scoped to the user's tenants."""
 
 from __future__ import annotations
 
+import copy
+
 from django import forms
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.http import HttpRequest
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
@@ -12,6 +14,7 @@ from django.utils.translation import gettext_lazy as _
 from console.access import RecordAdmin, TenantScopedAdmin
 from core.crypto import mask
 from deliveries.channels.models import ChannelAccount, ChannelPost
+from deliveries.connections import account_check, connections_record
 
 CHANNEL_SECRET_FIELDS = ("access_token", "refresh_token")
 
@@ -21,6 +24,12 @@ class ChannelAccountForm(forms.ModelForm):
 
     Saving a new token clears the "token invalid" flag and records when it was set.
     """
+
+    skip_connection_check = forms.BooleanField(
+        label=_("接続を確認せずに保存する"),
+        required=False,
+        help_text=_("プラットフォームに問い合わせずに保存します（あとで「接続状況」で確認してください）。"),
+    )
 
     class Meta:
         model = ChannelAccount
@@ -43,7 +52,22 @@ class ChannelAccountForm(forms.ModelForm):
         for name in CHANNEL_SECRET_FIELDS:
             if not cleaned.get(name) and self.instance.pk:
                 cleaned[name] = getattr(self.instance, name)
+        self.connection_result = self._connection_checked(cleaned)
         return cleaned
+
+    def _connection_checked(self, cleaned: dict):
+        """The token and the account as typed in, asked of the platform before they are saved."""
+        if self.errors or cleaned.get("skip_connection_check") or not cleaned.get("tenant"):
+            return None
+        candidate = copy.copy(self.instance)
+        for name, value in cleaned.items():
+            if name != "skip_connection_check":
+                setattr(candidate, name, value)
+        candidate.pk = None  # its token as typed, not a refresh of the stored one
+        result = account_check(candidate)
+        if not result.ok:
+            self.add_error(None, result.problem)
+        return result
 
     def save(self, commit=True):
         if getattr(self, "new_token", False):
@@ -65,6 +89,14 @@ class ChannelAccountAdmin(TenantScopedAdmin):
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return request.user.is_superuser
+
+    def save_model(self, request: HttpRequest, obj: ChannelAccount, form, change: bool) -> None:
+        super().save_model(request, obj, form, change)
+        result = getattr(form, "connection_result", None)
+        if result is not None:
+            connections_record(tenant=obj.tenant, results=[result])
+        elif form.cleaned_data.get("skip_connection_check"):
+            messages.warning(request, _("トークンを確認せずに保存しました。「接続状況」で確認してください。"))
 
     def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
         return request.user.is_superuser

@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 from django.core.mail import mail_admins
 from django.utils import timezone
 
+from core.connections import connection_denied
 from core.due import Lease, claim_one, release
 from core.models import Tenant
 from deliveries.channels.models import ChannelAccount
@@ -49,6 +50,11 @@ def token_expired_notice(*, account: ChannelAccount, reason: str, issue_key: str
     )
     account.token_invalid_at = now
     label, tenant = account.get_channel_display(), account.tenant
+    problem = (
+        f"{label} のトークンが期限切れか無効です（{reason}）。新しいトークンを発行し、"
+        f"manage.py add_channel {tenant.slug} {account.channel}（または管理画面のチャネルアカウント）で保存してください。"
+    )
+    connection_denied(tenant_id=tenant.pk, platform=account.channel, problem=problem)
     token_expired.send(
         ChannelAccount, tenant=tenant, channel=account.channel, issue_key=issue_key, reason=reason
     )

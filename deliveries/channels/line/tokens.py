@@ -7,12 +7,14 @@ from django.core.mail import mail_admins
 from django.utils import timezone
 
 from core.models import Tenant
+from deliveries.channels.line.connection import token_refused
 from deliveries.signals import token_expired as token_expired_signal
 
 
 def token_expired(*, tenant: Tenant, issue_key: str, reason: str) -> None:
     """A publish failed on auth: flag the tenant's token, mail the operators and tell."""
     Tenant.objects.filter(pk=tenant.pk).update(line_token_invalid_at=timezone.now())
+    token_refused(tenant_id=tenant.pk)
     mail_admins(
         f"[automedia] LINE トークンの更新が必要です（{tenant.name}）",
         f"テナント {tenant.slug} の LINE チャネルへの配信が認証エラーで失敗しました。\n"
