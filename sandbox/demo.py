@@ -1,8 +1,10 @@
 """The `sandbox` process of `make run` (``python -m sandbox``): the fakes on loopback.
 
-Every tenant whose Backlog URL points at the sandbox gets its project, its webhook
-wired to this automedia, and a demo issue ready to approve. Messages the fake LINE
-accepts are printed, so the whole flow can be watched in the `make run` output.
+Every tenant whose Backlog URL points at the sandbox gets a project as Backlog makes one
+(its four statuses, no custom field), made ready by `manage.py setup_tenant` as on a real
+space (statuses, custom fields, the webhook; the LINE webhook URL and LINE's test of it),
+then a demo issue ready to approve; the connection checks are printed. Messages the fake
+LINE accepts are printed, so the whole flow can be watched in the `make run` output.
 
 The sandbox reads automedia's settings and demo tenants (seeded by ``manage.py
 seed_demo``): the sandbox imports the product, never the other way round.
@@ -11,23 +13,26 @@ seed_demo``): the sandbox imports the product, never the other way round.
 from __future__ import annotations
 
 import argparse
+import io
 import signal
 import sys
 import threading
+import time
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import TextIO
 from urllib.parse import urlsplit
 
+import httpx
 from django.conf import settings
+from django.core.management import CommandError, call_command
 from django.utils import timezone
 
 from backlog_bridge.models import BacklogEvent
 from core.models import Tenant
 from core.timeutil import fmt_jst
 from deliveries.models import ContentTask
-from deliveries.services import tenant_webhook_urls
-from sandbox.backlog import FakeBacklog, demo_description
+from sandbox.backlog import NEW_PROJECT_STATUSES, FakeBacklog, demo_description
 from sandbox.line import FakeLine
 from sandbox.platforms import SandboxPlatforms
 
@@ -62,6 +67,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 DEMO_LEAD = timedelta(minutes=3)
+WEB_WAIT_SECONDS = 30.0
 
 
 def demo_publish_at(now: datetime) -> datetime:
@@ -89,11 +95,17 @@ class Sandbox:
         signal.signal(signal.SIGTERM, lambda *_: stopping.set())
         signal.signal(signal.SIGINT, lambda *_: stopping.set())
         line_address = urlsplit(line_url)
-        line = FakeLine(host=line_address.hostname, port=line_address.port)
+        secret = tenants[0].line_channel_secret if tenants else ""
+        line = FakeLine(host=line_address.hostname, port=line_address.port, channel_secret=secret)
+        # automedia runs on loopback: the fake takes its http webhook URL, which LINE never would.
+        line.channel.http_hosts = frozenset({"127.0.0.1", "localhost"})
         with fake, line, platforms:
+            self._wait_for_web(public_url)
             for tenant in tenants:
+                platforms.accept(tenant)
                 self._wire(fake, tenant, public_url)
                 self._wire_platforms(platforms, fake, tenant)
+            self._checks(tenants)
             self._write(f"偽の Backlog: {fake.base_url}/  （課題の作成・状態変更はこのページから）")
             self._write(f"偽の LINE:    {line.base_url}  （受け取ったメッセージはここに表示されます）")
             self._write(f"偽の SNS / CRM: {platforms.urls()}")
@@ -113,8 +125,8 @@ class Sandbox:
         BacklogEvent.objects.filter(tenant=tenant).delete()
         Tenant.objects.filter(pk=tenant.pk).update(last_activity_id=None)
         key = tenant.backlog_project_key
-        fake.add_project(key, name=f"{tenant.name} 配信")
-        fake.set_webhook(key, tenant_webhook_urls(tenant=tenant, base_url=public_url)["backlog_webhook_url"])
+        fake.add_project(key, name=f"{tenant.name} 配信", statuses=NEW_PROJECT_STATUSES, custom_fields=())
+        self._command(tenant, "setup_tenant", tenant.slug, "--base-url", public_url)
         publish_at = demo_publish_at(timezone.now())
         issue = fake.create_issue(
             key,
@@ -125,6 +137,36 @@ class Sandbox:
         self._write(
             f"  {tenant.slug}: プロジェクト {key}、デモ課題 {issue['issueKey']}（投稿日時 {fmt_jst(publish_at)}。"
             "それまでに状態を automedia承認 にすると配信予約されます）"
+        )
+
+    def _command(self, tenant: Tenant, *args: str) -> None:
+        """Run a management command as a person would, and print what it says."""
+        out = io.StringIO()
+        try:
+            call_command(*args, stdout=out, stderr=out)
+        except CommandError as exc:
+            out.write(f"{exc}\n")
+        for line in out.getvalue().splitlines():
+            self._write(f"  {tenant.slug}: {line}")
+
+    def _checks(self, tenants: list[Tenant]) -> None:
+        self._write("接続確認（manage.py check_connections、管理画面の「接続状況」）:")
+        for tenant in tenants:
+            self._command(tenant, "check_connections", "--tenant", tenant.slug)
+
+    def _wait_for_web(self, public_url: str, timeout: float = WEB_WAIT_SECONDS) -> None:
+        """Give automedia's web process a moment to start: LINE's webhook test reaches it."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                httpx.get(public_url, timeout=1.0)
+            except httpx.HTTPError:
+                time.sleep(0.5)
+            else:
+                return
+        self._write(
+            f"automedia（{public_url}）がまだ応答しません。LINE の Webhook テストは失敗と表示されます。",
+            err=True,
         )
 
     def _wire_platforms(self, platforms: SandboxPlatforms, fake: FakeBacklog, tenant: Tenant) -> None:

@@ -74,16 +74,20 @@ class SandboxPlatforms:
     def urls(self) -> str:
         return f"Instagram {self.instagram.base_url}、TikTok {self.tiktok.base_url}、HubSpot {self.hubspot.base_url}"
 
-    def wire(self, backlog: FakeBacklog, tenant: Tenant, publish_at: datetime) -> list[str]:
-        """Accept the tenant's tokens and create a demo issue per channel account; returns the keys."""
-        keys = []
-        for account in ChannelAccount.objects.filter(tenant=tenant).order_by("channel"):
+    def accept(self, tenant: Tenant) -> None:
+        """The fakes know the tenant's accounts: its Instagram user and TikTok creator."""
+        for account in ChannelAccount.objects.filter(tenant=tenant):
             if account.channel == ChannelAccount.Channel.INSTAGRAM:
                 self.instagram.ig_user_id = account.ig_user_id
             if account.channel == ChannelAccount.Channel.TIKTOK:
                 self.tiktok.add_account(
                     account.open_id, access_token=account.access_token, refresh_token=account.refresh_token
                 )
+
+    def wire(self, backlog: FakeBacklog, tenant: Tenant, publish_at: datetime) -> list[str]:
+        """A demo issue per channel account of the tenant (accepted first); returns the keys."""
+        keys = []
+        for account in ChannelAccount.objects.filter(tenant=tenant).order_by("channel"):
             body = demo_body(account.channel, publish_at)
             summary = f"【デモ】{DEMO_BODIES[account.channel][0]} 新作告知"
             issue = backlog.create_issue(

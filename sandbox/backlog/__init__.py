@@ -27,11 +27,20 @@ writes), webhooks.py, routing.py, api.py (API v2), ui.py (HTML), server.py (Fake
 the shared HTTP base of sandbox/http.py), cli.py (``python -m sandbox.backlog --help``).
 """
 
-from sandbox.backlog.records import BOT, DEFAULT_CUSTOM_FIELDS, DEFAULT_STATUSES, HUMAN, JST, RecordedRequest
+from sandbox.backlog.records import (
+    BOT,
+    DEFAULT_CUSTOM_FIELDS,
+    DEFAULT_STATUSES,
+    HUMAN,
+    JST,
+    NEW_PROJECT_STATUSES,
+    RecordedRequest,
+)
 from sandbox.backlog.server import REAL_LATENCY, FakeBacklog
 from sandbox.backlog.ui import demo_description
 
 __all__ = [
+    "NEW_PROJECT_STATUSES",
     "BOT",
     "DEFAULT_CUSTOM_FIELDS",
     "DEFAULT_STATUSES",

@@ -58,6 +58,9 @@ DEFAULT_STATUSES: list[tuple[int, str]] = [
 ]
 """(id, name) in display order."""
 
+NEW_PROJECT_STATUSES = DEFAULT_STATUSES[:4]
+"""The statuses of a project Backlog has just made: automedia's are added by setup_tenant."""
+
 DEFAULT_CUSTOM_FIELDS: list[tuple[int, str, int]] = [
     (101, "投稿日時", 1),
     (102, "自動配信実行日時", 1),

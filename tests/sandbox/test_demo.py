@@ -15,6 +15,7 @@ from playwright.sync_api import Page, expect
 
 from core.models import Tenant
 from core.timeutil import JST
+from deliveries.channels.models import ChannelAccount
 from linepush.models import LinePushItem, LineSource
 from sandbox.backlog import FakeBacklog
 from sandbox.demo import Sandbox, demo_publish_at
@@ -36,8 +37,16 @@ def test_it_makes_the_demo_issue_due_at_least_three_minutes_ahead(now, due):
     assert demo_publish_at(now) == due
 
 
+@pytest.fixture
+def demo_line(settings):
+    with FakeLine(channel_tokens={TOKEN}, channel_secret="sandbox-line-secret") as line:
+        settings.LINE_API_BASE_URL = line.base_url
+        line.channel.http_hosts = frozenset({"127.0.0.1"})
+        yield line
+
+
 @pytest.mark.django_db
-def test_it_prints_the_demo_issues_time(settings):
+def test_it_prints_the_demo_issues_time(settings, demo_line):
     call_command("seed_demo", stdout=io.StringIO())
     tenant = Tenant.objects.get(slug="demo")
     out = io.StringIO()
@@ -47,6 +56,29 @@ def test_it_prints_the_demo_issues_time(settings):
     when = next(line for line in issue["description"].splitlines() if "投稿日時" in line)
     printed = out.getvalue()
     assert "DEMO-1" in printed and when.split(": ", 1)[1].split(" (")[0] in printed, (printed, when)
+
+
+@pytest.mark.django_db
+def test_it_makes_a_project_as_backlog_makes_it_ready_through_setup_tenant(settings, demo_line):
+    call_command("seed_demo", stdout=io.StringIO())
+    tenant = Tenant.objects.get(slug="demo")
+    ChannelAccount.objects.filter(tenant=tenant).delete()  # the platforms' fakes: test_fake_platforms
+    out = io.StringIO()
+    sandbox = Sandbox(out=out, err=io.StringIO())
+    with FakeBacklog(api_key=tenant.backlog_api_key) as fake:
+        Tenant.objects.filter(pk=tenant.pk).update(backlog_base_url=fake.base_url)
+        tenant.refresh_from_db()
+        sandbox._wire(fake, tenant, "http://127.0.0.1:9")
+        sandbox._checks([Tenant.objects.get(pk=tenant.pk)])
+        project = fake._projects[tenant.backlog_project_key]
+        hooks = [h["hookUrl"] for h in project.webhooks]
+    printed = out.getvalue()
+    assert "demo: Backlog: 追加しました: 状態「automedia承認」" in printed
+    assert "demo: Backlog: 追加しました: automedia への Webhook" in printed
+    assert "demo: LINE: Webhook URL を設定しました。" in printed
+    assert hooks == [f"http://127.0.0.1:9/hooks/backlog/demo/{tenant.webhook_token}"]
+    assert demo_line.channel.webhook_endpoint == "http://127.0.0.1:9/hooks/line/demo"
+    assert "接続確認（manage.py check_connections" in printed and "demo:   backlog: OK" in printed
 
 
 @pytest.mark.browser
