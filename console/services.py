@@ -34,7 +34,7 @@ from deliveries.models import STATUS_APPROVED, STATUS_ERROR, ContentTask, Delive
 from deliveries.preview import preview_build
 from deliveries.services import publish_passed
 from linepush.models import LineApiToken, LinePushItem
-from linepush.services import push_approve, push_reject, push_resume, push_retry
+from linepush.services import push_approve, push_dismiss, push_reject, push_resume, push_retry
 
 APPROVE = gettext_noop("承認")
 RETRY = gettext_noop("再実行（再承認）")
@@ -220,6 +220,13 @@ def push_item_retry(*, item: LinePushItem, user) -> ActionResult:
         return ActionResult(False, _("%(item)s は失敗した投稿ではありません。") % {"item": item})
     action_record(user=user, obj=item, message="LINE 投稿を再実行")
     return ActionResult(True, _("%(item)s を送信待ちに戻しました。") % {"item": item})
+
+
+def push_item_dismiss(*, item: LinePushItem, user) -> ActionResult:
+    if not push_dismiss(item=item, user=user):
+        return ActionResult(False, _("%(item)s は失敗した投稿ではありません。") % {"item": item})
+    action_record(user=user, obj=item, message="失敗した LINE 投稿を取り消し")
+    return ActionResult(True, _("%(item)s を取り消しました。送信されません。") % {"item": item})
 
 
 def push_item_resume(*, item: LinePushItem, user) -> ActionResult:

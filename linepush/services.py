@@ -264,6 +264,17 @@ def push_retry(*, item: LinePushItem) -> bool:
     )
 
 
+def push_dismiss(*, item: LinePushItem, user: AbstractBaseUser) -> bool:
+    """A manager gives up a failed item: it ends `skipped` and is never sent; False unless failed."""
+    reason = f"{user.get_username()} が取り消しました（{item.last_error}）"[:500]
+    return (
+        LinePushItem.objects.filter(pk=item.pk, status=LinePushItem.Status.FAILED).update(
+            status=LinePushItem.Status.SKIPPED, rejected_by=user, last_error=reason
+        )
+        == 1
+    )
+
+
 def held_release(*, tenant: Tenant) -> int:
     """Held items go back to the queue; the claim checks the quota again."""
     return LinePushItem.objects.filter(tenant=tenant, status=LinePushItem.Status.HELD).update(

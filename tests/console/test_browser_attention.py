@@ -14,10 +14,10 @@ from playwright.sync_api import Page, expect
 
 from console.models import DeliveryOutcome
 from core.timeutil import JST
-from deliveries.models import STATUS_ERROR, DeliveryAttempt
+from deliveries.models import STATUS_APPROVED, STATUS_ERROR, DeliveryAttempt, DeliverySchedule
 from linepush.models import LinePushItem, LinePushSettings, LineSource
-from tests.helpers.backlog import approve, body
-from tests.helpers.browser import manager_logged_in, shoot
+from tests.helpers.backlog import approve, body, status_of
+from tests.helpers.browser import LAPTOP, clipped_cells, manager_logged_in, shoot
 from tests.helpers.console import mirrored_issue
 from tests.helpers.factories import ContentTaskFactory
 
@@ -212,3 +212,47 @@ def test_it_shows_one_line_usage_figure_everywhere(
     expect(page.locator(".field-plan_label")).to_contain_text("プラン未設定（LINE の上限だけで判定）")
     page.goto(f"{live_server.url}/admin/linepush/linepushsettings/")
     expect(page.locator("#result_list")).to_contain_text("今月 6 / 5,000 通")
+
+
+def test_it_acts_on_a_row_where_the_problem_is_shown(
+    page: Page, live_server, trouble, fake_backlog, pump, tenant
+):
+    broken = mirrored_issue(
+        fake_backlog,
+        pump,
+        tenant,
+        summary="トークン切れの告知",
+        description=body(when=_later()),
+        status=STATUS_ERROR,
+    )
+    manager_logged_in(page, live_server, tenant)
+    page.set_viewport_size(LAPTOP)
+    attention = page.locator("#attention")
+    assert clipped_cells(page, "#attention th, #attention td") == []
+
+    refused = trouble["refused"]["date"]
+    row = attention.locator("tr[data-kind=refused]", has_text=refused.issue_key)
+    row.locator("[data-action=fix] summary").click()
+    expect(row.locator("[data-action=fix]")).to_contain_text("来週の月曜の朝")
+    expect(row.locator("[data-action=fix]")).to_contain_text("automedia承認")
+    link = row.locator("a[data-action=backlog]").get_attribute("href")
+    assert link == f"{fake_backlog.base_url}/view/{refused.issue_key}"
+    assert page.request.get(link).ok  # the fake Backlog answers real Backlog's link
+
+    attention.locator("tr", has_text=broken.issue_key).locator("button[data-action=retry]").click()
+    expect(page.locator("#bulk-steps tr[data-ok='1']")).to_have_count(1)
+    expect(page.locator("#bulk-steps")).to_contain_text(broken.issue_key)
+    assert not DeliverySchedule.objects.filter(task=broken).exists()  # nothing before the confirmation
+    page.click("#bulk-confirm")
+    expect(page.locator(".messagelist")).to_contain_text("1 件を再試行しました")
+    assert page.url == f"{live_server.url}/admin/"
+    expect(attention).not_to_contain_text(broken.issue_key)
+    assert DeliverySchedule.objects.filter(task=broken).exists()
+    assert status_of(fake_backlog, broken.issue_key) == STATUS_APPROVED
+
+    attention.locator("tr[data-kind=push_failed] button[data-action=cancel]").click()
+    expect(page.locator("#bulk-steps")).to_contain_text("送信せずに終えます")
+    page.click("#bulk-confirm")
+    expect(page.locator(".messagelist")).to_contain_text("1 件の失敗投稿を取り消しました")
+    expect(attention.locator("tr[data-kind=push_failed]")).to_have_count(0)
+    assert LinePushItem.objects.get(ext_group_id=GROUP).status == LinePushItem.Status.SKIPPED

@@ -13,35 +13,9 @@ from playwright.sync_api import Page, expect
 from core.models import TenantMembership
 from linepush.models import LineSource
 from tests.console.test_browser import scene  # noqa: F401  (the fixture)
-from tests.helpers.browser import manager_logged_in, shoot
+from tests.helpers.browser import LAPTOP, clipped_cells, manager_logged_in, shoot
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-LAPTOP = {"width": 1366, "height": 900}
-
-# Cells reaching past their box, and short cells broken over lines.
-CLIPPED = """(selector) => {
-  const right = document.documentElement.clientWidth;
-  const found = [];
-  for (const cell of document.querySelectorAll(selector)) {
-    const box = cell.getBoundingClientRect();
-    const frame = cell.closest('.results, .am-section');
-    const limit = Math.min(right, frame ? frame.getBoundingClientRect().right : right);
-    const text = cell.innerText.trim();
-    if (box.right > limit + 0.5) found.push(`${cell.className}: "${text.slice(0, 20)}" ends at ${box.right} > ${limit}`);
-    const bottoms = new Set();
-    const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
-    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
-      const range = document.createRange();
-      range.selectNodeContents(node);
-      for (const r of range.getClientRects()) if (r.width > 0) bottoms.add(Math.round(r.bottom));
-    }
-    const lines = bottoms.size;
-    const short = text.length > 0 && text.length <= 12 && !text.includes('\\n');
-    if (short && lines > 1) found.push(`${cell.className}: "${text}" wraps over ${lines} lines`);
-  }
-  return found;
-}"""
 
 
 @pytest.fixture
@@ -54,7 +28,7 @@ def laptop(page: Page, live_server, scene, tenant, other):  # noqa: F811
 
 
 def _assert_fits(page: Page, selector: str) -> None:
-    assert page.evaluate(CLIPPED, selector) == []
+    assert clipped_cells(page, selector) == []
     assert page.evaluate("document.documentElement.scrollWidth") <= LAPTOP["width"]
 
 

@@ -243,3 +243,39 @@ def test_the_failure_list_takes_the_same_queries_for_one_failure_or_many(as_mana
 
     assert len(six) == len(one)
     assert html.count("deliveries/contenttask/") >= 6
+
+
+def test_a_viewer_sees_the_attention_rows_without_their_actions(client, viewer, as_manager, tenant):
+    task = ContentTaskFactory(tenant=tenant, issue_key="ACME-7", status_name="automediaエラー")
+
+    assert 'data-action="retry"' in page(as_manager)
+    client.force_login(viewer)
+    html = page(client)
+
+    assert "ACME-7" in html and f"/view/{task.issue_key}" in html
+    assert 'data-action="retry"' not in html
+
+
+def test_a_row_action_on_another_tenants_task_does_nothing(client, other_manager, tenant, fake_backlog):
+    task = ContentTaskFactory(tenant=tenant, issue_key="ACME-8", status_name="automediaエラー")
+    client.force_login(other_manager)
+
+    response = client.post(
+        reverse("admin:deliveries_contenttask_changelist"),
+        {"action": "retry_selected", "_selected_action": [task.pk], "confirm": "yes", "next": "/admin/"},
+        follow=True,
+    )
+
+    assert "再試行しました" not in response.content.decode()
+    assert not DeliverySchedule.objects.filter(task=task).exists()
+
+
+def test_a_row_action_goes_back_only_to_this_site(as_manager, tenant, fake_backlog):
+    task = ContentTaskFactory(tenant=tenant, issue_key="ACME-9", status_name="automediaエラー")
+
+    response = as_manager.post(
+        reverse("admin:deliveries_contenttask_changelist"),
+        {"action": "retry_selected", "_selected_action": [task.pk], "next": "https://evil.example/"},
+    )
+
+    assert response.status_code == 200 and b"evil.example" not in response.content

@@ -32,6 +32,7 @@ SCREENSHOTS = (
     else Path(tempfile.gettempdir()) / "automedia-screenshots"
 )
 PASSWORD = "pw"
+LAPTOP = {"width": 1366, "height": 900}  # the smallest screen the managers' pages are made for
 BANNER_URL = "https://example.jp/winter-banner.png"
 # Served by the page's route instead of the network (the machine is offline).
 BANNER_SVG = (
@@ -62,3 +63,37 @@ def manager_logged_in(page: Page, live_server, tenant, username: str = "yamada")
 def shoot(page: Page, name: str) -> None:
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
+
+
+# Cells reaching past their box, and short cells broken over lines.
+CLIPPED = """(selector) => {
+  const right = document.documentElement.clientWidth;
+  const found = [];
+  for (const cell of document.querySelectorAll(selector)) {
+    const box = cell.getBoundingClientRect();
+    const frame = cell.closest('.results, .am-section');
+    const limit = Math.min(right, frame ? frame.getBoundingClientRect().right : right);
+    const text = cell.innerText.trim();
+    if (box.right > limit + 0.5) found.push(`${cell.className}: "${text.slice(0, 20)}" ends at ${box.right} > ${limit}`);
+    const bottoms = new Set();
+    const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      const range = document.createRange();
+      range.selectNodeContents(node);
+      for (const r of range.getClientRects()) if (r.width > 0) bottoms.add(Math.round(r.bottom));
+    }
+    const lines = bottoms.size;
+    const short = text.length > 0 && text.length <= 12 && !text.includes('\\n');
+    if (short && lines > 1) found.push(`${cell.className}: "${text}" wraps over ${lines} lines`);
+  }
+  return found;
+}"""
+
+
+def clipped_cells(page: Page, selector: str) -> list[str]:
+    """The cells under `selector` that reach past their box or break a short text over lines.
+
+    A cell is clipped when it reaches past the box that shows it (a list's scrolling
+    `.results`, a dashboard section, the window); a short cell (a date, a kind, a name) that
+    wraps is as bad, since Japanese wraps anywhere and turns into text one character a line."""
+    return page.evaluate(CLIPPED, selector)
