@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from django.contrib import admin
 from django.contrib.admin import helpers
 from django.db.models import Model, QuerySet
 from django.http import HttpRequest, HttpResponseRedirect
@@ -149,3 +150,13 @@ def _next(request: HttpRequest) -> str:
     back = request.POST.get("next", "")
     allowed = url_has_allowed_host_and_scheme(back, {request.get_host()}, request.is_secure())
     return back if back and allowed else ""
+
+
+def confirm_action(action: str, *, description: str, title: str, done: str):
+    """An admin action (a ModelAdmin attribute) that goes through the confirmation page."""
+
+    @admin.action(description=description)
+    def run(model_admin, request: HttpRequest, queryset: QuerySet):
+        return bulk_confirm(model_admin, request, queryset, action=action, title=title, done=done)
+
+    return run

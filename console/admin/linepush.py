@@ -15,7 +15,7 @@ from django.utils.translation import gettext_lazy as _
 from console.access import RecordAdmin, ScopedInlineMixin, TenantScopedAdmin
 from console.actions import bulk_action, object_action
 from console.admin.stored_events import StoredEventAdmin
-from console.bulk import PUSH_DISMISS, PUSH_RETRY, bulk_confirm
+from console.bulk import PUSH_DISMISS, PUSH_RETRY, confirm_action
 from console.services import push_item_approve, push_item_reject, push_item_resume, push_item_retry
 from core.access import may_act, may_act_somewhere
 from linepush.erasure import line_user_erase
@@ -262,27 +262,18 @@ class LinePushItemAdmin(RecordAdmin):
     def reject(self, request, queryset: QuerySet[LinePushItem]) -> None:
         bulk_action(self, request, queryset, _reject, done_text=_("%(count)d 件を却下しました。"))
 
-    @admin.action(description=_("選択した失敗投稿を再実行する（確認あり）"))
-    def retry(self, request, queryset: QuerySet[LinePushItem]):
-        return bulk_confirm(
-            self,
-            request,
-            queryset,
-            action=PUSH_RETRY,
-            title=_("選択した失敗投稿を再実行"),
-            done=_("%(count)d 件を送信待ちに戻しました。"),
-        )
-
-    @admin.action(description=_("選択した失敗投稿を取り消す（確認あり）"))
-    def dismiss(self, request, queryset: QuerySet[LinePushItem]):
-        return bulk_confirm(
-            self,
-            request,
-            queryset,
-            action=PUSH_DISMISS,
-            title=_("選択した失敗投稿を取り消す"),
-            done=_("%(count)d 件の失敗投稿を取り消しました。"),
-        )
+    retry = confirm_action(
+        PUSH_RETRY,
+        description=_("選択した失敗投稿を再実行する（確認あり）"),
+        title=_("選択した失敗投稿を再実行"),
+        done=_("%(count)d 件を送信待ちに戻しました。"),
+    )
+    dismiss = confirm_action(
+        PUSH_DISMISS,
+        description=_("選択した失敗投稿を取り消す（確認あり）"),
+        title=_("選択した失敗投稿を取り消す"),
+        done=_("%(count)d 件の失敗投稿を取り消しました。"),
+    )
 
     @admin.action(description=_("選択した保留中の投稿を再開する"))
     def resume_held(self, request, queryset: QuerySet[LinePushItem]) -> None:
