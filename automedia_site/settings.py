@@ -297,6 +297,7 @@ EMAIL_BACKEND = env.str("EMAIL_BACKEND", default="django.core.mail.backends.cons
 
 # Error reports (ADMINS' mails, DEBUG's 500 page) mask the Backlog webhook token.
 DEFAULT_EXCEPTION_REPORTER = "automedia_site.reporting.MaskingExceptionReporter"
+DEFAULT_EXCEPTION_REPORTER_FILTER = "automedia_site.reporting.SecretsExceptionReporterFilter"
 
 LOG_LEVEL = env.str("LOG_LEVEL", default="INFO")
 LOGGING = logging_config(level=LOG_LEVEL, q_level=env.str("DJANGO_Q_LOG_LEVEL", default="WARNING"))

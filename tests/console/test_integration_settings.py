@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from django.core import mail
+from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
@@ -172,3 +174,53 @@ def test_it_clears_the_token_refusal_mark_only_when_a_new_line_token_is_saved(as
     renewed = as_superuser.post(change_url(tenant), tenant_form(tenant, line_channel_token="new-line-token"))
     assert renewed.status_code == 302
     assert Tenant.objects.get(pk=tenant.pk).line_token_invalid_at is None
+
+
+NEW_SECRET = "-".join(["line", "secret", "typed", "in"])  # joined: a report quotes source lines
+
+
+def test_a_500_while_saving_a_secret_mails_no_secret(superuser, tenant, monkeypatch):
+    """The error report's POST section (and the rest of it) blanks every secret field."""
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("database went away")
+
+    monkeypatch.setattr(Tenant, "save", broken)
+    client = Client(raise_request_exception=False)
+    client.force_login(superuser)
+    form = tenant_form(tenant, line_channel_secret=NEW_SECRET, line_channel_token=NEW_SECRET + "-t")
+
+    response = client.post(change_url(tenant), form)
+
+    assert response.status_code == 500
+    [report] = mail.outbox
+    body = report.body + "".join(content for content, _ in report.alternatives)
+    assert "database went away" in body and "line_channel_secret" in body  # the report is there…
+    assert NEW_SECRET not in body  # …without the secrets typed in
+
+
+def test_a_500_while_saving_a_channel_accounts_token_mails_no_token(superuser, tenant, monkeypatch):
+    account = ChannelAccountFactory(tenant=tenant, access_token=CHANNEL_TOKEN, ig_user_id="1784")
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("database went away")
+
+    monkeypatch.setattr(ChannelAccount, "save", broken)
+    client = Client(raise_request_exception=False)
+    client.force_login(superuser)
+    url = reverse("admin:deliveries_channelaccount_change", args=[account.pk])
+    form = {
+        "tenant": str(tenant.pk),
+        "channel": "instagram",
+        "access_token": NEW_SECRET,
+        "ig_user_id": "1784",
+        "hubspot_mode": "note",
+        "hubspot_tag_property": "automedia_tags",
+    }
+
+    response = client.post(url, form)
+
+    assert response.status_code == 500
+    [report] = mail.outbox
+    body = report.body + "".join(content for content, _ in report.alternatives)
+    assert "access_token" in body and NEW_SECRET not in body
