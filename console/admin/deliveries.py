@@ -357,12 +357,17 @@ def _jst(when) -> str:
 
 def _export_row(task: ContentTask) -> list[str]:
     times = [_jst(task.publish_at), _jst(task._due_at), task.status_name, _jst(task.delivered_at)]
-    return [task.tenant.slug, task.issue_key, _cell(task.summary), task.channel, *times]
+    return [_cell(text) for text in (task.tenant.slug, task.issue_key, task.summary, task.channel, *times)]
+
+
+# What a spreadsheet reads as the start of a formula, a leading tab or carriage return
+# included (https://owasp.org/www-community/attacks/CSV_Injection).
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
 def _cell(text: str) -> str:
-    """A summary that a spreadsheet would run as a formula is exported as text (CSV injection)."""
-    return f"'{text}" if text.startswith(("=", "+", "-", "@")) else text
+    """A cell that a spreadsheet would run as a formula is exported as text (CSV injection)."""
+    return f"'{text}" if text.startswith(FORMULA_STARTS) else text
 
 
 @admin.register(DeliverySchedule)

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import csv
+import io
+
+import pytest
 from django.urls import reverse
 
 from core.models import TenantMembership
@@ -57,3 +61,17 @@ def test_it_exports_a_summary_that_looks_like_a_formula_as_text(client, tenant):
     )
 
     assert "'=HYPERLINK" in response.content.decode("utf-8-sig")
+
+
+@pytest.mark.parametrize("start", ["=", "+", "-", "@", "\t", "\r"])
+def test_it_exports_every_formula_start_owasp_lists_as_text(client, tenant, start):
+    task = ContentTaskFactory(tenant=tenant, summary=f'{start}HYPERLINK("http://evil")')
+    client.force_login(member("yamada", tenant, TenantMembership.Role.MANAGER))
+
+    response = client.post(
+        reverse("admin:deliveries_contenttask_changelist"),
+        {"action": "export_csv", "_selected_action": [task.pk]},
+    )
+
+    [row] = list(csv.reader(io.StringIO(response.content.decode("utf-8-sig"))))[1:]
+    assert row[2] == f'\'{start}HYPERLINK("http://evil")'
