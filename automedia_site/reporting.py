@@ -16,9 +16,8 @@ from functools import cache
 from django.apps import apps
 from django.views.debug import ExceptionReporter, SafeExceptionReporterFilter
 
-from core.crypto import EncryptedTextField
-
 from automedia_site.logmask import MASK, path_tokens, paths_mask
+from core.crypto import EncryptedTextField
 from core.redact import secrets_redact
 
 
