@@ -81,9 +81,9 @@ def project_state(client: BacklogClient, tenant, needs: ProjectNeeds) -> Project
     try:
         hooks = client.project_list(key, "webhooks")
     except BacklogError as exc:
-        if exc.status != 403:
+        if exc.status == 401:
             raise Refused(_problem(tenant, exc, "project")) from exc
-        webhook = None  # reading webhooks takes the roles that add them
+        webhook = None  # reading webhooks takes the roles that add them (403)
     else:
         webhook = any(_serves(hook, needs) for hook in hooks)
     return ProjectState(
@@ -106,7 +106,7 @@ def _lacks(state: ProjectState, needs: ProjectNeeds) -> tuple[str, ...]:
     if state.webhook is False:
         lacks.append(f"automedia への Webhook（{needs.command}）")
     if state.webhook is None:
-        lacks.append("Webhook は確認できません（API キーのユーザーが管理者ではありません）")
+        lacks.append("Webhook は確認できません（API キーのユーザーに一覧を読む権限がありません）")
     return tuple(lacks)
 
 
