@@ -19,7 +19,7 @@ class LinepushConfig(AppConfig):
             retention,
         )
         from linepush.api import throttle_rate_require
-        from linepush.coupon_models import coupon_message_problems
+        from linepush.coupons import coupon_message_problems
         from linepush.events import line_events_stranded_step
         from linepush.forecast import approval_forecast
         from linepush.producers import (

@@ -1,7 +1,8 @@
 """A tenant's LINE coupons, created through the Messaging API coupon endpoints and sent as a
 `coupon` message (`couponId`). LINE keeps the coupon; this row is what was asked of LINE
-and what LINE answered. A coupon cannot be edited once created: close it and create
-another. Django loads this model through linepush/models.py (app label `linepush`).
+and what LINE answered; what the account has (coupons made in LINE Official Account Manager
+too) is read from LINE (linepush/coupons.py). A coupon cannot be edited once created: close it
+and create another. Django loads this model through linepush/models.py (app label `linepush`).
 
 Fields: messaging-api.yml `CouponCreateRequest` (title ≤ 60, description ≤ 1,000, start and
 end in epoch seconds with a `timezone`, `maxUseCountPerTicket` 1 or -1 for no limit,
@@ -87,20 +88,3 @@ class LineCoupon(models.Model):
 
     def is_running(self) -> bool:
         return self.status == self.Status.RUNNING
-
-
-def coupon_message_problems(*, tenant_id: int, messages: object) -> list[str]:
-    """A `coupon` message of a tenant's stored messages must name one of its running coupons."""
-    if not isinstance(messages, list):
-        return []
-    named = [m.get("couponId") for m in messages if isinstance(m, dict) and m.get("type") == "coupon"]
-    running = set(
-        LineCoupon.objects.filter(tenant_id=tenant_id, status=LineCoupon.Status.RUNNING).values_list(
-            "coupon_id", flat=True
-        )
-    )
-    return [
-        gettext("クーポン「%(id)s」はこのテナントの配布中のクーポンではありません。") % {"id": coupon_id}
-        for coupon_id in named
-        if coupon_id not in running
-    ]

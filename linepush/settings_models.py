@@ -13,7 +13,7 @@ from django.utils.translation import gettext, pgettext_lazy
 from django.utils.translation import gettext_lazy as _
 
 from core.models import Tenant
-from linepush.coupon_models import coupon_message_problems
+from linepush.coupons import coupon_message_problems
 
 
 class Trigger(models.TextChoices):

@@ -14,6 +14,7 @@ from django.utils.translation import gettext_lazy as _
 
 from console.access import RecordAdmin, ScopedInlineMixin, TenantScopedAdmin
 from console.actions import bulk_action, object_action
+from console.admin.line_coupons import LinePushSettingsForm
 from console.admin.stored_events import StoredEventAdmin
 from console.bulk import PUSH_DISMISS, PUSH_RETRY, confirm_action
 from console.services import push_item_approve, push_item_reject, push_item_resume, push_item_retry
@@ -282,6 +283,7 @@ class LinePushItemAdmin(RecordAdmin):
 
 @admin.register(LinePushSettings)
 class LinePushSettingsAdmin(TenantScopedAdmin):
+    form = LinePushSettingsForm  # the reply's coupon picked from the account's (LINE's list)
     list_display = ("tenant", "plan_label", "month_usage", "tenant_rate_limit", "timezone", "digest_hour")
 
     def get_fields(self, request: HttpRequest, obj=None):

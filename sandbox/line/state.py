@@ -132,6 +132,16 @@ class LineChannel:
         with self._lock:
             self._rooms[room_id] = member_count
 
+    def add_coupon(self, title: str, *, end: int = 1924959599, status: str = "RUNNING") -> str:
+        """A coupon made in LINE Official Account Manager; returns its couponId."""
+        with self._lock:
+            return self._coupons.add(title=title, end=end, status=status)
+
+    def close_coupon(self, coupon_id: str) -> None:
+        """Close a coupon as LINE Official Account Manager does (no API call seen)."""
+        with self._lock:
+            self._coupons.coupons[coupon_id]["status"] = "CLOSED"
+
     def set_quota(self, *, type: str = "limited", value: int = 5000, total_usage: int = 0) -> None:
         if type not in ("limited", "none"):
             raise ValueError("quota type is 'limited' or 'none'")

@@ -15,10 +15,9 @@ from backlog_bridge.body.issue import parse_issue
 from deliveries.approval_checks import approval_check
 from deliveries.channels.base import TransportError
 from deliveries.models import MessageTemplate
-from linepush.coupons import coupon_body, coupon_close, coupon_create
+from linepush.coupons import AccountCoupon, account_coupons, coupon_body, coupon_close, coupon_create
 from linepush.models import LineCoupon, LinePushSettings, LineWebhookEvent
 from tests.helpers.backlog import body
-from tests.helpers.factories import TenantFactory
 from tests.helpers.linepush import deliver, fixture, shop
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("httpx_engine")]
@@ -158,18 +157,74 @@ def test_the_registration_reply_may_send_a_running_coupon_of_the_tenant(client, 
     assert LineWebhookEvent.objects.get().outcome == "done"
 
 
-def test_the_registration_reply_may_not_name_a_closed_or_foreign_coupon(tenant, line):
-    closed = coupon_create(coupon=new_coupon(tenant))
-    coupon_close(coupon=closed)
-    foreign = coupon_create(coupon=new_coupon(TenantFactory(slug="other")))
+def reply_problems(tenant, coupon_id: str) -> list[str]:
+    row = LinePushSettings(tenant=tenant, registration_messages=[{"type": "coupon", "couponId": coupon_id}])
+    try:
+        row.full_clean()
+    except ValidationError as refused:
+        return refused.message_dict["registration_messages"]
+    return []
 
-    for coupon_id in (closed.coupon_id, foreign.coupon_id, "01NOTACOUPON"):
-        row = LinePushSettings(
-            tenant=tenant, registration_messages=[{"type": "coupon", "couponId": coupon_id}]
-        )
-        with pytest.raises(ValidationError) as refused:
-            row.full_clean()
-        assert "配布中のクーポンではありません" in str(refused.value.message_dict["registration_messages"])
+
+def test_the_registration_reply_may_send_a_coupon_made_in_the_account_manager(client, tenant, line):
+    coupon_id = line.add_coupon("店頭で使える 10% オフ")  # LINE has it; automedia never made it
+    settings_row = LinePushSettings(
+        tenant=tenant, registration_messages=[{"type": "coupon", "couponId": coupon_id}]
+    )
+    settings_row.full_clean()
+    settings_row.save()
+
+    deliver(client, fixture("follow"))
+
+    [sent] = line.sent("/v2/bot/message/reply")
+    assert sent.body["messages"] == [{"type": "coupon", "couponId": coupon_id}]
+    assert f"{COUPON}/{coupon_id}" in [r.path for r in line.requests if r.method == "GET"]  # LINE was asked
+    assert not LineCoupon.objects.exists()
+
+
+def test_the_registration_reply_may_not_name_a_coupon_line_does_not_run(tenant, line):
+    closed_here = coupon_create(coupon=new_coupon(tenant))
+    coupon_close(coupon=closed_here)
+    closed_there = coupon_create(coupon=new_coupon(tenant))
+    line.close_coupon(closed_there.coupon_id)  # closed in the account manager: the row still says running
+    expired = line.add_coupon("先月のクーポン", end=int(timezone.now().timestamp()) - 60)
+
+    for coupon_id in (closed_here.coupon_id, closed_there.coupon_id, expired, "01NOTACOUPON", "../quota"):
+        assert reply_problems(tenant, coupon_id) == [
+            f"クーポン「{coupon_id}」はこのテナントの配布中のクーポンではありません。"
+        ]
+    assert "/v2/bot/quota" not in {r.path for r in line.requests}  # no id out of format is sent
+
+
+def test_when_line_cannot_be_asked_only_a_coupon_running_here_passes(tenant, line):
+    made_here = coupon_create(coupon=new_coupon(tenant))
+    made_there = line.add_coupon("店頭クーポン")
+    line.fail_next(500, count=2, path_prefix=f"{COUPON}/")
+
+    assert reply_problems(tenant, made_here.coupon_id) == []
+    [problem] = reply_problems(tenant, made_there)
+    assert problem.startswith(f"クーポン「{made_there}」を LINE で確認できませんでした")
+
+
+def test_a_manager_picks_from_the_accounts_running_coupons(tenant, line):
+    made_here = coupon_create(coupon=new_coupon(tenant))
+    made_there = line.add_coupon("店頭クーポン")
+    line.close_coupon(line.add_coupon("終了済み"))
+    for i in range(100):  # a second page (listCoupon's limit is 100)
+        line.add_coupon(f"まとめて{i}")
+
+    coupons = account_coupons(tenant=tenant)
+
+    assert coupons[:2] == [
+        AccountCoupon(made_here.coupon_id, made_here.title),
+        AccountCoupon(made_there, "店頭クーポン"),
+    ]
+    assert len(coupons) == 102
+    lists = [r for r in line.requests if (r.method, r.path) == ("GET", COUPON)]
+    assert [r.query for r in lists] == [
+        {"status": ["RUNNING"], "limit": ["100"]},
+        {"status": ["RUNNING"], "limit": ["100"], "start": ["100"]},
+    ]
 
 
 def test_the_body_is_what_the_fake_checks_against_the_spec(tenant, line):

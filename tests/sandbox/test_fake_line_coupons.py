@@ -92,3 +92,19 @@ def test_it_pages_and_filters_the_list(api: httpx.Client) -> None:
 def test_an_unknown_coupon_is_404(api: httpx.Client) -> None:
     assert api.get("/v2/bot/coupon/01UNKNOWN").status_code == 404
     assert api.put("/v2/bot/coupon/01UNKNOWN/close").status_code == 404
+
+
+def test_a_coupon_made_in_the_account_manager_is_listed_and_shown_as_the_spec_has_it() -> None:
+    with FakeLine(channel_tokens={TOKEN}) as fake:
+        coupon_id = fake.add_coupon("店頭限定クーポン", end=1798729140)
+        closed = fake.add_coupon("終了したクーポン")
+        fake.close_coupon(closed)
+        headers = {"Authorization": f"Bearer {TOKEN}"}
+        with httpx.Client(base_url=fake.base_url, headers=headers, timeout=2) as api:
+            running = api.get("/v2/bot/coupon", params={"status": "RUNNING"}).json()
+            shown = api.get(f"/v2/bot/coupon/{coupon_id}").json()
+            gone = api.get(f"/v2/bot/coupon/{closed}").json()
+
+    assert running == {"items": [{"couponId": coupon_id, "title": "店頭限定クーポン"}]}
+    assert spec_errors(shown, "CouponResponse") == []
+    assert (shown["status"], shown["endTimestamp"], gone["status"]) == ("RUNNING", 1798729140, "CLOSED")

@@ -27,6 +27,10 @@ AUDIENCE_IDS_MAX = 10_000
 VALIDATE_KINDS = frozenset({"push", "multicast", "broadcast", "narrowcast", "reply"})
 MAX_AGGREGATION_DAYS = 30
 UNIT_PATTERN = re.compile(r"^[a-zA-Z0-9_]{1,30}$")
+# A coupon id as LINE writes them (a ULID in its docs' example, `01JYNW8JMQVFBNWF1APF8Z3FS7`),
+# loosely: a manager's text goes into a URL path only as one plain segment.
+COUPON_ID = re.compile(r"[A-Za-z0-9_-]{1,100}")
+COUPON_PAGE, COUPON_PAGES = 100, 10  # listCoupon's `limit` is 1..100
 
 
 def aggregation_unit(issue_key: str) -> str:
@@ -210,7 +214,35 @@ class LineTransport(HttpTransport):
         params = {"customAggregationUnit": unit, "from": f"{since:%Y%m%d}", "to": f"{until:%Y%m%d}"}
         return self._get("/v2/bot/insight/message/event/aggregation", **params)
 
-    # Coupons (messaging-api.yml createCoupon, closeCoupon).
+    # Coupons (messaging-api.yml createCoupon, closeCoupon, getCouponDetail, listCoupon;
+    # https://developers.line.biz/en/reference/messaging-api/#get-coupon, #get-coupons-list).
+    # The account's coupons include those made in LINE Official Account Manager.
+
+    def coupon(self, coupon_id: str) -> dict | None:
+        """`CouponResponse` (`status` DRAFT / RUNNING / CLOSED, `endTimestamp` after which it
+        cannot be used); None when the account has no such coupon (404, or an id that is no
+        path segment, which is not sent)."""
+        if not COUPON_ID.fullmatch(coupon_id or ""):
+            return None
+        response, _ = self.request("GET", f"/v2/bot/coupon/{coupon_id}")
+        if response.status_code == 404:
+            return None
+        if not response.is_success:
+            self.raise_for(response, _reason(response))
+        return _json(response)
+
+    def coupons(self, *, status: str = "RUNNING") -> list[dict]:
+        """The account's coupons in `status` (`CouponListResponse`: couponId, title), page by
+        page: an answer's `next` is the next request's `start`; at most COUPON_PAGES pages."""
+        found: list[dict] = []
+        params: dict[str, Any] = {"status": status, "limit": COUPON_PAGE}
+        for _ in range(COUPON_PAGES):
+            page = self._get("/v2/bot/coupon", **params)
+            found += [c for c in page.get("items") or [] if isinstance(c, dict) and c.get("couponId")]
+            if not isinstance(page.get("next"), str) or not page["next"]:
+                break
+            params["start"] = page["next"]
+        return found
 
     def coupon_create(self, body: dict) -> str:
         """The new coupon's `couponId` (`CouponCreateRequest` → `CouponCreateResponse`)."""
