@@ -27,7 +27,9 @@ def catchup_all() -> dict[str, int]:
     recovered: dict[str, int] = {}
     for tenant in Tenant.objects.filter(is_active=True):
         try:
-            with BacklogClient.for_tenant(tenant) as client:
+            # A first run lists the whole project: paced, it waits for Backlog's rate-limit
+            # reset instead of drawing a 429 and starting over five minutes later.
+            with BacklogClient.for_tenant(tenant, paced=tenant.last_activity_id is None) as client:
                 recovered[tenant.slug] = catchup_run(tenant=tenant, client=client)
         except BacklogError as exc:
             logger.warning("catch-up for %s failed: %s", tenant.slug, exc)

@@ -191,3 +191,18 @@ def test_it_registers_the_catchup_job_every_five_minutes(db):
         Schedule.MINUTES,
         5,
     )
+
+
+def test_a_first_run_waits_for_backlogs_rate_limit_and_later_runs_do_not(fake_backlog, tenant, monkeypatch):
+    paced, made = [], BacklogClient.for_tenant
+
+    def for_tenant(cls, tenant, **kwargs):
+        paced.append(kwargs.get("paced", False))
+        return made(tenant, **kwargs)
+
+    monkeypatch.setattr(BacklogClient, "for_tenant", classmethod(for_tenant))
+
+    catchup_all()
+    catchup_all()
+
+    assert paced == [True, False]
