@@ -59,3 +59,16 @@ def test_it_refuses_a_narrowcast_threshold_under_lines_minimum_of_50():
 
     assert refused.returncode != 0 and "LINE_NARROWCAST_MIN_RECIPIENTS" in refused.stderr
     assert accepted.returncode == 0, accepted.stderr
+
+
+def test_the_backlog_key_goes_as_the_documented_parameter_unless_set_to_its_header():
+    shown = [sys.executable, "-c", "from automedia_site import settings; print(settings.BACKLOG_API_KEY_IN)"]
+    base = {k: v for k, v in os.environ.items() if k != "BACKLOG_API_KEY_IN"} | {"DEBUG": "1"}
+
+    def key_in(**env) -> subprocess.CompletedProcess:
+        return subprocess.run(shown, env=base | env, capture_output=True, text=True, cwd=settings.BASE_DIR)
+
+    assert key_in().stdout.split()[-1] == "query"
+    assert key_in(BACKLOG_API_KEY_IN="header").stdout.split()[-1] == "header"
+    refused = key_in(BACKLOG_API_KEY_IN="x-api-key")
+    assert refused.returncode != 0 and "BACKLOG_API_KEY_IN must be header or query" in refused.stderr
