@@ -60,6 +60,7 @@ def test_it_prints_the_demo_issues_time(settings, demo_line):
 
 @pytest.mark.django_db
 def test_it_makes_a_project_as_backlog_makes_it_ready_through_setup_tenant(settings, demo_line):
+    settings.PUBLIC_BASE_URL = "http://127.0.0.1:9"  # check_connections' URLs: the one set up
     call_command("seed_demo", stdout=io.StringIO())
     tenant = Tenant.objects.get(slug="demo")
     ChannelAccount.objects.filter(tenant=tenant).delete()  # the platforms' fakes: test_fake_platforms
@@ -69,7 +70,7 @@ def test_it_makes_a_project_as_backlog_makes_it_ready_through_setup_tenant(setti
         Tenant.objects.filter(pk=tenant.pk).update(backlog_base_url=fake.base_url)
         tenant.refresh_from_db()
         sandbox._wire(fake, tenant, "http://127.0.0.1:9")
-        sandbox._checks([Tenant.objects.get(pk=tenant.pk)])
+        sandbox._checks()
         project = fake._projects[tenant.backlog_project_key]
         hooks = [h["hookUrl"] for h in project.webhooks]
     printed = out.getvalue()
@@ -78,7 +79,10 @@ def test_it_makes_a_project_as_backlog_makes_it_ready_through_setup_tenant(setti
     assert "demo: LINE: Webhook URL を設定しました。" in printed
     assert hooks == [f"http://127.0.0.1:9/hooks/backlog/demo/{tenant.webhook_token}"]
     assert demo_line.channel.webhook_endpoint == "http://127.0.0.1:9/hooks/line/demo"
-    assert "接続確認（manage.py check_connections" in printed and "demo:   backlog: OK" in printed
+    assert (
+        "接続確認（manage.py check_connections" in printed
+        and "  demo:\n    backlog: OK\n    line: OK" in printed
+    )
 
 
 @pytest.mark.browser
