@@ -130,7 +130,8 @@ def _problem(tenant, exc: BacklogError, what: str) -> str:
             "Backlog が API キーを受け付けません（HTTP 401）。Backlog の個人設定 → API で発行したキーを"
             " --backlog-api-key（管理画面では Backlog APIキー）に入れてください。"
         )
-    if what == "user" and (exc.status == 404 or 200 <= exc.status < 300):
+    if what == "user" and exc.status not in (403, 429) and exc.status < 500:
+        # Not Backlog's API answering (a 404 page, a redirect, a page that is not JSON).
         return f"「{url}」は Backlog スペースの API に答えません（HTTP {exc.status}）。スペースの URL を確かめてください。"
     if exc.status == 404:
         return (

@@ -90,6 +90,7 @@ def test_a_user_who_may_not_read_webhooks_is_told_so_not_refused(acme, mock):
     [
         ("/users/myself", 401, "API キーを受け付けません"),
         ("/users/myself", 404, "Backlog スペースの API に答えません"),
+        ("/users/myself", 302, "Backlog スペースの API に答えません"),
         ("/projects/ACME", 404, "プロジェクトキー「ACME」のプロジェクトがない"),
     ],
 )

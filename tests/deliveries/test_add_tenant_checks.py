@@ -41,13 +41,16 @@ def test_it_saves_a_tenant_whose_connections_work_and_keeps_the_checks(fake_back
     tenant = Tenant.objects.get(slug="acme")
     assert "接続確認 backlog: OK" in out and "接続確認 line: OK" in out
     assert "未設定: automedia への Webhook（manage.py setup_tenant acme）" in out
+    assert "未設定: LINE チャネルシークレット" in out  # LINE cannot prove a secret: only its absence shows
     rows = {c.platform: c for c in Connection.objects.filter(tenant=tenant)}
     assert rows["backlog"].ok and rows["line"].ok and rows["backlog"].checked_at is not None
 
 
 def test_it_refuses_a_wrong_api_key_naming_it(fake_backlog, line):
-    with pytest.raises(CommandError, match="API キーを受け付けません.*--backlog-api-key"):
+    with pytest.raises(CommandError, match="API キーを受け付けません.*--backlog-api-key") as refused:
         add(fake_backlog, key="not-the-key")
+
+    assert "--no-check" in str(refused.value)
 
     assert not Tenant.objects.exists()
 

@@ -32,7 +32,10 @@ def check(*, tenant, webhook_url: str, command: str) -> CheckResult:
     except Refused as exc:
         return CheckResult("line", ok=False, problem=str(exc))
     facts = (f"LINE 公式アカウント: {bot.get('displayName') or '?'}（{bot.get('basicId') or '?'}）",)
-    return CheckResult("line", ok=True, lacks=_lacks(endpoint, webhook_url, command), facts=facts)
+    lacks = _lacks(endpoint, webhook_url, command)
+    if not tenant.line_channel_secret:  # LINE has no call that proves the secret: only its absence shows
+        lacks += ("LINE チャネルシークレット（Webhook の署名を確かめるのに必要: --line-channel-secret）",)
+    return CheckResult("line", ok=True, lacks=lacks, facts=facts)
 
 
 def setup(*, tenant, webhook_url: str, dry_run: bool) -> list[str]:

@@ -81,7 +81,8 @@ class Command(BaseCommand):
         results = tenant_checks(tenant=tenant, base_url=opts["base_url"])
         refused = [f"{r.platform}: {r.problem}" for r in results if not r.ok]
         if refused:
-            raise CommandError("保存しませんでした。\n" + "\n".join(refused))
+            hint = "（直せない事情があるときは --no-check で確認せずに保存できます）"
+            raise CommandError("保存しませんでした。\n" + "\n".join(refused) + "\n" + hint)
         return results
 
     def _apply(self, tenant: Tenant, opts: dict) -> None:
