@@ -19,6 +19,7 @@ from django.contrib.admin import helpers
 from django.db.models import Model, QuerySet
 from django.http import HttpRequest, HttpResponseRedirect
 from django.template.response import TemplateResponse
+from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import gettext as _
 
@@ -62,8 +63,8 @@ def _retry_step(task: ContentTask, schedule: DeliverySchedule | None) -> Step:
     return Step(
         task,
         True,
-        _("Backlog の状態を「%(status)s」にして承認し直し、%(when)s に配信を予約します")
-        % {"status": STATUS_APPROVED, "when": _due_text(task)},
+        _("Backlog の状態を「%(status)s」にして承認し直し、%(due)s")
+        % {"status": STATUS_APPROVED, "due": _due_text(task)},
     )
 
 
@@ -80,7 +81,11 @@ def _cancel_step(task: ContentTask, schedule: DeliverySchedule | None) -> Step:
 
 
 def _due_text(task: ContentTask) -> str:
-    return fmt_jst(task.publish_at) if task.publish_at else _("今すぐ")
+    if task.publish_at is None:
+        return _("今すぐ配信します")
+    if task.publish_at <= timezone.now():  # deliveries.services.schedule_due_at: sent at once
+        return _("投稿日時 %(when)s を過ぎているため、今すぐ配信します") % {"when": fmt_jst(task.publish_at)}
+    return _("%(when)s に配信を予約します") % {"when": fmt_jst(task.publish_at)}
 
 
 def _push_retry_step(item: LinePushItem, _schedule: None) -> Step:

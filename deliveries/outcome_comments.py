@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from django.utils import timezone
 
 from backlog_bridge.body.channels import DEFAULT_CHANNEL
@@ -9,13 +11,19 @@ from core.timeutil import fmt_jst
 from deliveries.channels.publishing import outcome_lines
 from deliveries.channels.tokens import renewal_advice
 
+# The first words a manager reads on the issue; the `[automedia]` mark lets the comment
+# commands know automedia's own comments (deliveries/commands/run.py, OWN_PREFIX).
+DELIVERED_HEAD = "[automedia] 配信しました: "
+FAILED_HEAD = "[automedia] 配信できませんでした: "
+
 
 def success_comment(outcome: dict) -> str:
-    return "\n".join([f"[automedia] dispatched at {outcome['delivered_at']}", *outcome_lines(outcome)])
+    delivered_at = fmt_jst(datetime.fromisoformat(outcome["delivered_at"]))
+    return "\n".join([f"{DELIVERED_HEAD}{delivered_at}", *outcome_lines(outcome)])
 
 
 def failure_comment(outcome: dict) -> str:
-    text = f"[automedia] failed: {outcome['reason']}"
+    text = f"{FAILED_HEAD}{outcome['reason']}"
     if outcome.get("auth"):
         # An outcome kept before outcomes named their channel is the default channel's.
         text += "\n" + renewal_advice(outcome.get("channel") or DEFAULT_CHANNEL)

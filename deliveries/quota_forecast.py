@@ -59,8 +59,9 @@ class Forecast:
 
     def problem(self) -> str:
         """Why the send must not be scheduled; empty when it may."""
+        used_in = "今月の使用" if self.this_month else f"{self.month} の使用"
         count = (
-            f"この配信 {self.messages:,} 通 + {'今月' if self.this_month else self.month} の使用 {self.used:,} 通"
+            f"この配信 {self.messages:,} 通 + {used_in} {self.used:,} 通"
             f"（LINE の集計 {self.line_used:,}、予約済みで未送信 {self.pending:,}）= {self.after:,} 通"
         )
         if self.line_limit is not None and self.after > self.line_limit:

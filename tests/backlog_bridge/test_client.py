@@ -95,7 +95,7 @@ def test_it_writes_status_field_and_comment_in_one_form_encoded_patch(backlog, m
         "ACME-1",
         status_id=6,
         custom_fields={102: "2026-12-10T10:00:00+09:00"},
-        comment="[automedia] dispatched",
+        comment="[automedia] 配信しました",
     )
 
     assert route.call_count == 1
@@ -104,7 +104,7 @@ def test_it_writes_status_field_and_comment_in_one_form_encoded_patch(backlog, m
     assert parse_qs(request.content.decode()) == {
         "statusId": ["6"],
         "customField_102": ["2026-12-10T10:00:00+09:00"],
-        "comment": ["[automedia] dispatched"],
+        "comment": ["[automedia] 配信しました"],
     }
 
 

@@ -163,7 +163,7 @@ def test_it_refuses_a_send_over_a_plan_without_extra_messages(fake_backlog, tena
     assert status_of(fake_backlog, key) == "automediaエラー"
     comment = texts(fake_backlog, key)[-1]
     assert (
-        "ライトプランの月間メッセージ数 5,000 通を超えます: この配信 3 通 + 今月 の使用 4,998 通"
+        "ライトプランの月間メッセージ数 5,000 通を超えます: この配信 3 通 + 今月の使用 4,998 通"
         "（LINE の集計 4,998、予約済みで未送信 0）= 5,001 通。ライトプランでは追加メッセージを送れません"
     ) in comment
     assert "LINE 検証: OK" in comment

@@ -116,7 +116,7 @@ def test_it_ends_in_error_with_a_token_notice_on_401(approve_channel, hubspot, f
     assert fire(key) == "failed"
 
     comment = texts(fake_backlog, key)[-1]
-    assert comment.startswith("[automedia] failed: 認証エラー: HubSpot のトークンが無効です")
+    assert comment.startswith("[automedia] 配信できませんでした: 認証エラー: HubSpot のトークンが無効です")
     hs_account.refresh_from_db()
     assert hs_account.token_invalid_at is not None
     assert "HubSpot トークンの更新が必要です" in mail.outbox[0].subject

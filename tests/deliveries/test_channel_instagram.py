@@ -45,7 +45,7 @@ def test_it_publishes_once_and_comments_the_post_id_and_permalink(approve_channe
     post = post_of(key)
     assert (post.phase, post.post_id, post.permalink) == ("done", media["id"], media["permalink"])
     comment = texts(fake_backlog, key)[-1]
-    assert comment.startswith("[automedia] dispatched at 2026-12-10T10:00:")
+    assert comment.startswith("[automedia] 配信しました: 2026-12-10 10:00:")
     assert f"投稿ID: {media['id']}" in comment and f"パーマリンク: {media['permalink']}" in comment
     assert fake_backlog.issue(key)["status"]["name"] == "automedia実行済み"
     assert schedule_of(key) is None
@@ -117,7 +117,9 @@ def test_it_ends_in_error_with_the_reason_when_the_container_expired(
 
     assert fire(key) == "failed"
     comment = texts(fake_backlog, key)[-1]
-    assert comment.startswith("[automedia] failed: Instagram のコンテナ") and "有効期限" in comment
+    assert (
+        comment.startswith("[automedia] 配信できませんでした: Instagram のコンテナ") and "有効期限" in comment
+    )
     assert fake_backlog.issue(key)["status"]["name"] == "automediaエラー"
 
 
@@ -235,7 +237,9 @@ def test_it_ends_in_error_with_a_token_notice_on_error_190(
 
     assert fire(key) == "failed"
     comment = texts(fake_backlog, key)[-1]
-    assert comment.startswith("[automedia] failed: 認証エラー: Instagram のトークンが期限切れか無効です。")
+    assert comment.startswith(
+        "[automedia] 配信できませんでした: 認証エラー: Instagram のトークンが期限切れか無効です。"
+    )
     assert "Instagram のトークンが期限切れか無効です。管理画面の「チャネルアカウント」" in comment
     ig_account.refresh_from_db()
     assert ig_account.token_invalid_at is not None

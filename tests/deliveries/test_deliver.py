@@ -10,7 +10,7 @@ from django.core import mail
 from django.utils import timezone
 
 from core.models import Tenant
-from core.timeutil import JST
+from core.timeutil import JST, fmt_jst
 from deliveries.channels.line.publisher import retry_key
 from deliveries.locks import lock_take
 from deliveries.models import ContentTask, DeliveryAttempt, DeliveryLock, DeliverySchedule, MessageTemplate
@@ -43,7 +43,8 @@ def test_it_sends_once_and_writes_back_in_one_patch(approved, fake_backlog, line
     assert issue["status"]["name"] == "automedia実行済み"
     delivered = next(f["value"] for f in issue["customFields"] if f["name"] == "自動配信実行日時")
     assert delivered.startswith("2026-12-10T10:00:")
-    assert texts(fake_backlog, key)[-1].startswith(f"[automedia] dispatched at {delivered}")
+    delivered_jst = fmt_jst(datetime.fromisoformat(delivered))
+    assert texts(fake_backlog, key)[-1].startswith(f"[automedia] 配信しました: {delivered_jst}")
     assert schedule_of(key) is None
     assert not DeliveryLock.objects.exists()
 
@@ -165,7 +166,9 @@ def test_it_fails_a_firing_inside_quiet_hours_in_reject_mode(approved, fake_back
     assert fire(key) == "failed"
     assert line.sent() == []
     assert fake_backlog.issue(key)["status"]["name"] == "automediaエラー"
-    assert texts(fake_backlog, key)[-1].startswith("[automedia] failed: 配信時刻が静粛時間帯です")
+    assert texts(fake_backlog, key)[-1].startswith(
+        "[automedia] 配信できませんでした: 配信時刻が静粛時間帯です"
+    )
 
 
 def test_it_defers_a_firing_inside_quiet_hours_in_defer_mode(approved, line, tenant):
@@ -246,7 +249,8 @@ def test_it_ends_in_error_with_a_token_notice_on_401(approved, fake_backlog, lin
     assert fake_backlog.issue(key)["status"]["name"] == "automediaエラー"
     comment = texts(fake_backlog, key)[-1]
     assert (
-        comment.startswith("[automedia] failed: 認証エラー（401）") and "LINE チャネルのトークン" in comment
+        comment.startswith("[automedia] 配信できませんでした: 認証エラー（401）")
+        and "LINE チャネルのトークン" in comment
     )
     tenant.refresh_from_db()
     assert tenant.line_token_invalid_at is not None
@@ -312,7 +316,7 @@ def test_it_does_not_comment_twice_after_a_crash_between_patch_and_cleanup(appro
     DeliverySchedule.objects.filter(task__issue_key=key).update(lease_until=None, claimed_by="")
 
     assert fire(key) == "delivered"
-    assert sum(t.startswith("[automedia] dispatched") for t in texts(fake_backlog, key)) == 1
+    assert sum(t.startswith("[automedia] 配信しました") for t in texts(fake_backlog, key)) == 1
 
 
 def test_the_webhook_of_its_own_write_back_needs_no_backlog_read(approved, fake_backlog, line, tenant, pump):

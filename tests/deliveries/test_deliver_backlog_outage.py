@@ -136,7 +136,7 @@ def test_it_retries_a_write_back_within_seconds_and_never_sends_again(approved, 
     assert max(gaps(runs)) <= LONGEST_WAIT + 0.1
     assert (runs[-1][0] - DUE).total_seconds() <= 20 + LONGEST_WAIT + 0.1
     assert len(line.sent(MULTICAST)) == 1
-    assert sum(t.startswith("[automedia] dispatched") for t in texts(fake_backlog, key)) == 1
+    assert sum(t.startswith("[automedia] 配信しました") for t in texts(fake_backlog, key)) == 1
     assert fake_backlog.issue(key)["status"]["name"] == "automedia実行済み"
 
 
@@ -184,7 +184,9 @@ def test_it_ends_in_error_without_sending_once_backlogs_budget_is_spent(approved
     assert outcome["ok"] is False and outcome["reason"].startswith("Backlog に 102 分間接続できず")
     assert not line.sent()
     assert fake_backlog.issue(key)["status"]["name"] == "automediaエラー"
-    assert texts(fake_backlog, key)[-1].startswith("[automedia] failed: Backlog に 102 分間接続できず")
+    assert texts(fake_backlog, key)[-1].startswith(
+        "[automedia] 配信できませんでした: Backlog に 102 分間接続できず"
+    )
 
 
 def test_it_waits_for_backlogs_rate_limit_reset_without_using_a_channel_retry(approved, fake_backlog, line):

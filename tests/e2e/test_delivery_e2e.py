@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from core.timeutil import JST
+from core.timeutil import JST, fmt_jst
 from sandbox.line import RecordedLineRequest
 from sandbox.stack import Stack
 from tests.helpers.stack import (
@@ -117,7 +117,9 @@ def test_it_delivers_within_a_second_of_due_at(tmp_path: Path):
         assert patch.form["statusId"] == [str(stack.backlog.status_id(PROJECT, "automedia実行済み"))]
         field = stack.backlog.custom_field_id(PROJECT, "自動配信実行日時")
         delivered_at = patch.form[f"customField_{field}"][0]
-        assert patch.form["comment"][0].startswith(f"{DISPATCHED}{delivered_at}")
+        assert patch.form["comment"][0].startswith(
+            f"{DISPATCHED}{fmt_jst(datetime.fromisoformat(delivered_at))}"
+        )
         assert issue["status"]["name"] == "automedia実行済み"
         assert datetime.fromisoformat(delivered_at) >= publish_at
 

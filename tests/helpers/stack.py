@@ -16,7 +16,7 @@ from sandbox.stack import Stack
 
 PROJECT = "E2E"
 RESERVED = re.compile(r"\[automedia\] 配信を予約しました: (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) \(JST\)")
-DISPATCHED = "[automedia] dispatched at "
+DISPATCHED = "[automedia] 配信しました: "
 
 
 def whole_seconds_from_now(seconds: float) -> datetime:
