@@ -113,10 +113,35 @@ class TenantScopedAdmin(admin.ModelAdmin):
         return fields
 
     def get_readonly_fields(self, request: HttpRequest, obj=None):
+        readonly = self._readonly(request, obj)
+        return (
+            (*readonly, "tenant_column") if self._tenant_shown_readonly(request, obj, readonly) else readonly
+        )
+
+    def _readonly(self, request: HttpRequest, obj) -> tuple[str, ...]:
         readonly = tuple(super().get_readonly_fields(request, obj))
         if not request.user.is_superuser:
             readonly += tuple(f for f in self.superuser_fields if f not in readonly)
         return (*readonly, "secrets_masked") if self.secret_fields else readonly
+
+    def get_fieldsets(self, request: HttpRequest, obj=None):
+        # A read-only tenant would be labelled by its foreign key's English name ("Tenant"):
+        # the labelled column shows it instead.
+        fieldsets = super().get_fieldsets(request, obj)
+        if not self._tenant_shown_readonly(request, obj, self._readonly(request, obj)):
+            return fieldsets
+        return [
+            (
+                name,
+                {**options, "fields": ["tenant_column" if f == "tenant" else f for f in options["fields"]]},
+            )
+            for name, options in fieldsets
+        ]
+
+    def _tenant_shown_readonly(self, request: HttpRequest, obj, readonly: tuple[str, ...]) -> bool:
+        if self.tenant_path != "tenant" or obj is None:
+            return False
+        return "tenant" in readonly or not self.has_change_permission(request, obj)
 
     @admin.display(description=_("秘密情報（伏せ字）"))
     def secrets_masked(self, obj) -> str:

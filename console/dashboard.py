@@ -114,7 +114,8 @@ class Heartbeat:
 
 @dataclass
 class Lateness:
-    count: int
+    delivered: int  # tasks delivered in the window, on every channel
+    measured: int  # of them, the deliveries whose lateness was measured (LINE's)
     p99_ms: int | None
     max_ms: int | None
 
@@ -257,15 +258,23 @@ def _heartbeats(now: datetime) -> list[Heartbeat]:
 
 
 def _lateness(user, now: datetime) -> Lateness:
-    """From each delivery's first request (chunk 0): due time → start of the run."""
-    attempts = scope(DeliveryAttempt.objects.filter(created_at__gte=now - LATENESS_WINDOW, chunk=0), user)
-    values = sorted(
-        int(v) for v in attempts.values_list("request_summary__lateness_ms", flat=True) if v is not None
+    """The tasks delivered in the last hour, and the lateness of those that measured it: from
+    each delivery's first request (chunk 0 of its approval, a retry not counted again), due
+    time → start of the run. Only LINE's publisher measures it (deliveries/channels/line/)."""
+    since = now - LATENESS_WINDOW
+    delivered = scope(ContentTask.objects.filter(delivered_at__gte=since), user).count()
+    attempts = scope(DeliveryAttempt.objects.filter(created_at__gte=since, chunk=0), user)
+    firsts: dict[tuple[int, int], object] = {}
+    rows = attempts.order_by("created_at", "id").values_list(
+        "task_id", "approval_seq", "request_summary__lateness_ms"
     )
+    for task_id, seq, lateness in rows:
+        firsts.setdefault((task_id, seq), lateness)
+    values = sorted(int(v) for v in firsts.values() if v is not None)
     if not values:
-        return Lateness(0, None, None)
+        return Lateness(delivered, 0, None, None)
     rank = max(1, math.ceil(0.99 * len(values)))  # nearest-rank percentile
-    return Lateness(len(values), values[rank - 1], values[-1])
+    return Lateness(delivered, len(values), values[rank - 1], values[-1])
 
 
 def _scan(user) -> ScanSummary | None:

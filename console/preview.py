@@ -45,6 +45,8 @@ def preview_page(*, task: ContentTask) -> dict:
         "preview": preview,
         "state": state,
         "bubbles": [bubble(m) for m in preview.messages],
+        # Under each bubble, when it reaches the phone: sent, scheduled, or sent if approved now.
+        "sent_at": task.delivered_at or preview.due_at,
         "raw_json": json.dumps(preview.messages, ensure_ascii=False, indent=2),
     }
 
@@ -162,6 +164,10 @@ def _collect_texts(node: object, out: list[str]) -> None:
             _collect_texts(value, out)
 
 
+def _coupon(m: dict) -> dict:
+    return {"kind": "coupon", "text": str(m.get("couponId") or "")}
+
+
 def _other(m: dict) -> dict:
     return {"kind": "other", "text": str(m.get("type") or "?")}
 
@@ -176,4 +182,5 @@ DRAW = {
     "imagemap": _imagemap,
     "template": _template,
     "flex": _flex,
+    "coupon": _coupon,
 }

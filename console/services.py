@@ -203,23 +203,23 @@ def task_preview(*, task: ContentTask) -> Preview:
 
 def push_item_approve(*, item: LinePushItem, user) -> ActionResult:
     if not push_approve(item=item, user=user):
-        return ActionResult(False, _("%(item)s は承認待ちではありません。") % {"item": item})
+        return ActionResult(False, _("%(item)sは承認待ちではありません。") % {"item": item})
     action_record(user=user, obj=item, message="LINE 投稿を承認")
-    return ActionResult(True, _("%(item)s を承認しました。送信待ちに入ります。") % {"item": item})
+    return ActionResult(True, _("%(item)sを承認しました。送信待ちに入ります。") % {"item": item})
 
 
 def push_item_reject(*, item: LinePushItem, user) -> ActionResult:
     if not push_reject(item=item, user=user):
-        return ActionResult(False, _("%(item)s は承認待ちではありません。") % {"item": item})
+        return ActionResult(False, _("%(item)sは承認待ちではありません。") % {"item": item})
     action_record(user=user, obj=item, message="LINE 投稿を却下")
-    return ActionResult(True, _("%(item)s を却下しました。送信されません。") % {"item": item})
+    return ActionResult(True, _("%(item)sを却下しました。送信されません。") % {"item": item})
 
 
 def push_item_retry(*, item: LinePushItem, user) -> ActionResult:
     if not push_retry(item=item):
-        return ActionResult(False, _("%(item)s は失敗した投稿ではありません。") % {"item": item})
+        return ActionResult(False, _("%(item)sは失敗した投稿ではありません。") % {"item": item})
     action_record(user=user, obj=item, message="LINE 投稿を再実行")
-    return ActionResult(True, _("%(item)s を送信待ちに戻しました。") % {"item": item})
+    return ActionResult(True, _("%(item)sを送信待ちに戻しました。") % {"item": item})
 
 
 def push_item_dismiss(*, item: LinePushItem, user) -> ActionResult:
@@ -231,9 +231,9 @@ def push_item_dismiss(*, item: LinePushItem, user) -> ActionResult:
 
 def push_item_resume(*, item: LinePushItem, user) -> ActionResult:
     if not push_resume(item=item):
-        return ActionResult(False, _("%(item)s は保留中ではありません。") % {"item": item})
+        return ActionResult(False, _("%(item)sは保留中ではありません。") % {"item": item})
     action_record(user=user, obj=item, message="保留中の LINE 投稿を再開")
-    return ActionResult(True, _("%(item)s を送信待ちに戻しました。") % {"item": item})
+    return ActionResult(True, _("%(item)sを送信待ちに戻しました。") % {"item": item})
 
 
 def api_token_revoke(*, token: LineApiToken, user) -> ActionResult:

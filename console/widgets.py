@@ -5,6 +5,7 @@ rows of a type (ID / ログインID) and a value."""
 from __future__ import annotations
 
 import json
+import re
 
 from django import forms
 from django.utils.html import format_html, format_html_join
@@ -14,8 +15,15 @@ from django.utils.translation import pgettext
 from core.models import OPERATOR_ENTRY, operator_entry
 from core.quiet_hours import DEFAULT_TIMEZONE
 
+CODE_ASIDE = re.compile(r"（[a-z_]+）$")
 QUIET_RANGES = 3  # rows of the form; a tenant needing more is unheard of
-MODES = [("reject", _("承認を断る（reject）")), ("defer", _("時間帯の終わりに送る（defer）"))]
+MODES = [("reject", _("承認を断る")), ("defer", _("時間帯の終わりに送る"))]
+
+
+def plain_label(label) -> str:
+    """A choice's label without the stored value a Japanese label names in parentheses
+    (`承認を取り消す（invalidate）`): the value is the system's, the words the manager's."""
+    return CODE_ASIDE.sub("", str(label))
 
 
 class QuietHoursWidget(forms.MultiWidget):
@@ -172,7 +180,7 @@ class OperatorsWidget(forms.Widget):
             self._row(name, base_id, "new", "id", ""),
             _("行を追加"),
             _(
-                "ID = Backlog の数値のユーザーID（例: 1001）、ログインID = userId（例: yamada）。"
+                "ID = Backlog の数値のユーザーID（例: 1001）、ログインID = Backlog にログインするときの ID（例: yamada）。"
                 "表示名は一意ではないため使えません。値が空の行は使われません。"
             ),
         )

@@ -22,6 +22,7 @@ from core.i18n import japanese
 from core.models import Tenant
 from core.records import OutboundAttempt
 from core.retry import max_attempts
+from core.timeutil import JST
 
 # Django registers an app's models from its models.py: these live in a module of their own.
 from linepush.coupon_models import LineCoupon  # noqa: F401
@@ -258,7 +259,10 @@ class LinePushItem(models.Model):
         ]
 
     def __str__(self) -> str:
-        return self.dedupe_key
+        # What a manager reads in titles and messages: the trigger and the time, never the
+        # dedupe key (`demo:reminder:1`), which is the producer's and the API caller's name.
+        when = self.scheduled_at.astimezone(JST).strftime("%m/%d %H:%M") if self.scheduled_at else ""
+        return f"{self.get_trigger_type_display()}（{when}）"
 
     def save(self, *args, **kwargs) -> None:
         if not self.retry_key:

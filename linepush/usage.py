@@ -2,7 +2,8 @@
 the approval comment.
 
 `used`: the tenant's `LineMonthlyUsage` row of the month, LINE's own count whenever
-automedia asks LINE plus automedia's group posts since. `limit`: the lower of the plan's
+automedia asks LINE (`line_used`, read at `checked_at`) plus automedia's group posts since
+(`since_check`): the screens show the two parts and when LINE's was read. `limit`: the lower of the plan's
 monthly messages and LINE's target limit (no plan: LINE's limit alone).
 """
 
@@ -27,6 +28,20 @@ class LineUsage:
     limit: int | None
     plan: LinePlan | None  # the tenant's plan; None = counted against LINE's limit alone
     checked_at: datetime | None  # when LINE last gave its count
+    line_used: int | None = None  # LINE's own count as read at checked_at; None = never read
+
+    @property
+    def since_check(self) -> int:
+        """What automedia counted itself since LINE's count was read (all of `used` if never)."""
+        return max(0, self.used - (self.line_used or 0))
+
+    @property
+    def line_used_text(self) -> str:
+        return f"{self.line_used:,}" if self.line_used is not None else ""
+
+    @property
+    def since_check_text(self) -> str:
+        return f"{self.since_check:,}"
 
     @property
     def percent(self) -> int | None:
@@ -69,7 +84,9 @@ def line_usages(*, tenants: list[Tenant], now: datetime | None = None) -> dict[i
         row = stored.get((tenant.pk, month)) or LineMonthlyUsage(tenant=tenant, month=month)
         plan = push.plan if push is not None else None
         limit = usage_limit(plan=plan, line_limit=row.line_limit)
-        usages[tenant.pk] = LineUsage(month, row.messages, limit, plan, row.checked_at)
+        usages[tenant.pk] = LineUsage(
+            month, row.messages, limit, plan, row.checked_at, row.line_total_usage if row.checked_at else None
+        )
     return usages
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 from django.db.models import OuterRef, QuerySet, Subquery
-from django.http import HttpRequest
+from django.http import Http404, HttpRequest, HttpResponseRedirect
 from django.template.loader import render_to_string
 from django.urls import path, reverse
 from django.utils.html import format_html
@@ -13,6 +13,7 @@ from django.utils.translation import gettext_lazy as _
 from console.access import RecordAdmin, TenantScopedAdmin
 from console.actions import bulk_action, object_action
 from console.models import DeliveryOutcome, PushApproval, ScanRun
+from console.push_sources import source_html, with_source_task
 from console.results import result_label
 from console.services import push_item_approve, push_item_reject
 from core.access import may_act, may_act_somewhere
@@ -31,7 +32,7 @@ def _reject(item, user):
 class PushApprovalAdmin(TenantScopedAdmin):
     """LINE group posts waiting for a manager: approve (approved_by = you) or reject."""
 
-    list_display = ("created_at", "tenant", "group_name", "trigger_type", "message", "scheduled_at")
+    list_display = ("created_at", "tenant", "group_name", "trigger_type", "message", "source", "scheduled_at")
     list_display_links = None
     list_filter = ("trigger_type", "tenant")
     search_fields = ("dedupe_key", "ext_group_id", "source_id")
@@ -40,13 +41,14 @@ class PushApprovalAdmin(TenantScopedAdmin):
 
     def get_queryset(self, request: HttpRequest) -> QuerySet:
         names = LineSource.objects.filter(tenant=OuterRef("tenant"), group_id=OuterRef("ext_group_id"))
-        return (
+        waiting = (
             super()
             .get_queryset(request)
             .filter(status=LinePushItem.Status.WAITING_APPROVAL)
             .select_related("tenant")
             .annotate(_group_name=Subquery(names.values("name")[:1]))
         )
+        return with_source_task(waiting)
 
     def get_list_display(self, request: HttpRequest):
         return [*super().get_list_display(request), self._buttons(request)]
@@ -67,6 +69,13 @@ class PushApprovalAdmin(TenantScopedAdmin):
             path("<path:object_id>/reject/", view(self.reject_view), name="console_pushapproval_reject"),
             *super().get_urls(),
         ]
+
+    def change_view(self, request: HttpRequest, object_id: str, form_url: str = "", extra_context=None):
+        """The post's own page (its bubble, group, history): a waiting post is a LINE post."""
+        item = self.get_object(request, object_id)
+        if item is None:
+            raise Http404
+        return HttpResponseRedirect(reverse("admin:linepush_linepushitem_change", args=[item.pk]))
 
     def approve_view(self, request: HttpRequest, object_id: str):
         return object_action(self, request, object_id, _approve, back="changelist")
@@ -92,6 +101,10 @@ class PushApprovalAdmin(TenantScopedAdmin):
     @admin.display(description=_("グループ"), ordering="_group_name")
     def group_name(self, obj: PushApproval) -> str:
         return obj._group_name or obj.ext_group_id
+
+    @admin.display(description=_("発生元（今の状態）"))
+    def source(self, obj: PushApproval) -> str:
+        return source_html(obj)
 
     @admin.display(description=_("メッセージ"))
     def message(self, obj: PushApproval) -> str:

@@ -16,7 +16,7 @@ from django.utils.translation import gettext_lazy as _
 
 from console.access import TenantScopedAdmin
 from console.connections import connection_rows
-from console.widgets import OperatorsWidget, QuietHoursWidget
+from console.widgets import OperatorsWidget, QuietHoursWidget, plain_label
 from core.access import may_act, require_act
 from core.crypto import mask
 from core.models import Tenant, TenantMembership, validate_max_concurrent_deliveries
@@ -122,7 +122,10 @@ class TenantAdmin(TenantScopedAdmin):
             kwargs["widget"] = QuietHoursWidget
         if db_field.name == "operators":  # the rows say what the model's help says of the JSON
             kwargs.update(widget=OperatorsWidget, help_text="")
-        return super().formfield_for_dbfield(db_field, request, **kwargs)
+        formfield = super().formfield_for_dbfield(db_field, request, **kwargs)
+        if db_field.name == "publish_time_policy" and formfield is not None:
+            formfield.choices = [(value, plain_label(label)) for value, label in formfield.choices]
+        return formfield
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return request.user.is_superuser

@@ -1,15 +1,19 @@
-"""Basic admin for LINE groups, the push queue and its settings (the managers' admin is a later issue)."""
+"""The admin of LINE groups, the group-post queue and its settings."""
 
 from __future__ import annotations
+
+import json
 
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
-from django.db.models import QuerySet
+from django.db.models import OuterRef, QuerySet, Subquery
 from django.http import HttpRequest, HttpResponse
+from django.template.loader import render_to_string
 from django.template.response import TemplateResponse
-from django.urls import path
+from django.urls import path, reverse
 from django.utils.html import format_html
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from console.access import RecordAdmin, ScopedInlineMixin, TenantScopedAdmin
@@ -17,6 +21,9 @@ from console.actions import bulk_action, object_action
 from console.admin.line_coupons import LinePushSettingsForm
 from console.admin.stored_events import StoredEventAdmin
 from console.bulk import PUSH_DISMISS, PUSH_RETRY, confirm_action
+from console.line_errors import line_error_explain
+from console.preview import bubble
+from console.push_sources import source_html, with_source_task
 from console.services import push_item_approve, push_item_reject, push_item_resume, push_item_retry
 from core.access import may_act, may_act_somewhere
 from linepush.erasure import line_user_erase
@@ -173,54 +180,79 @@ def _resume(item, user):
 
 
 class AttemptInline(ScopedInlineMixin, admin.TabularInline):
+    """Each request of the post: when, how it ended and LINE's answer in Japanese; the request
+    id, LINE's own words and the retry key for superusers."""
+
     model = LinePushAttempt
     extra = 0
     can_delete = False
-    readonly_fields = (
-        "created_at",
-        "outcome",
-        "status_code",
-        "request_id",
-        "error",
-        "duration_ms",
-        "retry_key",
-    )
-    fields = readonly_fields
+    MACHINERY = ("status_code", "request_id", "error", "duration_ms", "retry_key")
+
+    def get_fields(self, request: HttpRequest, obj=None):
+        fields = ["created_at", "outcome", "error_text"]
+        return [*fields, *self.MACHINERY] if request.user.is_superuser else fields
+
+    def get_readonly_fields(self, request: HttpRequest, obj=None):
+        return self.get_fields(request, obj)
+
+    @admin.display(description=_("LINE の応答"))
+    def error_text(self, obj: LinePushAttempt) -> str:
+        return line_error_explain(obj.error, obj.status_code) if obj.error else "-"
 
 
 @admin.register(LinePushItem)
 class LinePushItemAdmin(RecordAdmin):
+    """A post as the group will see it: the bubble, the group and trigger by name, LINE's answer
+    in Japanese. The queue's machinery (dedupe key, claim, lease, retry key, the JSON sent) is
+    for superusers."""
+
     list_display = (
-        "dedupe_key",
+        "message",
+        "group_name",
         "origin_shown",
         "tenant",
-        "ext_group_id",
         "trigger_type",
         "status",
         "attempt_count",
-        "last_error",
+        "error_text",
         "scheduled_at",
         "sent_at",
     )
+    list_display_links = None  # the message links to the post
     list_filter = ("status", "trigger_type", "origin", "tenant")
     list_select_related = ("tenant", "api_token")
     search_fields = ("dedupe_key", "ext_group_id", "source_id")
-    readonly_fields = (
+    POST = (
+        "message_bubbles",
+        "group_name",
+        "trigger_type",
         "origin_shown",
         "status",
+        "scheduled_at",
+        "sent_at",
         "attempt_count",
-        "last_error",
+        "error_text",
         "approved_by",
         "approved_at",
         "rejected_by",
-        "sent_at",
+        "source_label",
+        "audit_trail",
+    )
+    MACHINERY = (
+        "tenant_column",
+        "ext_group_id",
+        "dedupe_key",
+        "retry_key",
+        "payload_json",
+        "last_error",
         "request_id",
+        "source_table",
+        "source_id",
         "lease_until",
         "claimed_by",
         "reserved_at",
         "reserved_cost",
         "first_attempt_at",
-        "audit_trail",
     )
     inlines = [AttemptInline]
     actions = ["approve", "reject", "retry", "dismiss", "resume_held"]
@@ -230,6 +262,28 @@ class LinePushItemAdmin(RecordAdmin):
     # (which check the approval rule, the payload and the dedupe key); a person acts on an
     # item only through approve / reject / retry / resume, and only a superuser deletes one,
     # since its attempts (the audit log) would go with it.
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet:
+        names = LineSource.objects.filter(tenant=OuterRef("tenant"), group_id=OuterRef("ext_group_id"))
+        items = super().get_queryset(request).annotate(_group_name=Subquery(names.values("name")[:1]))
+        return with_source_task(items)
+
+    def get_list_display(self, request: HttpRequest):
+        shown = super().get_list_display(request)
+        return ["dedupe_key", *shown] if request.user.is_superuser else shown
+
+    def get_fieldsets(self, request: HttpRequest, obj=None):
+        fieldsets = [(None, {"fields": self.POST})]
+        if request.user.is_superuser:
+            machinery = (
+                _("仕組み（スーパーユーザーのみ）"),
+                {"fields": self.MACHINERY, "classes": ("collapse",)},
+            )
+            fieldsets.append(machinery)
+        return fieldsets
+
+    def get_readonly_fields(self, request: HttpRequest, obj=None):
+        return [f for _name, options in self.get_fieldsets(request, obj) for f in options["fields"]]
 
     def get_actions(self, request: HttpRequest):
         actions = super().get_actions(request)
@@ -280,6 +334,38 @@ class LinePushItemAdmin(RecordAdmin):
     def resume_held(self, request, queryset: QuerySet[LinePushItem]) -> None:
         bulk_action(self, request, queryset, _resume, done_text=_("%(count)d 件を送信待ちに戻しました。"))
 
+    @admin.display(description=_("メッセージ"))
+    def message(self, obj: LinePushItem) -> str:
+        item_url = reverse("admin:linepush_linepushitem_change", args=[obj.pk])
+        return render_to_string("admin/console/push_message.html", {"item": obj, "item_url": item_url})
+
+    @admin.display(description=_("メッセージ（LINE での表示）"))
+    def message_bubbles(self, obj: LinePushItem) -> str:
+        context = {
+            "bubbles": [bubble(m) for m in obj.payload if isinstance(m, dict)],
+            "name": obj.tenant.name,
+            "time": obj.sent_at or obj.scheduled_at,
+            "group": self.group_name(obj),
+        }
+        return render_to_string("admin/console/push_bubbles.html", context)
+
+    @admin.display(description=_("投稿先グループ"), ordering="_group_name")
+    def group_name(self, obj: LinePushItem) -> str:
+        name = getattr(obj, "_group_name", None)
+        return name or gettext("未登録のグループ（ボットが参加していないか、名前がまだ読めていません）")
+
+    @admin.display(description=_("エラー"))
+    def error_text(self, obj: LinePushItem) -> str:
+        return line_error_explain(obj.last_error) if obj.last_error else "-"
+
+    @admin.display(description=_("課題（今の状態）"))
+    def source_label(self, obj: LinePushItem) -> str:
+        return source_html(obj)
+
+    @admin.display(description=_("送信する JSON"))
+    def payload_json(self, obj: LinePushItem) -> str:
+        return format_html("<pre>{}</pre>", json.dumps(obj.payload, ensure_ascii=False, indent=2))
+
 
 @admin.register(LinePushSettings)
 class LinePushSettingsAdmin(TenantScopedAdmin):
@@ -290,10 +376,12 @@ class LinePushSettingsAdmin(TenantScopedAdmin):
         # The plan is a fact of the LINE contract, like the channel token, and it decides
         # whether an approval over the month's messages is refused: set by superusers only;
         # others read it, the default plan named when none is set.
-        fields = [f for f in super().get_fields(request, obj) if f not in ("plan_label", "month_usage")]
+        fields = [
+            f for f in super().get_fields(request, obj) if f not in ("plan_label", "month_usage_detail")
+        ]
         if not request.user.is_superuser:
             fields = ["plan_label" if f == "plan" else f for f in fields]
-        return [*fields, "month_usage"] if obj is not None else fields
+        return [*fields, "month_usage_detail"] if obj is not None else fields
 
     # A row deleted and added again would come back without the plan a superuser set:
     # managers edit the row's other fields, only superusers add or delete it.
@@ -304,7 +392,7 @@ class LinePushSettingsAdmin(TenantScopedAdmin):
         return request.user.is_superuser
 
     def get_readonly_fields(self, request: HttpRequest, obj=None):
-        fields = [*super().get_readonly_fields(request, obj), "plan_label", "month_usage"]
+        fields = [*super().get_readonly_fields(request, obj), "plan_label", "month_usage_detail"]
         return fields if request.user.is_superuser else [*fields, "plan"]
 
     @admin.display(description=_("LINE プラン"))
@@ -314,6 +402,13 @@ class LinePushSettingsAdmin(TenantScopedAdmin):
     @admin.display(description=_("LINE メッセージ使用数"))
     def month_usage(self, obj: LinePushSettings) -> str:
         return str(line_usage(tenant=obj.tenant))
+
+    @admin.display(description=_("LINE メッセージ使用数"))
+    def month_usage_detail(self, obj: LinePushSettings) -> str:
+        """The figure and its two parts: LINE's count (when it was read) and automedia's since."""
+        usage = line_usage(tenant=obj.tenant)
+        parts = render_to_string("admin/console/line_usage.html", {"u": usage})
+        return format_html("{}{}", usage, parts)
 
 
 @admin.register(LinePlan)

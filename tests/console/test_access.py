@@ -77,8 +77,8 @@ def test_it_answers_404_for_another_tenants_objects(as_manager, other, path):
     [
         ("admin:core_tenant_changelist", "acme", "他社事務所"),
         ("admin:linepush_linesource_changelist", "自社グループ", "他社グループ"),
-        ("admin:linepush_linepushitem_changelist", "acme-key", "other-key"),
-        ("admin:console_pushapproval_changelist", "acme-key", "other-key"),
+        ("admin:linepush_linepushitem_changelist", "自社グループ", "他社グループ"),
+        ("admin:console_pushapproval_changelist", "自社グループ", "他社グループ"),
     ],
 )
 def test_it_scopes_every_list(as_manager, tenant, other, url, mine, theirs):

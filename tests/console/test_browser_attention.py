@@ -208,7 +208,7 @@ def test_it_shows_one_line_usage_figure_everywhere(
     expect(page.locator("#quota")).not_to_contain_text("上限不明")
 
     page.goto(f"{live_server.url}/admin/linepush/linepushsettings/{settings.pk}/change/")
-    expect(page.locator(".field-month_usage")).to_contain_text("今月 6 / 5,000 通")
+    expect(page.locator(".field-month_usage_detail")).to_contain_text("今月 6 / 5,000 通")
     expect(page.locator(".field-plan_label")).to_contain_text("プラン未設定（LINE の上限だけで判定）")
     page.goto(f"{live_server.url}/admin/linepush/linepushsettings/")
     expect(page.locator("#result_list")).to_contain_text("今月 6 / 5,000 通")

@@ -307,6 +307,18 @@ def test_it_shades_the_quiet_hours_and_marks_entries_inside(as_manager, tenant):
     assert 'style="top: 50.0%; height: 50.0%"' in html and "22:30〜08:00 (Asia/Tokyo)" in html
 
 
+def test_it_draws_the_month_views_day_strip_only_for_quiet_hours_and_explains_it(as_manager, tenant):
+    plain = as_manager.get(URL, {"view": "month"}).content.decode()
+    tenant.quiet_hours = QUIET
+    tenant.save()
+
+    quiet = as_manager.get(URL, {"view": "month"}).content.decode()
+
+    assert 'class="am-cal-strip"' not in plain and 'id="cal-strip-key"' not in plain
+    assert quiet.count('class="am-cal-strip"') == 35  # every day of the five weeks drawn
+    assert "日付の下の帯: その日の 0 時〜24 時（濃い部分が静粛時間帯）" in quiet
+
+
 def test_it_shades_a_chosen_tenant_when_tenants_differ(client, superuser, tenant, other):
     tenant.quiet_hours = QUIET
     tenant.save()

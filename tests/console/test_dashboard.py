@@ -109,24 +109,51 @@ def test_it_warns_when_the_scheduler_stopped(as_manager, tenant):
 
 
 def test_it_shows_lateness_p99_of_the_last_hour(as_manager, tenant, other):
-    task = ContentTaskFactory(tenant=tenant)
+    task = ContentTaskFactory(tenant=tenant, delivered_at=NOW - timedelta(minutes=5))
     for n in range(1, 101):
-        attempt(task, lateness_ms=n * 10)
+        attempt(task, lateness_ms=n * 10, seq=n)  # 100 deliveries of one task (one per approval)
     attempt(ContentTaskFactory(tenant=other), lateness_ms=99_999)
     with time_machine.travel(NOW - timedelta(hours=2), tick=False):
-        attempt(task, lateness_ms=88_888)
+        attempt(task, lateness_ms=88_888, seq=200)
 
     html = page(as_manager)
 
     assert figure(html, "card-lateness") == "990 ms"
-    assert "直近 1 時間の配信 100 件: p99 990 ms" in html
+    assert "（遅れを測った LINE の配信 100 件: p99 990 ms / 最大 1000 ms）" in html
 
 
-def attempt(task, *, lateness_ms: int) -> DeliveryAttempt:
+def test_it_counts_every_delivery_of_the_last_hour_once(as_manager, tenant, other):
+    """Three deliveries (LINE, Instagram, TikTok; LINE's first try retried) are three, not one."""
+    line, instagram, tiktok = (
+        ContentTaskFactory(tenant=tenant, channel=c, delivered_at=NOW - timedelta(minutes=m))
+        for c, m in (("line", 5), ("instagram", 10), ("tiktok", 20))
+    )
+    ContentTaskFactory(tenant=tenant, channel="line", delivered_at=NOW - timedelta(hours=2))
+    ContentTaskFactory(tenant=other, channel="line", delivered_at=NOW - timedelta(minutes=1))
+    attempt(line, lateness_ms=120)
+    attempt(line, lateness_ms=90_000)  # its retry: the same delivery, measured at its first try
+    for task in (instagram, tiktok):
+        DeliveryAttempt.objects.create(
+            tenant=tenant,
+            task=task,
+            approval_seq=1,
+            channel=task.channel,
+            endpoint="/publish",
+            outcome="sent",
+        )
+
+    html = page(as_manager)
+
+    delivered = ContentTask.objects.filter(tenant=tenant, delivered_at__gte=NOW - timedelta(hours=1))
+    assert delivered.count() == 3
+    assert "直近 1 時間の配信 3 件（遅れを測った LINE の配信 1 件: p99 120 ms / 最大 120 ms）" in html
+
+
+def attempt(task, *, lateness_ms: int, seq: int = 1) -> DeliveryAttempt:
     return DeliveryAttempt.objects.create(
         tenant=task.tenant,
         task=task,
-        approval_seq=1,
+        approval_seq=seq,
         channel="line",
         endpoint="/v2/bot/message/multicast",
         request_summary={"kind": "multicast", "recipients": 3, "lateness_ms": lateness_ms},
@@ -156,6 +183,33 @@ def test_it_shows_the_line_quota_used_this_month(as_manager, tenant, other):
 
     assert "170 / 200" in html and "85%" in html and 'class="am-meter am-high"' in html
     assert "他社事務所" not in html
+
+
+def test_it_says_which_part_of_the_figure_is_lines_count_and_which_automedias(as_manager, tenant):
+    """LINE counted 9 at 08:30; automedia posted 6 since: 15 now, and the page says how."""
+    LinePushSettings.objects.create(tenant=tenant)
+    LineMonthlyUsage.objects.create(
+        tenant=tenant,
+        month="2026-12",
+        messages=15,
+        line_total_usage=9,
+        line_limit=200,
+        checked_at=NOW - timedelta(minutes=30),
+    )
+
+    html = page(as_manager)
+
+    assert "今月 15 / 200 通" in html
+    assert "LINE の集計: 9 通（12/1 08:30 に LINE から取得）" in html
+    assert "その後の automedia の送信: 6 通（automedia の記録）" in html
+
+
+def test_it_says_when_line_was_never_asked(as_manager, tenant):
+    LineMonthlyUsage.objects.create(tenant=tenant, month="2026-12", messages=4)
+
+    html = page(as_manager)
+
+    assert "LINE の集計: まだ取得していません" in html and "その後の automedia の送信: 4 通" in html
 
 
 def test_it_counts_waiting_push_approvals(as_manager, tenant, other):

@@ -90,13 +90,13 @@ def test_it_labels_a_list_its_filters_choices_and_actions_in_english(as_manager,
     english = page(as_manager, "admin:linepush_linepushitem_changelist")
 
     assert "Select LINE post to view" in english  # the queue is read-only
-    assert "Dedupe key</a>" in english and "Attempts</a>" in english  # column headers
+    assert "<span>Message</span>" in english and "Attempts</a>" in english  # column headers
     assert "By Trigger" in english and ">Waiting for approval<" in english  # filters and their choices
     assert '<td class="field-trigger_type">Reminder</td>' in english
     assert "Retry the selected failed posts" in english and "Resume the selected held posts" in english
     japanese = page(as_manager, "admin:linepush_linepushitem_changelist", language="ja")
     assert (
-        "重複排除キー</a>" in japanese
+        "投稿先グループ</a>" in japanese
         and "リマインダー" in japanese
         and "選択した失敗投稿を再実行する" in japanese
     )

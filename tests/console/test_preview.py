@@ -302,3 +302,23 @@ def test_it_shows_what_an_approval_would_check(
         in checks
     )
     assert [r.path for r in line.requests if "/validate/" in r.path] == ["/v2/bot/message/validate/multicast"]
+
+
+def test_it_shows_the_send_time_under_the_bubbles(as_manager, fake_backlog, pump, tenant, template, contacts):
+    task = mirrored_issue(fake_backlog, pump, tenant)
+
+    page = as_manager.get(task_url("preview", task)).content.decode()
+
+    assert '<span class="am-time">10:00</span>' in page  # 投稿日時 2026-12-10 10:00, not now (09:00)
+    assert '<div class="am-chat-date">12/10（木）</div>' in page
+
+
+def test_it_shows_a_delivered_tasks_send_time_not_now(
+    as_manager, fake_backlog, pump, tenant, template, contacts
+):
+    task = mirrored_issue(fake_backlog, pump, tenant, description=body(when="2026-11-30 18:30"))
+    type(task).objects.filter(pk=task.pk).update(delivered_at=datetime(2026, 11, 30, 18, 30, 4, tzinfo=JST))
+
+    page = as_manager.get(task_url("preview", task)).content.decode()
+
+    assert '<span class="am-time">18:30</span>' in page and '<span class="am-time">09:00</span>' not in page

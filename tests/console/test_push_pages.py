@@ -8,8 +8,10 @@ from django.urls import reverse
 from django.utils import timezone
 
 from core.models import TenantMembership
+from core.timeutil import fmt_jst
 from linepush.models import LineApiToken, LinePushAttempt, LinePushItem, LineSource, token_space
 from tests.helpers.console import member, messages_of
+from tests.helpers.factories import ContentTaskFactory
 
 pytestmark = pytest.mark.django_db
 Status = LinePushItem.Status
@@ -55,7 +57,8 @@ def test_it_approves_a_waiting_item_as_the_acting_user(as_manager, manager, tena
         manager,
         True,
     )
-    assert "esc-1 を承認しました。送信待ちに入ります。" in messages_of(response)
+    assert f"{waiting}を承認しました。送信待ちに入ります。" in messages_of(response)
+    assert str(waiting).startswith("エスカレーション（")  # the trigger and time, not the dedupe key
     assert LogEntry.objects.get(object_id=str(waiting.pk)).change_message == "LINE 投稿を承認"
 
 
@@ -100,7 +103,7 @@ def test_it_retries_a_failed_item(as_manager, manager, tenant, group):
     failed.refresh_from_db()
     assert 'id="item-retry"' in page
     assert (failed.status, failed.attempt_count, failed.last_error) == (Status.PENDING, 0, "")
-    assert "esc-1 を送信待ちに戻しました。" in messages_of(response)
+    assert f"{failed}を送信待ちに戻しました。" in messages_of(response)
     assert LogEntry.objects.filter(user=manager, change_message="LINE 投稿を再実行").exists()
 
 
@@ -109,20 +112,21 @@ def test_it_retries_only_failed_items(as_manager, tenant, group):
 
     response = as_manager.post(reverse("admin:linepush_linepushitem_retry", args=[sent.pk]), follow=True)
 
-    assert "esc-1 は失敗した投稿ではありません。" in messages_of(response)
+    assert f"{sent}は失敗した投稿ではありません。" in messages_of(response)
     assert LinePushItem.objects.get(pk=sent.pk).status == Status.SENT
 
 
 def test_it_filters_items_by_status_and_shows_errors(as_manager, tenant, group):
-    failed = item(tenant, status=Status.FAILED, key="failed-1")
+    failed = item(tenant, status=Status.FAILED, key="failed-1", text="失敗した投稿")
     LinePushItem.objects.filter(pk=failed.pk).update(last_error="グループの上限を超えました")
-    item(tenant, status=Status.SENT, key="sent-1")
+    item(tenant, status=Status.SENT, key="sent-1", text="送信済みの投稿")
 
     page = as_manager.get(
         reverse("admin:linepush_linepushitem_changelist") + "?status__exact=failed"
     ).content.decode()
 
-    assert "failed-1" in page and "sent-1" not in page and "グループの上限を超えました" in page
+    assert "失敗した投稿" in page and "送信済みの投稿" not in page and "グループの上限を超えました" in page
+    assert "タレント連絡" in page and "failed-1" not in page  # the group by name; no dedupe key
 
 
 def test_it_shows_where_each_item_came_from(as_manager, tenant, group):
@@ -237,7 +241,8 @@ def test_it_shows_the_attempts_and_who_acted_on_the_item_page(as_manager, tenant
 
     page = as_manager.get(reverse("admin:linepush_linepushitem_change", args=[waiting.pk])).content.decode()
 
-    assert "req-123" in page
+    assert "LINE 側でエラーが起きました" not in page  # an attempt without an error: no explanation
+    assert "再試行" in page and "req-123" not in page  # LINE's request id is the superusers'
     assert "yamada" in page and "LINE 投稿を承認" in page
 
 
@@ -319,3 +324,71 @@ def test_it_refuses_a_managers_edit_of_a_push_item(as_manager, tenant, group):
     assert response.status_code == 403
     waiting.refresh_from_db()
     assert (waiting.trigger_type, waiting.dedupe_key) == ("escalation", "esc-1")
+
+
+def test_it_shows_a_manager_the_post_as_a_bubble_and_keeps_the_machinery_for_superusers(
+    client, as_manager, superuser, tenant, group
+):
+    failed = item(tenant, status=Status.FAILED, key="demo:reminder:1", text="撮影は 14 時からです")
+    error = "リクエストが拒否されました（400）: The request body has 1 error(s) / messages[0].text: May not be empty"
+    LinePushItem.objects.filter(pk=failed.pk).update(last_error=error, claimed_by="web-1:pusher")
+    LinePushAttempt.objects.create(
+        item=failed, retry_key="k-1", status_code=400, outcome="failed", error=error
+    )
+    url = reverse("admin:linepush_linepushitem_change", args=[failed.pk])
+
+    page = as_manager.get(url).content.decode()
+
+    assert '<div class="am-bubble" data-kind="text">' in page and "撮影は 14 時からです" in page
+    assert "タレント連絡" in page and "エスカレーション" in page
+    assert (
+        "メッセージの内容に 1 か所の問題があります" in page
+        and "1 件目のメッセージの本文: 空にできません" in page
+    )
+    for internal in (
+        "The request body",
+        "demo:reminder:1",
+        "リース期限",
+        "取得者",
+        "重複排除キー",
+        "web-1:pusher",
+        "Tenant",
+        '"type"',
+        "Cgroup",
+    ):
+        assert internal not in page, internal
+    assert "<title>エスカレーション（" in page
+    client.force_login(superuser)
+    raw = client.get(url).content.decode()
+    assert "The request body has 1 error(s)" in raw and "demo:reminder:1" in raw and "web-1:pusher" in raw
+    assert "重複排除キー" in raw and "リース期限" in raw
+
+
+def test_it_sends_the_approval_pages_row_to_the_posts_page(as_manager, tenant, group):
+    waiting = item(tenant)
+
+    response = as_manager.get(reverse("admin:console_pushapproval_change", args=[waiting.pk]))
+
+    assert response.status_code == 302
+    assert response["Location"] == reverse("admin:linepush_linepushitem_change", args=[waiting.pk])
+
+
+def test_it_says_on_the_approval_page_that_the_escalated_task_was_delivered_since(as_manager, tenant, group):
+    task = ContentTaskFactory(
+        tenant=tenant, issue_key="ACME-51", summary="年始のご挨拶", status_name="automediaエラー"
+    )
+    escalation = item(tenant, key="escalation:acme:ACME-51:2026-12-07")
+    LinePushItem.objects.filter(pk=escalation.pk).update(source_table="content_task", source_id="ACME-51")
+    still = as_manager.get(reverse("admin:console_pushapproval_changelist")).content.decode()
+    delivered_at = timezone.now()
+    type(task).objects.filter(pk=task.pk).update(delivered_at=delivered_at, status_name="automedia実行済み")
+
+    page = as_manager.get(reverse("admin:console_pushapproval_changelist")).content.decode()
+    item_page = as_manager.get(
+        reverse("admin:linepush_linepushitem_change", args=[escalation.pk])
+    ).content.decode()
+
+    assert "ACME-51 年始のご挨拶" in still and "配信済みです" not in still and "automediaエラー" in still
+    for shown in (page, item_page):
+        assert f"この課題は {fmt_jst(delivered_at)} に配信済みです" in shown
+        assert 'data-state="delivered"' in shown
