@@ -9,7 +9,7 @@ def denied_fix(status: int, message: str) -> str:
     if status == 401:
         return (
             "Backlog が API キーを受け付けません（HTTP 401）。Backlog の個人設定 → API で新しいキーを発行し、"
-            "テナント設定（または manage.py add_tenant SLUG --backlog-api-key）で保存してください。"
+            "管理画面のテナント設定（Backlog APIキー）か manage.py add_tenant <スラッグ> --backlog-api-key で保存してください。"
         )
     return (
         f"Backlog が操作を拒否しました（HTTP 403: {message}）。API キーのユーザーをプロジェクトに"
