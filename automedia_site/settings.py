@@ -141,6 +141,20 @@ AXES_FAILURE_LIMIT = env.int("AXES_FAILURE_LIMIT", default=5)
 AXES_COOLOFF_TIME = timedelta(hours=env.float("AXES_COOLOFF_HOURS", default=1.0))
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
+# Behind proxies the client's address is in X-Forwarded-For (django-ipware, as django-axes
+# reads it, and the API's failed-token throttle with it). Unset: only REMOTE_ADDR counts, as a
+# client can write X-Forwarded-For itself. Set: how many proxy addresses the header holds
+# after the client's (ipware's count): 0 behind one proxy that appends the client's address
+# (nginx `$proxy_add_x_forwarded_for`), 1 behind a load balancer and nginx.
+if env.str("AXES_IPWARE_PROXY_COUNT", default="") != "":
+    AXES_IPWARE_PROXY_COUNT = env.int("AXES_IPWARE_PROXY_COUNT")
+    if AXES_IPWARE_PROXY_COUNT < 0:
+        raise ImproperlyConfigured("AXES_IPWARE_PROXY_COUNT must be 0 or more")
+    AXES_IPWARE_META_PRECEDENCE_ORDER = ("HTTP_X_FORWARDED_FOR", "REMOTE_ADDR")
+    # The address that many entries from the header's right end, however many entries a
+    # client forged in front of it (django-ipware is strict by default: a longer header
+    # would then fall back to the proxy's own address).
+    IPWARE_STRICT = False
 AXES_COOLOFF_MESSAGE = _(
     "ログインの失敗が続いたため、しばらくログインできません。時間をおいてもう一度お試しください。"
 )
@@ -347,7 +361,19 @@ LINEPUSH_MAX_IN_FLIGHT = env.int("LINEPUSH_MAX_IN_FLIGHT", default=500)
 LINEPUSH_SEND_LANES = env.int("LINEPUSH_SEND_LANES", default=8)  # 100 / 8: ~12 pushes a lane
 LINEPUSH_ESCALATION_AFTER_HOURS = env.int("LINEPUSH_ESCALATION_AFTER_HOURS", default=24)
 LINEPUSH_API_THROTTLE_RATE = env.str("LINEPUSH_API_THROTTLE_RATE", default="60/min")
-CACHES = {"default": env.cache("CACHE_URL", default="locmemcache://")}
+LINEPUSH_API_AUTH_FAILURE_RATE = env.str("LINEPUSH_API_AUTH_FAILURE_RATE", default="10/min")
+# Django's cache holds the API's throttle counts: a limit holds across web processes only in
+# a shared cache. CACHE_URL decides when set; otherwise production shares Redis (REDIS_URL)
+# or the database (its table made by `migrate`), and DEBUG counts in the process.
+CACHE_TABLE = "automedia_cache"
+if env.str("CACHE_URL", default=""):
+    CACHES = {"default": env.cache("CACHE_URL")}
+elif DEBUG:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+elif REDIS_URL:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
+else:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.db.DatabaseCache", "LOCATION": CACHE_TABLE}}
 LINE_WEBHOOK_MAX_BYTES = 1024 * 1024
 # The lease of a stored webhook event (Backlog, LINE) a worker is processing, renewed likewise.
 EVENT_LEASE_SECONDS = env.int("EVENT_LEASE_SECONDS", default=5)

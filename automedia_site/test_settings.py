@@ -24,3 +24,5 @@ BACKLOG_ALLOWED_HOSTS = ["127.0.0.1", "localhost"]  # the fake Backlog of tests/
 SECURE_SSL_REDIRECT = False
 SESSION_COOKIE_SECURE = False
 CSRF_COOKIE_SECURE = False
+# Each test starts from an empty cache (tests/conftest.py clears it): one in the process.
+CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}

@@ -20,13 +20,14 @@ from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers, status
 from rest_framework.authentication import BaseAuthentication, get_authorization_header
-from rest_framework.exceptions import AuthenticationFailed, ParseError
+from rest_framework.exceptions import AuthenticationFailed, ParseError, Throttled
 from rest_framework.parsers import JSONParser
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.throttling import SimpleRateThrottle
 from rest_framework.views import APIView
 
+from core.addresses import client_address
 from core.models import Tenant
 from deliveries.channels.line import validate_line_messages
 from linepush.inbound_models import api_token_hash
@@ -52,17 +53,46 @@ class ApiClient:
         return self.token.tenant
 
 
+class FailedAuthenticationThrottle(SimpleRateThrottle):
+    """Wrong tokens per client address, at `LINEPUSH_API_AUTH_FAILURE_RATE` (e.g. `10/min`):
+    over it every request of that address is a 429 with `Retry-After` before any token is
+    looked at, so nobody tries tokens at the web processes' speed. Only failures count."""
+
+    scope = "linepush_auth_failure"
+
+    def get_rate(self) -> str:
+        return settings.LINEPUSH_API_AUTH_FAILURE_RATE
+
+    def get_cache_key(self, request, view) -> str:
+        return self.cache_format % {"scope": self.scope, "ident": client_address(request)}
+
+    def refuses(self, request) -> bool:
+        self.key = self.get_cache_key(request, None)
+        self.history, self.now = self.cache.get(self.key, []), self.timer()
+        while self.history and self.history[-1] <= self.now - self.duration:
+            self.history.pop()
+        return len(self.history) >= self.num_requests
+
+    def failed(self) -> None:
+        self.history.insert(0, self.now)
+        self.cache.set(self.key, self.history, self.duration)
+
+
 class LineApiTokenAuthentication(BaseAuthentication):
     def authenticate(self, request):
         scheme, _, value = get_authorization_header(request).decode("latin-1").partition(" ")
         if scheme.lower() != "bearer":
             return None
+        failures = FailedAuthenticationThrottle()
+        if failures.refuses(request):
+            raise Throttled(failures.wait())
         token = (
             LineApiToken.objects.select_related("tenant")
             .filter(token_hash=api_token_hash(value.strip()), revoked_at__isnull=True, tenant__is_active=True)
             .first()
         )
         if token is None:
+            failures.failed()
             raise AuthenticationFailed("API トークンが無効です。")
         LineApiToken.objects.filter(pk=token.pk).update(last_used_at=timezone.now())
         return ApiClient(token), token
@@ -85,11 +115,12 @@ THROTTLE_RATE = re.compile(r"[1-9][0-9]*/(s|sec|m|min|h|hour|d|day)")
 def throttle_rate_require() -> None:
     """Checked at start-up (LinepushConfig.ready): a rate DRF cannot read would make every
     API call a 500."""
-    if not THROTTLE_RATE.fullmatch(settings.LINEPUSH_API_THROTTLE_RATE):
-        raise ImproperlyConfigured(
-            "LINEPUSH_API_THROTTLE_RATE must be like 60/min (N/s, N/min, N/hour, N/day), "
-            f"not {settings.LINEPUSH_API_THROTTLE_RATE!r}"
-        )
+    for name in ("LINEPUSH_API_THROTTLE_RATE", "LINEPUSH_API_AUTH_FAILURE_RATE"):
+        rate = getattr(settings, name)
+        if not THROTTLE_RATE.fullmatch(rate):
+            raise ImproperlyConfigured(
+                f"{name} must be like 60/min (N/s, N/min, N/hour, N/day), not {rate!r}"
+            )
 
 
 class LineApiTokenThrottle(SimpleRateThrottle):
@@ -213,7 +244,9 @@ class PushItemCreateView(APIView):
             401: OpenApiResponse(description="API トークンがない、または無効"),
             403: OpenApiResponse(description="このトークンでは使えない trigger_type"),
             413: OpenApiResponse(description="リクエストの本文が大きすぎる"),
-            429: OpenApiResponse(description="トークンごとの上限を超えた（Retry-After の秒数後に再試行）"),
+            429: OpenApiResponse(
+                description="トークンごとの上限、または接続元ごとの認証失敗の上限を超えた（Retry-After の秒数後に再試行）"
+            ),
         },
     )
     def post(self, request) -> Response:

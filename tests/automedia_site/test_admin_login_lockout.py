@@ -64,3 +64,36 @@ def test_the_lockout_ends_after_the_cool_off(settings):
 
     with time_machine.travel(timezone.now() + settings.AXES_COOLOFF_TIME + timedelta(minutes=1)):
         assert log_in("manager", PASSWORD, ATTACKER)[1] is True
+
+
+PROXY = "10.0.0.2"
+
+
+def log_in_via_proxy(username: str, password: str, forwarded: str):
+    client = Client(REMOTE_ADDR=PROXY, HTTP_X_FORWARDED_FOR=forwarded)
+    response = client.post("/admin/login/", {"username": username, "password": password, "next": "/admin/"})
+    return response, "_auth_user_id" in client.session
+
+
+@pytest.fixture
+def behind_one_proxy(settings):
+    """What AXES_IPWARE_PROXY_COUNT=0 sets (automedia_site/settings.py)."""
+    settings.AXES_IPWARE_PROXY_COUNT = 0
+    settings.AXES_IPWARE_META_PRECEDENCE_ORDER = ("HTTP_X_FORWARDED_FOR", "REMOTE_ADDR")
+    settings.IPWARE_STRICT = False
+
+
+def test_behind_a_counted_proxy_a_guesser_locks_out_only_their_own_address(settings, behind_one_proxy):
+    for _ in range(settings.AXES_FAILURE_LIMIT):
+        assert log_in_via_proxy("manager", "guessed", ATTACKER)[1] is False
+
+    assert log_in_via_proxy("manager", PASSWORD, ATTACKER)[0].status_code == 429
+    assert log_in_via_proxy("manager", PASSWORD, f"{OFFICE}, {ATTACKER}")[0].status_code == 429  # forged
+    assert log_in_via_proxy("manager", PASSWORD, OFFICE)[1] is True  # the real user, elsewhere
+
+
+def test_without_a_proxy_count_x_forwarded_for_is_never_read(settings):
+    for n in range(settings.AXES_FAILURE_LIMIT):
+        assert log_in_via_proxy("manager", "guessed", f"192.0.2.{n}")[1] is False  # a client's own header
+
+    assert log_in_via_proxy("manager", PASSWORD, OFFICE)[0].status_code == 429  # all one address

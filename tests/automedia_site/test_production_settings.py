@@ -9,9 +9,12 @@ import subprocess
 import sys
 
 import pytest
+from django.apps import apps
 from django.conf import settings
+from django.db import connection
 from django.test import Client
 
+from automedia_site.apps import cache_table_create
 from tests.helpers.backlog import load_fixture, post, webhook_url
 
 SECURITY = (
@@ -157,3 +160,47 @@ def test_production_hosts_sessions_and_passwords_by_default():
 
 def test_the_session_idle_timeout_is_a_setting():
     assert session_settings(SESSION_IDLE_TIMEOUT_SECONDS="1800")[1] == 1800
+
+
+PRINT_CLIENTS = (
+    "import django, json; django.setup(); from django.conf import settings as s; "
+    "print(json.dumps([s.CACHES['default']['BACKEND'].rsplit('.', 1)[1], "
+    "getattr(s, 'AXES_IPWARE_PROXY_COUNT', None), getattr(s, 'AXES_IPWARE_META_PRECEDENCE_ORDER', None), "
+    "getattr(s, 'IPWARE_STRICT', None)]))"
+)
+
+
+def client_settings(**env: str) -> list:
+    base = {"CACHE_URL": "", "REDIS_URL": "", "AXES_IPWARE_PROXY_COUNT": ""}
+    result = run([sys.executable, "-c", PRINT_CLIENTS], **{**base, **env})
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def test_production_counts_throttles_in_a_shared_cache():
+    assert client_settings()[0] == "DatabaseCache"  # its table made by migrate
+    assert client_settings(REDIS_URL="redis://127.0.0.1:6379/0")[0] == "RedisCache"
+    assert client_settings(CACHE_URL="locmemcache://")[0] == "LocMemCache"  # the operator's choice
+    assert client_settings(DEBUG="1")[0] == "LocMemCache"
+
+
+def test_x_forwarded_for_is_read_only_behind_a_counted_proxy():
+    assert client_settings()[1:] == [None, ["REMOTE_ADDR"], None]  # django-axes' own defaults
+    assert client_settings(AXES_IPWARE_PROXY_COUNT="0")[1:] == [
+        0,
+        ["HTTP_X_FORWARDED_FOR", "REMOTE_ADDR"],
+        False,
+    ]
+    refused = run([sys.executable, "-c", PRINT_CLIENTS], AXES_IPWARE_PROXY_COUNT="-1")
+    assert refused.returncode != 0 and "AXES_IPWARE_PROXY_COUNT must be 0 or more" in refused.stderr
+
+
+@pytest.mark.django_db
+def test_migrate_makes_the_database_caches_table(settings):
+    settings.CACHES = {
+        "default": {"BACKEND": "django.core.cache.backends.db.DatabaseCache", "LOCATION": "automedia_cache_t"}
+    }
+
+    cache_table_create(sender=apps.get_app_config("core"), using="default")
+
+    assert "automedia_cache_t" in connection.introspection.table_names()

@@ -37,7 +37,7 @@ def issue(tenant, triggers=None, skip_approval=False) -> str:
     )[1]
 
 
-def post(client, token: str, team, key: str = "k1", **fields):
+def post(client, token: str, team, key: str = "k1", meta: dict | None = None, **fields):
     data = {
         "ext_group_id": team.group_id,
         "trigger_type": "signal_approved",
@@ -45,7 +45,8 @@ def post(client, token: str, team, key: str = "k1", **fields):
         "dedupe_key": key,
         **fields,
     }
-    return client.post(URL, data, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}")
+    headers = {"HTTP_AUTHORIZATION": f"Bearer {token}", **(meta or {})}
+    return client.post(URL, data, content_type="application/json", **headers)
 
 
 # -- trigger types and approval ----------------------------------------------------------------
@@ -167,4 +168,60 @@ def test_a_throttle_rate_drf_cannot_read_stops_the_start(settings, rate):
     settings.LINEPUSH_API_THROTTLE_RATE = rate
 
     with pytest.raises(ImproperlyConfigured, match="LINEPUSH_API_THROTTLE_RATE must be like 60/min"):
+        throttle_rate_require()
+
+
+def test_wrong_tokens_are_throttled_per_client_address(client, tenant):
+    team, good = group(tenant), issue(tenant)
+
+    answers = [post(client, f"lp_wrong{n}", team).status_code for n in range(30)]
+    refused = post(client, good, team)  # the right token too, from that address
+
+    assert answers == [401] * 10 + [429] * 20  # LINEPUSH_API_AUTH_FAILURE_RATE 10/min
+    assert refused.status_code == 429 and refused["Retry-After"] == "60"
+    elsewhere = post(client, good, team, meta={"REMOTE_ADDR": "198.51.100.9"})
+    assert elsewhere.status_code == 201  # per address: another client is not affected
+
+
+def test_right_tokens_do_not_count_as_failures(client, tenant, settings):
+    settings.LINEPUSH_API_AUTH_FAILURE_RATE = "2/min"
+    team, good = group(tenant), issue(tenant)
+
+    answers = [post(client, good, team, key=f"k{n}").status_code for n in range(4)]
+    answers += [post(client, "lp_wrong", team).status_code for _ in range(3)]
+
+    assert answers == [201] * 4 + [401, 401, 429]
+
+
+def test_the_failed_authentication_throttle_opens_again_after_its_window(client, tenant, settings):
+    settings.LINEPUSH_API_AUTH_FAILURE_RATE = "1/min"
+    team, good = group(tenant), issue(tenant)
+    assert [post(client, "lp_wrong", team).status_code for _ in range(2)] == [401, 429]
+
+    with time_machine.travel(NOW + timedelta(seconds=61), tick=False):
+        assert post(client, good, team).status_code == 201
+
+
+def test_behind_a_counted_proxy_wrong_tokens_count_per_forwarded_address(client, tenant, settings):
+    settings.LINEPUSH_API_AUTH_FAILURE_RATE = "1/min"
+    settings.AXES_IPWARE_PROXY_COUNT = 0  # one proxy appends the client's address
+    settings.AXES_IPWARE_META_PRECEDENCE_ORDER = ("HTTP_X_FORWARDED_FOR", "REMOTE_ADDR")
+    settings.IPWARE_STRICT = False
+    team, good = group(tenant), issue(tenant)
+
+    def via_proxy(forwarded: str) -> dict:
+        return {"REMOTE_ADDR": "10.0.0.2", "HTTP_X_FORWARDED_FOR": forwarded}
+
+    first = post(client, "lp_wrong", team, meta=via_proxy("203.0.113.7"))
+    again = post(client, "lp_wrong", team, meta=via_proxy("6.6.6.6, 203.0.113.7"))  # a forged part
+    other = post(client, good, team, meta=via_proxy("198.51.100.9"))
+
+    assert (first.status_code, again.status_code, other.status_code) == (401, 429, 201)
+
+
+@pytest.mark.parametrize("rate", ["10", "0/min"])
+def test_a_failure_rate_drf_cannot_read_stops_the_start(settings, rate):
+    settings.LINEPUSH_API_AUTH_FAILURE_RATE = rate
+
+    with pytest.raises(ImproperlyConfigured, match="LINEPUSH_API_AUTH_FAILURE_RATE must be like 60/min"):
         throttle_rate_require()
