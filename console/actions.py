@@ -69,4 +69,4 @@ def _run(service: Service, obj: Model, user) -> ActionResult:
 def _back_url(model_admin: ModelAdmin, obj: Model, back: str) -> str:
     opts = model_admin.model._meta
     name = f"admin:{opts.app_label}_{opts.model_name}_{back}"
-    return reverse(name, args=[obj.pk] if back == "change" else [])
+    return reverse(name, args=[] if back == "changelist" else [obj.pk])

@@ -35,7 +35,14 @@ GROUPS = {
     ),
     "settings": (
         _("設定"),
-        ("core.Tenant", "linepush.LinePushSettings", "linepush.LineTriggerPolicy", "linepush.LineApiToken"),
+        (
+            "core.Tenant",
+            "console.LineTestRecipient",
+            "console.NoticeSettings",
+            "linepush.LinePushSettings",
+            "linepush.LineTriggerPolicy",
+            "linepush.LineApiToken",
+        ),
     ),
     "records": (
         _("記録"),
@@ -46,6 +53,7 @@ GROUPS = {
             "linepush.LineWebhookEvent",
             "linepush.LineMonthlyUsage",
             "console.ScanRun",
+            "console.AttentionNotice",
         ),
     ),
 }

@@ -12,6 +12,7 @@ from django.db import models
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import pgettext_lazy
 
+from console.notice_models import AttentionNotice, LineTestRecipient, NoticeSettings  # noqa: F401
 from core.models import Tenant
 from deliveries.models import ContentTask
 from linepush.models import LinePushItem

@@ -15,6 +15,7 @@ from django.utils.translation import gettext as _
 
 from console.services import ACTION_ERRORS, IssueMissing, task_preview
 from console.task_state import task_state
+from core.access import may_act
 from deliveries.channels.preview import post_fields, post_kind
 from deliveries.channels.templates import html_fields
 from deliveries.models import CHANNEL_LABELS, ContentTask
@@ -22,8 +23,13 @@ from deliveries.models import CHANNEL_LABELS, ContentTask
 MAX_FLEX_TEXTS = 12
 
 
-def preview_page(*, task: ContentTask) -> dict:
-    """The template context: the preview, its bubbles and JSON, or the error that stopped it."""
+def preview_page(*, task: ContentTask, user) -> dict:
+    """The template context: the preview, its bubbles and JSON, or the error that stopped it;
+    and whether the user may act on the task (テスト配信)."""
+    return {**_page(task), "may_act": may_act(user, task.tenant_id)}
+
+
+def _page(task: ContentTask) -> dict:
     try:
         preview = task_preview(task=task)
     except IssueMissing:

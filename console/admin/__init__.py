@@ -1,6 +1,7 @@
 """The managers' screens: every ModelAdmin, one module per app whose models it shows
 (`console/admin/<app_label>.py`; deliveries' channel accounts and posts in channels.py,
-LINE coupons in line_coupons.py, linepush's API tokens in api_tokens.py; the base of both
+LINE coupons in line_coupons.py, linepush's API tokens in api_tokens.py, test recipients
+and notice settings in notices.py; the base of both
 lists of stored webhook events in stored_events.py).
 The admin URLs follow each model's app, not this package: /admin/deliveries/contenttask/
 is registered in console/admin/deliveries.py."""
@@ -14,4 +15,5 @@ from console.admin import (  # noqa: F401 - registers
     deliveries,
     line_coupons,
     linepush,
+    notices,
 )

@@ -19,12 +19,14 @@ from django.utils.translation import gettext_lazy as _
 from console.access import RecordAdmin, ScopedInlineMixin, TenantScopedAdmin
 from console.actions import bulk_action, object_action
 from console.admin.line_coupons import LinePushSettingsForm
+from console.admin.notices import TestSendMixin
 from console.admin.stored_events import StoredEventAdmin
 from console.bulk import PUSH_DISMISS, PUSH_RETRY, confirm_action
 from console.line_errors import line_error_explain
 from console.preview import bubble
 from console.push_sources import source_html, with_source_task
 from console.services import push_item_approve, push_item_reject, push_item_resume, push_item_retry
+from console.test_sends import push_item_test_send
 from core.access import may_act, may_act_somewhere
 from linepush.erasure import line_user_erase
 from linepush.events import HANDLERS
@@ -201,11 +203,12 @@ class AttemptInline(ScopedInlineMixin, admin.TabularInline):
 
 
 @admin.register(LinePushItem)
-class LinePushItemAdmin(RecordAdmin):
+class LinePushItemAdmin(TestSendMixin, RecordAdmin):
     """A post as the group will see it: the bubble, the group and trigger by name, LINE's answer
     in Japanese. The queue's machinery (dedupe key, claim, lease, retry key, the JSON sent) is
     for superusers."""
 
+    test_send_service = staticmethod(lambda item, user: push_item_test_send(item=item, user=user))
     list_display = (
         "message",
         "group_name",
