@@ -30,6 +30,12 @@ RECURRING = {
     "automedia-linepush-quota-check": {"func": "linepush.tasks.quota_check_daily", "schedule_type": "D"},
     # The retention policy (core/retention.py; manage.py prune_records).
     "automedia-prune-records": {"func": "core.retention.records_prune_scheduled", "schedule_type": "D"},
+    # New 要対応 rows to the tenants' managers, a minute's burst in one message.
+    "automedia-attention-notices": {
+        "func": "console.tasks.attention_notices",
+        "schedule_type": "I",
+        "minutes": 1,
+    },
     "automedia-linepush-event-retry": {
         "func": "linepush.tasks.retry_line_events",
         "schedule_type": "I",

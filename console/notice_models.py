@@ -72,6 +72,7 @@ class AttentionNotice(models.Model):
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+", verbose_name=_("テナント"))
     key = models.CharField(_("行"), max_length=100)
     text = models.CharField(_("内容"), max_length=300)
+    url = models.CharField(_("リンク"), max_length=300, blank=True)
     created_at = models.DateTimeField(_("見つけた日時"), auto_now_add=True)
     claim = models.CharField(max_length=36, blank=True)
     claimed_until = models.DateTimeField(null=True, blank=True)

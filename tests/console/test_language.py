@@ -93,7 +93,8 @@ def test_it_labels_a_list_its_filters_choices_and_actions_in_english(as_manager,
     assert "<span>Message</span>" in english and "Attempts</a>" in english  # column headers
     assert "By Trigger" in english and ">Waiting for approval<" in english  # filters and their choices
     assert '<td class="field-trigger_type">Reminder</td>' in english
-    assert "Retry the selected failed posts" in english and "Resume the selected held posts" in english
+    assert "Retry the selected failed posts (with a confirmation)" in english
+    assert "Resume the selected held posts" in english
     japanese = page(as_manager, "admin:linepush_linepushitem_changelist", language="ja")
     assert (
         "投稿先グループ</a>" in japanese
