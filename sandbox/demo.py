@@ -82,6 +82,7 @@ class Sandbox:
     def __init__(self, *, out: TextIO, err: TextIO) -> None:
         self.stdout = out
         self.stderr = err
+        self._due: list[tuple[str, datetime]] = []  # each demo issue and its 投稿日時
 
     def run(self, *, backlog_url: str, line_url: str, public_url: str, platform_urls: dict[str, str]) -> None:
         platforms = SandboxPlatforms(**platform_urls)
@@ -109,6 +110,7 @@ class Sandbox:
             self._write(f"偽の Backlog: {fake.base_url}/  （課題の作成・状態変更はこのページから）")
             self._write(f"偽の LINE:    {line.base_url}  （受け取ったメッセージはここに表示されます）")
             self._write(f"偽の SNS / CRM: {platforms.urls()}")
+            self._due_summary()
             self.stdout.flush()
             shown = 0
             while not stopping.wait(0.5):
@@ -138,6 +140,15 @@ class Sandbox:
             f"  {tenant.slug}: プロジェクト {key}、デモ課題 {issue['issueKey']}（投稿日時 {fmt_jst(publish_at)}。"
             "それまでに状態を automedia承認 にすると配信予約されます）"
         )
+        self._due.append((issue["issueKey"], publish_at))
+
+    def _due_summary(self) -> None:
+        """The demo issues' 投稿日時 again, last: the start's other lines scroll them away."""
+        for key, publish_at in self._due:
+            self._write(
+                f"▶ デモ課題 {key} の投稿日時: {fmt_jst(publish_at)}（JST）。"
+                "それまでに偽の Backlog で状態を automedia承認 にすると、その時刻に配信されます。"
+            )
 
     def _command(self, tenant: Tenant, *args: str) -> None:
         """Run a management command as a person would, and print what it says."""

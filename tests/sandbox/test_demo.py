@@ -13,7 +13,8 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from playwright.sync_api import Page, expect
 
-from core.models import Tenant
+from console.models import LineTestRecipient
+from core.models import Tenant, TenantMembership
 from core.timeutil import JST
 from deliveries.channels.models import ChannelAccount
 from linepush.models import LinePushItem, LineSource
@@ -56,6 +57,36 @@ def test_it_prints_the_demo_issues_time(settings, demo_line):
     when = next(line for line in issue["description"].splitlines() if "投稿日時" in line)
     printed = out.getvalue()
     assert "DEMO-1" in printed and when.split(": ", 1)[1].split(" (")[0] in printed, (printed, when)
+
+
+@pytest.mark.django_db
+def test_it_prints_the_demo_issues_time_again_last(settings, demo_line):
+    call_command("seed_demo", stdout=io.StringIO())
+    tenant = Tenant.objects.get(slug="demo")
+    out = io.StringIO()
+    sandbox = Sandbox(out=out, err=io.StringIO())
+    with FakeBacklog(api_key=tenant.backlog_api_key) as fake:
+        sandbox._wire(fake, tenant, "http://127.0.0.1:8000")
+        sandbox._write("偽の Backlog: …")
+        sandbox._due_summary()
+        when = next(line for line in fake.issue("DEMO-1")["description"].splitlines() if "投稿日時" in line)
+    last = out.getvalue().splitlines()[-1]
+    assert last.startswith("▶ デモ課題 DEMO-1 の投稿日時: ") and when.split(": ", 1)[1].split(" (")[0] in last
+
+
+@pytest.mark.django_db
+def test_it_seeds_a_manager_printed_with_the_admin(settings, demo_line):
+    out = io.StringIO()
+    call_command("seed_demo", stdout=out)
+
+    tenant = Tenant.objects.get(slug="demo")
+    manager = get_user_model().objects.get(username="manager")
+    membership = TenantMembership.objects.get(user=manager)
+    assert (membership.tenant, membership.role) == (tenant, TenantMembership.Role.MANAGER)
+    assert not manager.is_superuser
+    printed = out.getvalue()
+    assert "ユーザー: manager  パスワード: " in printed and "ユーザー: admin  パスワード: " in printed
+    assert LineTestRecipient.objects.filter(tenant=tenant).exists()  # テスト配信 works in the tour
 
 
 @pytest.mark.django_db

@@ -10,7 +10,8 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand
 from django.utils import timezone
 
-from core.models import Tenant
+from console.models import LineTestRecipient
+from core.models import Tenant, TenantMembership
 from deliveries.channels.models import ChannelAccount
 from deliveries.services import tenant_webhook_urls
 from linepush.models import LineContact, LinePushItem, LineSource
@@ -22,6 +23,7 @@ SANDBOX_API_KEY = "sandbox-api-key"
 # Instagram answer for whatever id the demo account holds.
 DEMO_IG_USER_ID = "17841400000000001"
 DEMO_GROUPS = ("C" + "d" * 32, "C" + "e" * 32)  # LINE's group id format
+DEMO_TEST_RECIPIENT = "U" + "f" * 32  # the demo manager's own LINE (a user id)
 
 
 class Command(BaseCommand):
@@ -57,7 +59,7 @@ class Command(BaseCommand):
         urls = tenant_webhook_urls(tenant=tenant, base_url=base_url)
         self.stdout.write(f"デモテナント: {tenant} → Backlog {sandbox_url} / {DEMO_PROJECT}")
         self.stdout.write(f"  Backlog Webhook URL: {urls['backlog_webhook_url']}")
-        self._admin(base_url)
+        self._people(base_url, tenant)
 
     def _contacts(self, tenant: Tenant) -> None:
         """Demo LINE friends, so the demo issue's 対象タグ (tag:active, !tag:opt_out) has recipients."""
@@ -120,15 +122,28 @@ class Command(BaseCommand):
                 "import_templates", str(settings.BASE_DIR / "templates" / channel), stdout=self.stdout
             )
 
-    def _admin(self, base_url: str) -> None:
-        User = get_user_model()
-        password = secrets.token_urlsafe(9)
-        user, created = User.objects.get_or_create(
-            username="admin", defaults={"is_staff": True, "is_superuser": True}
+    def _people(self, base_url: str, tenant: Tenant) -> None:
+        """The demo's manager (the tour is a manager's) and the superuser, with their passwords;
+        the manager's own LINE as the tenant's test recipient, so テスト配信 answers."""
+        self.stdout.write(f"管理画面: {base_url}/admin/")
+        manager = self._login(
+            "manager", "マネージャー（ふだんの操作）", email="manager@example.jp", is_staff=True
         )
+        TenantMembership.objects.update_or_create(
+            user=manager, tenant=tenant, defaults={"role": TenantMembership.Role.MANAGER}
+        )
+        self._login("admin", "スーパーユーザー（システム設定）", is_staff=True, is_superuser=True)
+        LineTestRecipient.objects.update_or_create(
+            tenant=tenant, user_id=DEMO_TEST_RECIPIENT, defaults={"name": "デモ担当者（自分の LINE）"}
+        )
+
+    def _login(self, username: str, role: str, **defaults):
+        user, created = get_user_model().objects.get_or_create(username=username, defaults=defaults)
         if not created and user.has_usable_password() and user.last_login:
-            self.stdout.write(f"管理画面: {base_url}/admin/ （admin のパスワードは変更済み）")
-            return
+            self.stdout.write(f"  {role}: ユーザー: {username}  （パスワードは変更済み）")
+            return user
+        password = secrets.token_urlsafe(9)
         user.set_password(password)
         user.save()
-        self.stdout.write(f"管理画面: {base_url}/admin/  ユーザー: admin  パスワード: {password}")
+        self.stdout.write(f"  {role}: ユーザー: {username}  パスワード: {password}")
+        return user
