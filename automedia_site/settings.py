@@ -376,6 +376,10 @@ elif REDIS_URL:
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.db.DatabaseCache", "LOCATION": CACHE_TABLE}}
 LINE_WEBHOOK_MAX_BYTES = 1024 * 1024
+# The events of one LINE webhook body stored at most; the others are answered `not_stored`.
+LINE_WEBHOOK_MAX_EVENTS = env.int("LINE_WEBHOOK_MAX_EVENTS", default=100)
+if LINE_WEBHOOK_MAX_EVENTS < 1:
+    raise ImproperlyConfigured("LINE_WEBHOOK_MAX_EVENTS must be at least 1")
 # The lease of a stored webhook event (Backlog, LINE) a worker is processing, renewed likewise.
 EVENT_LEASE_SECONDS = env.int("EVENT_LEASE_SECONDS", default=5)
 # The retention policy (core/retention.py, `manage.py prune_records`; what each period

@@ -33,13 +33,22 @@ def signature_valid(*, secret: str, body: bytes, signature: str) -> bool:
     return hmac.compare_digest(base64.b64encode(digest), signature.encode())
 
 
+# What one answer lists of the odd events (each reason is bounded by DETAIL_MAX).
+REASONS_MAX = 20
+
+
 def line_events_accept(*, tenant: Tenant, events: list) -> dict:
     """Store each event once, on its own: a valid one pending and enqueued, an odd one
     `rejected` with its reason (LINE never resends a body, so one odd event must not cost
-    the others). Returns the counts and, for the odd ones, `events[i]: reason`."""
+    the others). Returns the counts and, for the odd ones, `events[i]: reason`.
+
+    At most LINE_WEBHOOK_MAX_EVENTS events of one body are stored: LINE's own bodies hold a
+    few, and a signed body of thousands would store as many rows; the rest are counted as
+    `not_stored`."""
+    cap = settings.LINE_WEBHOOK_MAX_EVENTS
     counts: dict = {"accepted": 0, "duplicate": 0, "rejected": 0}
     reasons = []
-    for index, event in enumerate(events):
+    for index, event in enumerate(events[:cap]):
         stored = _store(tenant, line_event_intake(event))
         result = "duplicate" if stored is None else "accepted" if not stored.is_settled() else "rejected"
         counts[result] += 1
@@ -48,7 +57,16 @@ def line_events_accept(*, tenant: Tenant, events: list) -> dict:
             reasons.append(f"events[{index}]: {stored.detail}")
         elif result == "accepted":
             _enqueue(stored.pk)
-    return counts | ({"reasons": reasons} if reasons else {})
+    if len(events) > cap:
+        counts["not_stored"] = len(events) - cap
+        reasons.append(f"events[{cap}:]: not stored: one body holds at most {cap} events")
+    return counts | ({"reasons": _listed(reasons)} if reasons else {})
+
+
+def _listed(reasons: list[str]) -> list[str]:
+    if len(reasons) <= REASONS_MAX:
+        return reasons
+    return [*reasons[: REASONS_MAX - 1], f"… and {len(reasons) - REASONS_MAX + 1} more"]
 
 
 def _enqueue(pk: int) -> None:

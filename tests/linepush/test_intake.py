@@ -240,3 +240,34 @@ def test_it_refuses_an_unsigned_body_whole(client, tenant):
 
     assert response.status_code == 401
     assert not LineWebhookEvent.objects.exists()
+
+
+def test_one_body_stores_at_most_its_cap_of_events_and_lists_a_bounded_answer(client, tenant, settings):
+    """A signed body of 17 KB once stored 3,000 rows: the rest past the cap are not stored."""
+    settings.LINE_WEBHOOK_MAX_EVENTS = 100
+    odd = [{"type": n} for n in range(3000)]  # tiny and odd: each one a reason
+    body = {"destination": "U" + "b" * 32, "events": odd}
+
+    response = deliver(client, body)
+
+    answer = response.json()
+    assert response.status_code == 200 and LineWebhookEvent.objects.count() == 100
+    assert (answer["rejected"], answer["not_stored"]) == (100, 2900)
+    assert len(answer["reasons"]) == 20 and answer["reasons"][-1] == "… and 82 more"
+    assert len(response.content) < 4000
+
+
+def test_the_cap_says_which_events_were_not_stored(client, tenant, settings, line):
+    settings.LINE_WEBHOOK_MAX_EVENTS = 1
+    follow, message = fixture("follow")["events"][0], fixture("message_text")["events"][0]
+
+    answer = deliver(client, {"destination": "U" + "b" * 32, "events": [follow, message]}).json()
+
+    assert answer == {
+        "accepted": 1,
+        "duplicate": 0,
+        "rejected": 0,
+        "not_stored": 1,
+        "reasons": ["events[1:]: not stored: one body holds at most 1 events"],
+    }
+    assert list(LineWebhookEvent.objects.values_list("type", flat=True)) == ["follow"]
