@@ -17,7 +17,7 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured, RequestDataTooBig
 from django.utils import timezone
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.authentication import BaseAuthentication, get_authorization_header
 from rest_framework.exceptions import AuthenticationFailed, ParseError, Throttled
@@ -29,7 +29,7 @@ from rest_framework.views import APIView
 
 from core.addresses import client_address
 from core.models import Tenant
-from deliveries.channels.line import validate_line_messages
+from deliveries.channels.line import MAX_MESSAGES, MESSAGE_TYPES, validate_line_messages
 from linepush.inbound_models import api_token_hash
 from linepush.models import LineApiToken, LinePushItem, Trigger
 from linepush.services import PushInvalid, PushKeyTaken, push_enqueue
@@ -151,18 +151,60 @@ class BoundedJSONParser(JSONParser):
             raise ParseError("JSON の入れ子が深すぎます。") from None
 
 
+# The published schema states the rules the view applies, so a client generated from it
+# sends requests the view accepts: the group id's pattern, 1–5 messages of LINE's types.
+GROUP_ID_SCHEMA = {"type": "string", "pattern": f"^{GROUP_ID.pattern}$", "minLength": 2, "maxLength": 64}
+MESSAGES_SCHEMA = {
+    "type": "array",
+    "minItems": 1,
+    "maxItems": MAX_MESSAGES,
+    "items": {
+        "type": "object",
+        "required": ["type"],
+        "properties": {"type": {"type": "string", "enum": list(MESSAGE_TYPES)}},
+        "description": "LINE のメッセージオブジェクト（https://developers.line.biz/ja/reference/messaging-api/#message-objects）",
+    },
+}
+
+
+@extend_schema_field(GROUP_ID_SCHEMA)
+class GroupIdField(serializers.CharField):
+    pass
+
+
+@extend_schema_field(MESSAGES_SCHEMA)
+class LineMessagesField(serializers.JSONField):
+    pass
+
+
+@extend_schema_field(
+    {
+        "type": "string",
+        "format": "date-time",
+        # JSON Schema has no bound relative to now: stated for people and as an extension.
+        "x-window": {"notBefore": "PT5M ago", "notAfter": "P365D ahead"},
+    }
+)
+class ScheduledAtField(serializers.DateTimeField):
+    pass
+
+
 class PushItemIn(serializers.Serializer):
-    ext_group_id = serializers.CharField(
-        max_length=64, help_text="投稿先の LINE グループID（C…）またはルームID（R…）"
-    )
+    ext_group_id = GroupIdField(max_length=64, help_text="投稿先の LINE グループID（C…）またはルームID（R…）")
     trigger_type = serializers.ChoiceField(choices=Trigger.choices, default=Trigger.SIGNAL_APPROVED)
-    payload = serializers.JSONField(help_text="LINE メッセージオブジェクトの配列（1〜5 件）")
+    payload = LineMessagesField(help_text=f"LINE メッセージオブジェクトの配列（1〜{MAX_MESSAGES} 件）")
     source_table = serializers.CharField(max_length=64, required=False, allow_blank=True, default="")
     source_id = serializers.CharField(max_length=128, required=False, allow_blank=True, default="")
     dedupe_key = serializers.CharField(
         max_length=255, help_text="同じキーの投稿は 1 回だけ（例: signal:abc-123:approved）"
     )
-    scheduled_at = serializers.DateTimeField(required=False, help_text="省略時は今すぐ")
+    scheduled_at = ScheduledAtField(
+        required=False,
+        help_text=(
+            f"省略時は今すぐ。{int(SCHEDULED_AT_PAST.total_seconds() // 60)} 分前から"
+            f" {SCHEDULED_AT_AHEAD.days} 日後まで（それ以外は 400）"
+        ),
+    )
 
     def validate_ext_group_id(self, value: str) -> str:
         if not GROUP_ID.fullmatch(value):

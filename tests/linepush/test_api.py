@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.core.management import call_command
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from linepush.inbound_models import api_token_hash
 from linepush.models import LineApiToken, LinePushItem
@@ -157,3 +161,40 @@ def test_the_schema_documents_the_endpoint(client):
     assert list(schema["paths"]) == [URL]  # webhooks are not part of the public API
     request = schema["components"]["schemas"]["PushItemIn"]
     assert {"ext_group_id", "payload", "dedupe_key"} <= set(request["required"])
+
+
+def request_schema(client) -> dict:
+    response = client.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json")
+    return response.json()["components"]["schemas"]["PushItemIn"]["properties"]
+
+
+def test_the_schema_states_the_rules_the_view_applies(client):
+    fields = request_schema(client)
+
+    assert fields["ext_group_id"]["pattern"] == "^[CR][0-9A-Za-z_\\-]{1,63}$"
+    assert (fields["payload"]["type"], fields["payload"]["minItems"], fields["payload"]["maxItems"]) == (
+        "array",
+        1,
+        5,
+    )
+    assert "text" in fields["payload"]["items"]["properties"]["type"]["enum"]
+    assert fields["payload"]["items"]["required"] == ["type"]
+    assert fields["scheduled_at"]["format"] == "date-time"
+    assert "5 分前から 365 日後まで" in fields["scheduled_at"]["description"]
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(group_id=st.from_regex(r"\A[CR][0-9A-Za-z_\-]{1,63}\Z"), count=st.integers(1, 5))
+def test_a_request_the_schema_allows_is_never_refused_for_its_group_or_count(
+    client, tenant, token, group_id, count
+):
+    LinePushItem.objects.all().delete()
+    fields = request_schema(client)
+    assert re.fullmatch(fields["ext_group_id"]["pattern"].strip("^$"), group_id)
+    messages = [{"type": "text", "text": f"{n}"} for n in range(count)]
+
+    response = post(
+        client, body(group(tenant, group_id=None), ext_group_id=group_id, payload=messages), token
+    )
+
+    assert response.status_code == 201, response.json()
