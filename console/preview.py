@@ -25,8 +25,8 @@ MAX_FLEX_TEXTS = 12
 
 def preview_page(*, task: ContentTask, user) -> dict:
     """The template context: the preview, its bubbles and JSON, or the error that stopped it;
-    and whether the user may act on the task (テスト配信)."""
-    return {**_page(task), "may_act": may_act(user, task.tenant_id)}
+    whether the user may act on the task (テスト配信); the model's options, as the admin's."""
+    return {**_page(task), "may_act": may_act(user, task.tenant_id), "opts": task._meta}
 
 
 def _page(task: ContentTask) -> dict:

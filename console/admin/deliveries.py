@@ -30,7 +30,6 @@ from console.bulk import CANCEL, RETRY, bulk_confirm
 from console.filters import ChannelFilter, PublishDateFilter
 from console.preview import preview_page
 from console.services import ACTION_ERRORS, task_approve, task_cancel, task_correct, task_retry
-from console.test_sends import task_test_send
 from core.access import may_act, require_act
 from core.timeutil import JST, fmt_jst, iso_jst
 from deliveries.channels.corrections import corrects
@@ -98,8 +97,6 @@ EXPORT_COLUMNS = ("tenant", "issue_key", "summary", "channel", "publish_at", "du
 
 @admin.register(ContentTask)
 class ContentTaskAdmin(TestSendMixin, TenantScopedAdmin):
-    test_send_service = staticmethod(lambda task, user: task_test_send(task=task, user=user))
-    test_send_back = "preview"
     list_display = (
         "issue_link",
         "summary",
@@ -190,8 +187,7 @@ class ContentTaskAdmin(TestSendMixin, TenantScopedAdmin):
 
     def preview_view(self, request: HttpRequest, object_id: str) -> TemplateResponse:
         task = self.get_object(request, object_id)
-        page = preview_page(task=task, user=request.user)
-        context = {**self.admin_site.each_context(request), **page, "opts": self.opts}
+        context = {**self.admin_site.each_context(request), **preview_page(task=task, user=request.user)}
         return TemplateResponse(request, "admin/deliveries/contenttask/preview.html", context)
 
     def correct_view(self, request: HttpRequest, object_id: str) -> HttpResponse:

@@ -26,7 +26,6 @@ from console.line_errors import line_error_explain
 from console.preview import bubble
 from console.push_sources import source_html, with_source_task
 from console.services import push_item_approve, push_item_reject, push_item_resume, push_item_retry
-from console.test_sends import push_item_test_send
 from core.access import may_act, may_act_somewhere
 from linepush.erasure import line_user_erase
 from linepush.events import HANDLERS
@@ -208,7 +207,6 @@ class LinePushItemAdmin(TestSendMixin, RecordAdmin):
     in Japanese. The queue's machinery (dedupe key, claim, lease, retry key, the JSON sent) is
     for superusers."""
 
-    test_send_service = staticmethod(lambda item, user: push_item_test_send(item=item, user=user))
     list_display = (
         "message",
         "group_name",

@@ -13,7 +13,10 @@ from console.access import RecordAdmin, TenantScopedAdmin
 from console.actions import object_action
 from console.models import AttentionNotice, LineTestRecipient, NoticeSettings
 from console.services import ActionResult
+from console.test_sends import push_item_test_send, task_test_send
 from core.access import may_act
+from deliveries.models import ContentTask
+from linepush.models import LinePushItem
 
 
 @admin.register(LineTestRecipient)
@@ -38,12 +41,16 @@ class AttentionNoticeAdmin(RecordAdmin):
     readonly_fields = fields
 
 
+# What テスト配信 sends of each kind of object, and the page it comes back to.
+TEST_SENDS: dict[type, tuple[Callable[..., ActionResult], str]] = {
+    ContentTask: (lambda task, user: task_test_send(task=task, user=user), "preview"),
+    LinePushItem: (lambda item, user: push_item_test_send(item=item, user=user), "change"),
+}
+
+
 class TestSendMixin:
     """`<id>/test_send/` (POST, managers of the object's tenant): the object's message to the
-    tenant's test recipients; the result comes back as a message on `test_send_back`."""
-
-    test_send_service: Callable[..., ActionResult]  # (obj, user), a staticmethod
-    test_send_back = "change"
+    tenant's test recipients (TEST_SENDS); the result comes back as a message."""
 
     def get_urls(self):
         opts = self.model._meta
@@ -57,4 +64,5 @@ class TestSendMixin:
         return super().change_view(request, object_id, form_url, extra)
 
     def test_send_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
-        return object_action(self, request, object_id, self.test_send_service, back=self.test_send_back)
+        service, back = TEST_SENDS[self.model]
+        return object_action(self, request, object_id, service, back=back)
