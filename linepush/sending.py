@@ -82,12 +82,16 @@ def push_items(items: list[LinePushItem]) -> list[Outcome]:
     on its own kept-alive connection, so a worker does not sit idle for every answer; a
     group's items share a lane and go in their order. Outcomes come back in `items`' order."""
     lanes: dict[int, list[LinePushItem]] = defaultdict(list)
-    count = max(1, settings.LINEPUSH_SEND_LANES)
     for item in items:
-        lanes[zlib.crc32(item.ext_group_id.encode()) % count].append(item)
+        lanes[lane_of(item.ext_group_id)].append(item)
     sent = in_threads(_push_lane, list(lanes.values()))
     by_item = {outcome.item.pk: outcome for outcomes in sent for outcome in outcomes}
     return [by_item[item.pk] for item in items]
+
+
+def lane_of(group_id: str) -> int:
+    """The lane a group's posts take: always the same one, so they go in their order."""
+    return zlib.crc32(group_id.encode()) % max(1, settings.LINEPUSH_SEND_LANES)
 
 
 def _push_lane(items: list[LinePushItem]) -> list[Outcome]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,6 +37,8 @@ class FakeAnthropic(HttpFake):
         super().__init__(host=host, port=port)
         self.reply = AnthropicReply()
         self.requests: list[AnthropicRequest] = []
+        self.answered = 0
+        """Replies sent so far (a held reply counts once release_held() let it go)."""
 
     def answer(self, request: HttpRequest) -> HttpResponse:
         if request.method != "POST":
@@ -51,7 +52,8 @@ class FakeAnthropic(HttpFake):
     def respond(self, request: AnthropicRequest) -> tuple[int, dict[str, Any]]:
         self.requests.append(request)
         reply = self.reply
-        time.sleep(reply.delay)
+        self.hold(reply.delay)
+        self.answered += 1
         if reply.status != 200:
             return reply.status, {"type": "error", "error": reply.error}
         return 200, {

@@ -207,13 +207,13 @@ class FakeServer(HttpFake):
                 real = self._dispatch(request)
             except ApiError as error:
                 real = error.reply()
-            time.sleep(fault.delay)
+            self.hold(fault.delay)
             if fault.drop:
                 return None
             if fault.status < 400:
                 return real
             return Reply(fault.status, self._fault_body(fault), dict(fault.headers), effect=real.effect)
-        time.sleep(fault.delay)
+        self.hold(fault.delay)
         return Reply(fault.status, self._fault_body(fault), dict(fault.headers))
 
     def _fault_body(self, fault: _Fault) -> Any:

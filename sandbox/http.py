@@ -83,6 +83,30 @@ class HttpFake(ABC):
         self._address = (host, port)
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
+        self._held_lock = threading.Lock()
+        self._released = threading.Event()
+        self.held = 0
+        """Answers being held back right now (hold())."""
+
+    def hold(self, seconds: float) -> None:
+        """Hold an answer back `seconds` (a slow service), or until release_held() or stop():
+        a test can make an answer as late as it likes and still never wait it out."""
+        if seconds <= 0:
+            return
+        released = self._released
+        with self._held_lock:
+            self.held += 1
+        try:
+            released.wait(seconds)
+        finally:
+            with self._held_lock:
+                self.held -= 1
+
+    def release_held(self) -> None:
+        """Send every answer held back now (later ones are held again)."""
+        with self._held_lock:
+            released, self._released = self._released, threading.Event()
+        released.set()
 
     @abstractmethod
     def answer(self, request: HttpRequest) -> HttpResponse | None:
@@ -124,6 +148,7 @@ class HttpFake(ABC):
         server, self._server = self._server, None
         if server is None:
             return
+        self.release_held()
         server.shutdown()
         server.close_connections()
         server.server_close()

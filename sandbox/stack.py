@@ -55,6 +55,8 @@ PLATFORM_CHANNELS = ("instagram", "tiktok", "hubspot")  # their templates: ROOT/
 TIKTOK_OPEN_ID = "e2e-open-id"
 MANAGE_TIMEOUT = 180.0
 START_TIMEOUT = 30.0
+# A wait that keeps seeing progress still ends after this many times its stall timeout.
+STALL_CEILING = 10
 STOP_GRACE = 5.0
 LOG_TAIL_LINES = 40
 # Kept from the caller's environment; everything else the processes see is set here.
@@ -120,6 +122,8 @@ class Stack:
         self._killed: set[str] = set()
         self._started = False
         self._stopped = False
+        self._clock: Callable[[], float] = time.monotonic  # tests of wait_for set both
+        self._sleep: Callable[[float], None] = time.sleep
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -320,17 +324,41 @@ class Stack:
     # -- waiting -------------------------------------------------------------------------
 
     def wait_for(
-        self, predicate: Callable[[], object], timeout: float, interval: float = 0.05, message: str = ""
+        self,
+        predicate: Callable[[], object],
+        timeout: float,
+        interval: float = 0.05,
+        message: str = "",
+        progress: Callable[[], object] | None = None,
     ) -> None:
-        """Poll `predicate` until it is truthy; StackError after `timeout` seconds, or as soon
-        as a process of the stack dies without having been killed."""
-        deadline = time.monotonic() + timeout
+        """Poll `predicate` until it is truthy. StackError once `timeout` seconds pass with no
+        progress, or STALL_CEILING × `timeout` in all, or as soon as a process of the stack dies
+        without having been killed.
+
+        Progress is what `progress()` returns changing (e.g. how many posts arrived so far);
+        by default the stack's `activity()`. A busy machine makes the work slower, not wrong:
+        a wait sized to one machine's speed would fail there while the work still advances."""
+        progress = progress or self.activity
+        clock = self._clock
+        start = last_change = clock()
+        seen = progress()
         while not predicate():
             self._check_alive()
-            if time.monotonic() >= deadline:
+            now, current = clock(), progress()
+            if current != seen:
+                seen, last_change = current, now
+            if now - last_change >= timeout or now - start >= timeout * STALL_CEILING:
                 what = message or getattr(predicate, "__name__", repr(predicate))
-                raise StackError(f"timed out after {timeout:.1f}s waiting for: {what}")
-            time.sleep(interval)
+                raise StackError(
+                    f"no progress for {now - last_change:.1f}s ({now - start:.1f}s in all) waiting for: {what}"
+                )
+            self._sleep(interval)
+
+    def activity(self) -> int:
+        """How much the stack has done so far: bytes its processes logged and requests the
+        fakes answered. Any change is progress for `wait_for`."""
+        logged = sum(path.stat().st_size for path in map(self.log_path, self._processes) if path.exists())
+        return logged + sum(len(fake.requests) for fake in self._fakes())
 
     def wait_for_log(self, name: str, text: str, timeout: float = START_TIMEOUT) -> None:
         """Wait until `text` appears in tmp_dir/<name>.log (e.g. a process saying it is ready)."""

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 import uuid
 
 from sandbox.http import HttpFake, HttpRequest, HttpResponse, json_response
@@ -72,7 +71,7 @@ class FakeLine(HttpFake, LineChannel):
                 pass
         recorded, headers, hang = self._handle(line_request)
         if hang:
-            time.sleep(hang)  # recorded (and sent) already: a hang after acceptance
+            self.hold(hang)  # recorded (and sent) already: a hang after acceptance
         return json_response(recorded.status, recorded.response, headers)
 
     def _handle(self, request: LineRequest) -> tuple[RecordedLineRequest, dict[str, str], float]:
@@ -111,13 +110,13 @@ class FakeLine(HttpFake, LineChannel):
                 real = self._routes.dispatch(request, request_id)
             except LineError as error:
                 real = error.response()
-            time.sleep(fault.delay)
+            self.hold(fault.delay)
             if fault.status < 400:
                 return real
             replaced = fault.response()
             replaced.accepted = real.accepted
             return replaced
-        time.sleep(fault.delay)
+        self.hold(fault.delay)
         if fault.status < 400:
             return self._routes.dispatch(request, request_id)
         return fault.response()

@@ -23,6 +23,8 @@ from sandbox.stack import Stack
 from tests.helpers.stack import (
     DISPATCHED,
     PROJECT,
+    REGISTERED,
+    RESERVED,
     comments,
     patches,
     reserved_for,
@@ -242,8 +244,9 @@ def test_it_does_not_busy_loop_the_scheduler_while_the_tenant_is_at_capacity(tmp
 
 MANY = 500
 MANY_LEAD_SECONDS = 30  # 投稿日時 of every issue, from the first approval
-REGISTER_TIMEOUT = 90.0
-DELIVER_TIMEOUT = 240.0  # measured 85-150 s on this 2-core machine: see the report in the test's output
+# The waits fail only when nothing advances for this long: a loaded machine registers and
+# delivers more slowly (the report in the test's output says how fast), never differently.
+STALL_SECONDS = 60.0
 
 
 def test_each_of_500_deliveries_happens_exactly_once_with_two_schedulers_and_two_workers_on_postgresql(
@@ -260,10 +263,21 @@ def test_each_of_500_deliveries_happens_exactly_once_with_two_schedulers_and_two
 
         for key in keys:  # a manager approves each one: 500 status-change webhooks
             stack.backlog.update_issue(key, status="automedia承認")
-        stack.wait_for(lambda: count_reserved(stack) >= MANY, REGISTER_TIMEOUT, 0.5, "500 reservations")
-        registered = time.monotonic() - began
         stack.wait_for(
-            lambda: len(successful_patches(stack)) >= MANY, DELIVER_TIMEOUT, 0.5, "500 write-backs"
+            lambda: count_registered(stack) >= MANY,
+            STALL_SECONDS,
+            0.5,
+            f"{MANY} registration comments",
+            progress=lambda: count_registered(stack),
+        )
+        registered = time.monotonic() - began
+        ahead = count_reserved(stack)
+        stack.wait_for(
+            lambda: len(successful_patches(stack)) >= MANY,
+            STALL_SECONDS,
+            0.5,
+            f"{MANY} write-backs",
+            progress=lambda: len(successful_patches(stack)),
         )
         written_back = time.monotonic() - began
         cpu = {
@@ -272,7 +286,7 @@ def test_each_of_500_deliveries_happens_exactly_once_with_two_schedulers_and_two
         stack.wait_for(lambda: schedules_left(stack) == 0, 15, 0.5, "no schedule left")
 
         pushes = stack.line.sent("push")
-        report_many(publish_at, pushes, registered, written_back, cpu)
+        report_many(publish_at, pushes, registered, ahead, written_back, cpu)
         accepted = Counter(r.headers[RETRY_KEY] for r in pushes)
         assert len(accepted) == MANY
         assert [key for key, n in accepted.items() if n > 1] == []
@@ -291,28 +305,37 @@ def create_quietly(stack: Stack, publish_at: datetime, count: int) -> list[str]:
         stack.backlog.set_webhook(PROJECT, stack.tenants["e2e"]["backlog_webhook_url"])
 
 
-def count_reserved(stack: Stack) -> int:
-    return sum(
-        1
+def registration_comments(stack: Stack) -> list[str]:
+    """Every comment automedia posted that registers an approval (see REGISTERED)."""
+    texts = (
+        r.form.get("content", [""])[0]
         for r in list(stack.backlog.requests)
-        if r.method == "POST"
-        and r.path.endswith("/comments")
-        and r.status < 300
-        and r.form.get("content", [""])[0].startswith("[automedia] 配信を予約しました")
+        if r.method == "POST" and r.path.endswith("/comments") and r.status < 300
     )
+    return [text for text in texts if REGISTERED.match(text)]
+
+
+def count_registered(stack: Stack) -> int:
+    return len(registration_comments(stack))
+
+
+def count_reserved(stack: Stack) -> int:
+    """Registered before 投稿日時: reserved for that second."""
+    return sum(1 for text in registration_comments(stack) if RESERVED.match(text))
 
 
 def report_many(
     publish_at: datetime,
     pushes: list[RecordedLineRequest],
     registered: float,
+    ahead: int,
     written_back: float,
     cpu: dict[str, float],
 ) -> None:
     lateness = sorted(r.received_at - publish_at.timestamp() for r in pushes)
     print(
-        f"\n{MANY} approvals registered {registered:.1f}s after the first one, all written back after"
-        f" {written_back:.1f}s (投稿日時 at +{MANY_LEAD_SECONDS}s)"
+        f"\n{MANY} approvals registered {registered:.1f}s after the first one ({ahead} before 投稿日時),"
+        f" all written back after {written_back:.1f}s (投稿日時 at +{MANY_LEAD_SECONDS}s)"
     )
     if lateness:
         middle = lateness[len(lateness) // 2]

@@ -16,6 +16,11 @@ from sandbox.stack import Stack
 
 PROJECT = "E2E"
 RESERVED = re.compile(r"\[automedia\] 配信を予約しました: (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) \(JST\)")
+# Either comment says the approval is registered: reserved ahead, or its 投稿日時 passed
+# while it waited in line and it goes out now.
+REGISTERED = re.compile(
+    r"\[automedia\] (配信を予約しました|投稿日時 .* を過ぎているため、今すぐ配信します): "
+)
 DISPATCHED = "[automedia] 配信しました: "
 
 

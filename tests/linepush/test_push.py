@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from datetime import timedelta
@@ -30,10 +31,11 @@ from linepush.models import (
     LinePushSettings,
 )
 from linepush.push import PUSH_LEASE, push_claim, push_step
-from linepush.sending import push_items, push_send
+from linepush.sending import lane_of, push_items, push_send
 from linepush.services import month_of
 from tests.helpers.factories import TenantFactory
-from tests.helpers.linepush import PUSH, enqueue, group, reload, shop, step
+from tests.helpers.linepush import PUSH, enqueue, group, new_group_id, reload, shop, step
+from tests.helpers.waiting import STUCK_SECONDS
 
 pytestmark = pytest.mark.django_db
 Status = LinePushItem.Status
@@ -505,22 +507,53 @@ def test_the_step_says_held_while_the_cap_holds_due_items_back_and_idle_when_non
 def test_lanes_send_at_once_and_keep_each_groups_posts_in_order(line, tenant, monkeypatch, settings):
     monkeypatch.setattr(core.keeper, "THREADS", True)
     settings.LINEPUSH_SEND_LANES = 4
-    teams = [group(tenant, rate_limit_count=10) for _ in range(3)]
+    teams = [group(tenant, group_id, rate_limit_count=10) for group_id in _groups_in_lanes(3)]
     items = [enqueue(tenant, teams[n % 3], key=f"k{n}", text=f"#{n}") for n in range(9)]
     for item in items:
         item.tenant = tenant
-    line.fail_next(0, count=3, path_prefix=PUSH, delay=0.4)  # the first three answers come late
+    # The first three answers are held until three are held at once: lanes one after
+    # another would never get there.
+    line.fail_next(0, count=3, path_prefix=PUSH, delay=60.0)
+    together = _release_when_held(line, 3)
 
-    started = time.monotonic()
     outcomes = push_items(items)
 
-    assert time.monotonic() - started < 1.0  # one lane after another: 1.2 s at least
-
+    assert together.wait(STUCK_SECONDS) and together.all_at_once
     assert [o.item.pk for o in outcomes] == [i.pk for i in items]
     assert all(o.result is not None for o in outcomes)
     for n, team in enumerate(teams):
         texts = [r.body["messages"][0]["text"] for r in line.sent(PUSH) if r.body["to"] == team.group_id]
         assert texts == [f"#{k}" for k in range(n, 9, 3)]
+
+
+def _groups_in_lanes(count: int) -> list[str]:
+    """Group ids that take `count` different lanes."""
+    ids: dict[int, str] = {}
+    while len(ids) < count:
+        group_id = new_group_id()
+        ids.setdefault(lane_of(group_id), group_id)
+    return list(ids.values())
+
+
+class _Release(threading.Event):
+    all_at_once = False
+
+
+def _release_when_held(line, count: int) -> _Release:
+    """Release `line`'s held answers once `count` are held together (or, stuck, after
+    STUCK_SECONDS, saying so); set when done."""
+    done = _Release()
+
+    def watch() -> None:
+        deadline = time.monotonic() + STUCK_SECONDS
+        while line.held < count and time.monotonic() < deadline:
+            time.sleep(0.01)
+        done.all_at_once = line.held >= count
+        line.release_held()
+        done.set()
+
+    threading.Thread(target=watch, daemon=True).start()
+    return done
 
 
 def test_the_step_hands_its_claims_to_the_deliveries_queue_through_the_processs_one_broker(tenant):

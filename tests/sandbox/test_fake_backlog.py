@@ -16,6 +16,7 @@ import pytest
 
 from sandbox.backlog import BOT, HUMAN, JST, REAL_LATENCY, FakeBacklog, RecordedRequest
 from sandbox.backlog.cli import latency_arg
+from tests.helpers.waiting import eventually
 
 API_KEY = "secret-key"
 
@@ -452,10 +453,7 @@ def test_it_applies_a_delayed_patch_after_the_client_timed_out(fake: FakeBacklog
     with pytest.raises(httpx.ReadTimeout):
         api.patch("/issues/DEMO-1", data={"statusId": "5"}, timeout=0.05)
 
-    deadline = time.monotonic() + 2
-    while fake.issue("DEMO-1")["status"]["id"] != 5 and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert fake.issue("DEMO-1")["status"]["id"] == 5
+    eventually(lambda: fake.issue("DEMO-1")["status"]["id"] == 5, "the delayed PATCH to be applied")
 
 
 def test_it_records_every_request(fake: FakeBacklog, api: httpx.Client) -> None:
