@@ -16,6 +16,9 @@ def cache_table_create(sender, using: str = "default", **kwargs) -> None:
 
 
 class AutomediaSiteConfig(AppConfig):
+    # This module holds AxesConfig too: without `default`, Django would take neither and
+    # ready() would never run.
+    default = True
     name = "automedia_site"
     verbose_name = "automedia"
 

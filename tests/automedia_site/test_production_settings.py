@@ -9,12 +9,11 @@ import subprocess
 import sys
 
 import pytest
-from django.apps import apps
 from django.conf import settings
+from django.core.management import call_command
 from django.db import connection
 from django.test import Client
 
-from automedia_site.apps import cache_table_create
 from tests.helpers.backlog import load_fixture, post, webhook_url
 
 SECURITY = (
@@ -201,6 +200,6 @@ def test_migrate_makes_the_database_caches_table(settings):
         "default": {"BACKEND": "django.core.cache.backends.db.DatabaseCache", "LOCATION": "automedia_cache_t"}
     }
 
-    cache_table_create(sender=apps.get_app_config("core"), using="default")
+    call_command("migrate", "--noinput", verbosity=0)
 
     assert "automedia_cache_t" in connection.introspection.table_names()
