@@ -31,3 +31,16 @@ def database(env: environ.Env, base_dir: Path, *, pool_max_size: int) -> dict:
     config.setdefault("CONN_MAX_AGE", env.int("CONN_MAX_AGE", default=60))
     config.setdefault("CONN_HEALTH_CHECKS", True)
     return config
+
+
+def caches(env: environ.Env, *, debug: bool, redis_url: str, table: str) -> dict:
+    """Django's cache holds the API's throttle counts: a limit holds across web processes only
+    in a shared cache. CACHE_URL decides when set; otherwise production shares Redis
+    (REDIS_URL) or the database (`table`, made by `migrate`), and DEBUG counts in the process."""
+    if env.str("CACHE_URL", default=""):
+        return {"default": env.cache("CACHE_URL")}
+    if debug:
+        return {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+    if redis_url:
+        return {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": redis_url}}
+    return {"default": {"BACKEND": "django.core.cache.backends.db.DatabaseCache", "LOCATION": table}}

@@ -15,7 +15,7 @@ from cryptography.fernet import Fernet
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.translation import gettext_lazy as _
 
-from automedia_site.database import database
+from automedia_site.database import caches, database
 from automedia_site.logconfig import logging_config
 from automedia_site.workers import delivery_workers, host_cores
 
@@ -363,18 +363,8 @@ LINEPUSH_SEND_LANES = env.int("LINEPUSH_SEND_LANES", default=8)  # 100 / 8: ~12 
 LINEPUSH_ESCALATION_AFTER_HOURS = env.int("LINEPUSH_ESCALATION_AFTER_HOURS", default=24)
 LINEPUSH_API_THROTTLE_RATE = env.str("LINEPUSH_API_THROTTLE_RATE", default="60/min")
 LINEPUSH_API_AUTH_FAILURE_RATE = env.str("LINEPUSH_API_AUTH_FAILURE_RATE", default="10/min")
-# Django's cache holds the API's throttle counts: a limit holds across web processes only in
-# a shared cache. CACHE_URL decides when set; otherwise production shares Redis (REDIS_URL)
-# or the database (its table made by `migrate`), and DEBUG counts in the process.
 CACHE_TABLE = "automedia_cache"
-if env.str("CACHE_URL", default=""):
-    CACHES = {"default": env.cache("CACHE_URL")}
-elif DEBUG:
-    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
-elif REDIS_URL:
-    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
-else:
-    CACHES = {"default": {"BACKEND": "django.core.cache.backends.db.DatabaseCache", "LOCATION": CACHE_TABLE}}
+CACHES = caches(env, debug=DEBUG, redis_url=REDIS_URL, table=CACHE_TABLE)  # shared: see caches()
 LINE_WEBHOOK_MAX_BYTES = 1024 * 1024
 # The events of one LINE webhook body stored at most; the others are answered `not_stored`.
 LINE_WEBHOOK_MAX_EVENTS = env.int("LINE_WEBHOOK_MAX_EVENTS", default=100)

@@ -124,11 +124,11 @@ class LineSource(models.Model):
 # Who queues posts: automedia's producers by name, and the API's tokens.
 API_ORIGIN = "api"
 ORIGINS = {
-    "task_approved": "タスク承認",
-    "reminder": "リマインダー",
-    "escalation": "エスカレーション",
-    "failure_notice": "配信失敗の通知",
-    "morning_digest": "朝のダイジェスト",
+    "task_approved": _("タスク承認"),
+    "reminder": _("リマインダー"),
+    "escalation": _("エスカレーション"),
+    "failure_notice": _("配信失敗の通知"),
+    "morning_digest": _("朝のダイジェスト"),
     API_ORIGIN: "API",
 }
 

@@ -45,6 +45,7 @@ from sandbox.hubspot import FakeHubSpot
 from sandbox.instagram import FakeInstagram
 from sandbox.line import FakeLine
 from sandbox.tiktok import FakeTikTok
+from sandbox.waiting import StallError, Waiter
 
 __all__ = ["ROOT", "Stack", "StackError"]
 
@@ -55,8 +56,6 @@ PLATFORM_CHANNELS = ("instagram", "tiktok", "hubspot")  # their templates: ROOT/
 TIKTOK_OPEN_ID = "e2e-open-id"
 MANAGE_TIMEOUT = 180.0
 START_TIMEOUT = 30.0
-# A wait that keeps seeing progress still ends after this many times its stall timeout.
-STALL_CEILING = 10
 STOP_GRACE = 5.0
 LOG_TAIL_LINES = 40
 # Kept from the caller's environment; everything else the processes see is set here.
@@ -122,8 +121,7 @@ class Stack:
         self._killed: set[str] = set()
         self._started = False
         self._stopped = False
-        self._clock: Callable[[], float] = time.monotonic  # tests of wait_for set both
-        self._sleep: Callable[[float], None] = time.sleep
+        self.waiter = Waiter(check=self._check_alive)
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -332,27 +330,13 @@ class Stack:
         progress: Callable[[], object] | None = None,
     ) -> None:
         """Poll `predicate` until it is truthy. StackError once `timeout` seconds pass with no
-        progress, or STALL_CEILING × `timeout` in all, or as soon as a process of the stack dies
-        without having been killed.
-
-        Progress is what `progress()` returns changing (e.g. how many posts arrived so far);
-        by default the stack's `activity()`. A busy machine makes the work slower, not wrong:
-        a wait sized to one machine's speed would fail there while the work still advances."""
-        progress = progress or self.activity
-        clock = self._clock
-        start = last_change = clock()
-        seen = progress()
-        while not predicate():
-            self._check_alive()
-            now, current = clock(), progress()
-            if current != seen:
-                seen, last_change = current, now
-            if now - last_change >= timeout or now - start >= timeout * STALL_CEILING:
-                what = message or getattr(predicate, "__name__", repr(predicate))
-                raise StackError(
-                    f"no progress for {now - last_change:.1f}s ({now - start:.1f}s in all) waiting for: {what}"
-                )
-            self._sleep(interval)
+        progress (what `progress()` returns changing; by default the stack's `activity()`),
+        or STALL_CEILING × `timeout` in all, or as soon as a process dies unkilled."""
+        what = message or getattr(predicate, "__name__", repr(predicate))
+        try:
+            self.waiter.wait(predicate, timeout, interval, what, progress or self.activity)
+        except StallError as stalled:
+            raise StackError(str(stalled)) from None
 
     def activity(self) -> int:
         """How much the stack has done so far: bytes its processes logged and requests the

@@ -1,16 +1,14 @@
-"""The admin of LINE groups, the group-post queue and its settings."""
+"""The admin of the group-post queue, its settings, plans and usage (the LINE account's
+groups, contacts and events: line_account.py)."""
 
 from __future__ import annotations
 
 import json
 
-from django import forms
-from django.contrib import admin, messages
-from django.core.exceptions import PermissionDenied
+from django.contrib import admin
 from django.db.models import OuterRef, QuerySet, Subquery
 from django.http import HttpRequest, HttpResponse
 from django.template.loader import render_to_string
-from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 from django.utils.translation import gettext
@@ -20,18 +18,13 @@ from console.access import RecordAdmin, ScopedInlineMixin, TenantScopedAdmin
 from console.actions import bulk_action, object_action
 from console.admin.line_coupons import LinePushSettingsForm
 from console.admin.notices import TestSendMixin
-from console.admin.stored_events import StoredEventAdmin
 from console.bulk import PUSH_DISMISS, PUSH_RETRY, confirm_action
 from console.line_errors import line_error_explain
 from console.preview import bubble
 from console.push_sources import source_html, with_source_task
 from console.services import push_item_approve, push_item_reject, push_item_resume, push_item_retry
 from core.access import may_act, may_act_somewhere
-from linepush.erasure import line_user_erase
-from linepush.events import HANDLERS
 from linepush.models import (
-    LineContact,
-    LineErasure,
     LineMonthlyUsage,
     LinePlan,
     LinePushAttempt,
@@ -39,129 +32,9 @@ from linepush.models import (
     LinePushProblem,
     LinePushSettings,
     LineSource,
-    LineSurveyRule,
     LineTriggerPolicy,
-    LineWebhookEvent,
-    Trigger,
 )
 from linepush.usage import line_usage
-
-
-@admin.register(LineContact)
-class LineContactAdmin(TenantScopedAdmin):
-    list_display = ("user_id", "display_name", "tenant", "blocked", "wants_next_delivery")
-    list_filter = ("tenant", "blocked", "wants_next_delivery")
-    search_fields = ("user_id", "display_name")
-    readonly_fields = ("blocked_at",)
-    actions = ["erase_personal_data"]
-
-    def get_actions(self, request: HttpRequest):
-        # An erasure cannot be undone and reaches every stored event: superusers only.
-        actions = super().get_actions(request)
-        if not request.user.is_superuser:
-            actions.pop("erase_personal_data", None)
-        return actions
-
-    @admin.action(description=_("LINE ユーザーのデータを消去する（本人の依頼）"))
-    def erase_personal_data(self, request, queryset: QuerySet[LineContact]) -> HttpResponse | None:
-        if not request.user.is_superuser:
-            raise PermissionDenied
-        contacts = list(queryset[:2])
-        if len(contacts) != 1:
-            self.message_user(request, _("消去するユーザーを 1 人だけ選んでください。"), messages.ERROR)
-            return None
-        if request.POST.get("confirmed") != "yes":
-            context = {
-                **self.admin_site.each_context(request),
-                "opts": self.model._meta,
-                "contact": contacts[0],
-            }
-            return TemplateResponse(request, "admin/linepush/linecontact/erase_confirmation.html", context)
-        erasure = line_user_erase(contact=contacts[0], by=request.user)
-        done = _(
-            "LINE ユーザーのデータを消去しました（受信イベント %(events)d 件、配信試行 %(attempts)d 件からID を削除）。"
-        )
-        self.message_user(
-            request, done % {"events": erasure.events, "attempts": erasure.attempts}, messages.SUCCESS
-        )
-        return None
-
-
-@admin.register(LineErasure)
-class LineErasureAdmin(RecordAdmin):
-    """Erasures on request: who and when (whose is not kept)."""
-
-    list_display = ("erased_at", "tenant", "erased_by_name", "events", "attempts")
-    list_filter = ("tenant",)
-
-
-class LineSourceForm(forms.ModelForm):
-    """The per-group toggles, editable in the list: outbound pushes and the opted-in triggers."""
-
-    push_opt_in_triggers = forms.MultipleChoiceField(
-        label=LineSource._meta.get_field("push_opt_in_triggers").verbose_name,
-        choices=Trigger.choices,
-        widget=forms.CheckboxSelectMultiple,
-        required=False,
-    )
-
-    class Meta:
-        model = LineSource
-        fields = (
-            "tenant",
-            "group_id",
-            "kind",
-            "name",
-            "allow_outbound_push",
-            "push_opt_in_triggers",
-            "rate_limit_count",
-            "rate_limit_window_seconds",
-            "joined_at",
-            "left_at",
-        )
-
-
-@admin.register(LineSource)
-class LineSourceAdmin(TenantScopedAdmin):
-    list_display = (
-        "name",
-        "group_id_short",
-        "tenant",
-        "member_count",
-        "allow_outbound_push",
-        "push_opt_in_triggers",
-        "left_at",
-    )
-    list_editable = ("allow_outbound_push", "push_opt_in_triggers")
-    list_filter = ("tenant", "allow_outbound_push", "kind")
-    search_fields = ("name", "group_id")
-    # The member count is LINE's (members/count, join and leave events) and is what the quota
-    # hold counts per push: nobody types it in.
-    readonly_fields = ("member_count", "audit_trail")
-    form = LineSourceForm
-
-    # Rows come from LINE's join events. A row's id (and tenant) never changes, and only a
-    # superuser adds or deletes one: a row deleted and added again, or moved onto another
-    # group's id, would make a big group's pushes count as a small one's.
-    def get_readonly_fields(self, request: HttpRequest, obj=None):
-        fixed = ("tenant", "group_id", "kind") if obj is not None else ()
-        return [*super().get_readonly_fields(request, obj), *fixed]
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return request.user.is_superuser and super().has_add_permission(request)
-
-    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
-        return request.user.is_superuser and super().has_delete_permission(request, obj)
-
-    def get_changelist_form(self, request: HttpRequest, **kwargs):
-        return super().get_changelist_form(request, form=LineSourceForm, **kwargs)
-
-    @admin.display(description=_("グループID"), ordering="group_id")
-    def group_id_short(self, obj: LineSource) -> str:
-        # A manager tells groups apart by name; the 32-character id is there to match
-        # LINE's, whole in the tooltip and on the group's page.
-        shown = obj.group_id if len(obj.group_id) <= 12 else f"{obj.group_id[:6]}…{obj.group_id[-4:]}"
-        return format_html('<span class="am-id" title="{}">{}</span>', obj.group_id, shown)
 
 
 def _approve(item, user):
@@ -455,40 +328,3 @@ class LinePushProblemAdmin(RecordAdmin):
     list_filter = ("trigger_type", "tenant")
     search_fields = ("source_id",)
     readonly_fields = [f.name for f in LinePushProblem._meta.fields]
-
-
-@admin.register(LineWebhookEvent)
-class LineWebhookEventAdmin(StoredEventAdmin):
-    list_display = ("webhook_event_id", "tenant", "type", *StoredEventAdmin.ENDED)
-    list_filter = StoredEventAdmin.filters(LineWebhookEvent, HANDLERS)
-    readonly_fields = ("tenant", "webhook_event_id", "type", *StoredEventAdmin.RECORD)
-
-
-class LineSurveyRuleForm(forms.ModelForm):
-    class Meta:
-        model = LineSurveyRule
-        fields = (
-            "tenant",
-            "name",
-            "match",
-            "pattern",
-            "add_tags",
-            "remove_tags",
-            "next_delivery",
-            "priority",
-            "is_active",
-        )
-        # In the form, not on the model field: a help text there would need a migration.
-        help_texts = {
-            "pattern": _(
-                "正規表現は RE2 の構文です（後方参照や先読み・後読みは使えません）。"
-                "\\d と \\w は半角英数字だけに一致します。全角数字も含めるなら \\p{Nd} と書いてください。"
-            )
-        }
-
-
-@admin.register(LineSurveyRule)
-class LineSurveyRuleAdmin(TenantScopedAdmin):
-    form = LineSurveyRuleForm
-    list_display = ("name", "tenant", "match", "pattern", "next_delivery", "priority", "is_active")
-    list_filter = ("tenant", "is_active")

@@ -8,6 +8,7 @@ from django.utils import translation
 
 from core.models import TenantMembership
 from tests.helpers.backlog import API_KEY
+from tests.helpers.browser_scene import build_scene
 from tests.helpers.console import member
 from tests.helpers.factories import TenantFactory
 
@@ -56,3 +57,9 @@ def superuser(db):
 def as_manager(client, manager):
     client.force_login(manager)
     return client
+
+
+@pytest.fixture
+def scene(fake_backlog, pump, tenant, other, template, contacts, line):
+    """Two tenants: acme (with tasks, a waiting post, a group and a week of history) and other."""
+    return build_scene(fake_backlog, pump, tenant, other, line)

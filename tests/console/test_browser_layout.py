@@ -12,7 +12,6 @@ from playwright.sync_api import Page, expect
 
 from core.models import TenantMembership
 from linepush.models import LineSource
-from tests.console.test_browser import scene  # noqa: F401  (the fixture)
 from tests.helpers.browser import LAPTOP, clipped_cells, manager_logged_in, shoot
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

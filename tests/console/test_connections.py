@@ -13,8 +13,7 @@ from core.models import Connection, TenantMembership
 from deliveries.channels.models import ChannelAccount
 from deliveries.channels.registry import channel_part
 from deliveries.channels.tokens import token_expired_notice
-from tests.console.test_integration_settings import change_url, tenant_form
-from tests.helpers.console import member, messages_of
+from tests.helpers.console import change_url, member, messages_of, tenant_form
 
 pytestmark = pytest.mark.django_db
 

@@ -77,6 +77,7 @@ def test_it_registers_a_rule_for_every_table_the_policy_names():
         ("linepush_lineanswer", "deleted"),
         ("linepush_lineanswer", "text blanked"),
         ("console_deliveryoutcome", "deleted"),
+        ("deliveries_channelpost", "user ids dropped"),
     }
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.contrib.auth import get_user_model
 from django.urls import reverse
 
-from core.models import TenantMembership
+from core.models import Tenant, TenantMembership
 from deliveries.models import ContentTask
 from tests.helpers.backlog import body
 
@@ -37,3 +37,28 @@ def task_url(name: str, task) -> str:
 
 def messages_of(response) -> list[str]:
     return [str(m) for m in response.context["messages"]] if response.context else []
+
+
+def tenant_form(tenant: Tenant, **changes) -> dict:
+    """Every field of the tenant's change form, as a browser would post it; without the
+    connection check unless `skip_connection_check=""` (tests/console/test_connections.py)."""
+    return {
+        "skip_connection_check": "on",
+        "slug": tenant.slug,
+        "name": tenant.name,
+        "backlog_base_url": tenant.backlog_base_url,
+        "backlog_api_key": "",
+        "backlog_project_key": tenant.backlog_project_key,
+        "line_channel_token": "",
+        "line_channel_secret": "",
+        "operators": '["user:manager"]',
+        "quiet_hours": "{}",
+        "publish_time_policy": "invalidate",
+        "max_concurrent_deliveries": "4",
+        "is_active": "on",
+        **changes,
+    }
+
+
+def change_url(tenant: Tenant) -> str:
+    return reverse("admin:core_tenant_change", args=[tenant.pk])

@@ -57,7 +57,7 @@ class _Clock:
 def _waiting_stack(tmp_path) -> tuple[Stack, _Clock]:
     stack = Stack(tmp_dir=tmp_path)
     clock = _Clock()
-    stack._clock, stack._sleep = clock, clock.sleep
+    stack.waiter.clock, stack.waiter.sleep = clock, clock.sleep
     return stack, clock
 
 
