@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 
 import pytest
 from django.core.cache import cache
-from playwright.sync_api import Browser, Page, sync_playwright
+from playwright.sync_api import Browser, Page, expect, sync_playwright
 
 import core.keeper
 from backlog_bridge.views import _tenants
@@ -36,6 +36,7 @@ from tests.helpers.channels import (
 )
 from tests.helpers.deliveries import approve_issue
 from tests.helpers.factories import LineContactFactory, TenantFactory
+from tests.helpers.waiting import STUCK_SECONDS
 
 
 @pytest.fixture(autouse=True)
@@ -247,7 +248,9 @@ def browser() -> Iterator[Browser]:
 @pytest.fixture
 def page(browser: Browser) -> Iterator[Page]:
     context = browser.new_context(locale="ja-JP", viewport={"width": 1440, "height": 900})
-    context.set_default_timeout(10_000)
+    # Only a stuck page fails: a loaded machine renders slowly, never this slowly.
+    context.set_default_timeout(STUCK_SECONDS * 1000)
+    expect.set_options(timeout=STUCK_SECONDS * 1000)
     context.route(BANNER_URL, lambda route: route.fulfill(content_type="image/svg+xml", body=BANNER_SVG))
     yield context.new_page()
     context.close()

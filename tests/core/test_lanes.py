@@ -8,6 +8,7 @@ import pytest
 
 from core import keeper
 from core.lanes import Lanes
+from tests.helpers.waiting import STUCK_SECONDS
 
 
 @pytest.fixture
@@ -56,7 +57,7 @@ def test_one_keys_calls_never_overlap_while_other_keys_run_beside_them():
     lanes, lock = Lanes(threads=4), threading.Lock()
     running: dict[str, int] = {"a": 0, "b": 0}
     most: dict[str, int] = {"a": 0, "b": 0}
-    both = threading.Barrier(2, timeout=5)  # a's first call and b's first call meet: side by side
+    both = threading.Barrier(2, timeout=STUCK_SECONDS)  # a's first call and b's first call meet: side by side
 
     def call(key: str, meet: bool):
         def run() -> None:
