@@ -1,6 +1,6 @@
 """LINE クーポン: coupons are created at LINE from here and closed from the list; a created
 coupon is never edited (LINE cannot change one). The follow reply's coupon is picked from the
-account's running coupons as LINE lists them (`LinePushSettingsForm`)."""
+account's running coupons as LINE lists them (console/admin/line_reply.py)."""
 
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ from console.actions import bulk_action
 from console.services import ActionResult
 from core.access import may_act_somewhere
 from deliveries.channels.base import TransportError
-from linepush.coupons import account_coupons, coupon_close, coupon_create
-from linepush.models import LineCoupon, LinePushSettings
+from linepush.coupons import coupon_close, coupon_create
+from linepush.models import LineCoupon
 
 COUPON_FIELDS = ("tenant", "title", "description", "reward", "price", "amount", "starts_at", "ends_at")
 COUPON_FIELDS += ("max_use_per_ticket", "visibility")
@@ -41,46 +41,6 @@ class LineCouponForm(forms.ModelForm):
             self.add_error(
                 None, gettext("LINE でクーポンを作成できませんでした: %(error)s") % {"error": exc.message}
             )
-
-
-class LinePushSettingsForm(forms.ModelForm):
-    """LINE 投稿設定: the follow reply's coupon is picked from the coupons LINE runs on the
-    tenant's account (`GET /v2/bot/coupon`), LINE Official Account Manager's included; the
-    pick is added to the reply, which the model's check then confirms with LINE."""
-
-    registration_coupon = forms.ChoiceField(label=_("返信にクーポンを追加"), required=False)
-
-    # No Meta: the admin builds the form for LinePushSettings with the fields it shows.
-
-    def __init__(self, *args, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
-        field = self.fields["registration_coupon"]
-        field.choices, field.help_text = _coupon_choices(self.instance)
-
-    def clean(self) -> dict:
-        cleaned = super().clean()
-        coupon_id = cleaned.get("registration_coupon")
-        messages = cleaned.get("registration_messages")
-        if coupon_id and isinstance(messages, list):
-            if not any(isinstance(m, dict) and m.get("couponId") == coupon_id for m in messages):
-                cleaned["registration_messages"] = [*messages, {"type": "coupon", "couponId": coupon_id}]
-        return cleaned
-
-
-def _coupon_choices(row: LinePushSettings) -> tuple[list[tuple[str, str]], str]:
-    empty = [("", "---------")]
-    if row.pk is None:
-        return empty, gettext("保存後、LINE のクーポンから選べます。")
-    try:
-        coupons = account_coupons(tenant=row.tenant)
-    except TransportError as exc:
-        return empty, gettext("LINE からクーポンを読めませんでした: %(error)s") % {"error": exc.message}
-    choices = [(c.coupon_id, f"{c.title}（{c.coupon_id}）") for c in coupons]
-    help_text = gettext(
-        "LINE のこのアカウントで配布中のクーポン（LINE Official Account Manager で作ったものを含む）。"
-        "選ぶと友だち追加時の返信の末尾に追加します。"
-    )
-    return empty + choices, help_text if choices else gettext("配布中のクーポンはありません。")
 
 
 def _close(coupon: LineCoupon, user) -> ActionResult:

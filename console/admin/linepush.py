@@ -16,7 +16,7 @@ from django.utils.translation import gettext_lazy as _
 
 from console.access import RecordAdmin, ScopedInlineMixin, TenantScopedAdmin
 from console.actions import bulk_action, object_action
-from console.admin.line_coupons import LinePushSettingsForm
+from console.admin.line_reply import LinePushSettingsForm, registration_json, registration_preview
 from console.admin.notices import TestSendMixin
 from console.bulk import PUSH_DISMISS, PUSH_RETRY, confirm_action
 from console.line_errors import line_error_explain
@@ -243,7 +243,7 @@ class LinePushItemAdmin(TestSendMixin, RecordAdmin):
 
 @admin.register(LinePushSettings)
 class LinePushSettingsAdmin(TenantScopedAdmin):
-    form = LinePushSettingsForm  # the reply's coupon picked from the account's (LINE's list)
+    form = LinePushSettingsForm  # the follow reply as text, image and coupon, not its JSON
     list_display = ("tenant", "plan_label", "month_usage", "tenant_rate_limit", "timezone", "digest_hour")
 
     def get_fields(self, request: HttpRequest, obj=None):
@@ -267,7 +267,9 @@ class LinePushSettingsAdmin(TenantScopedAdmin):
 
     def get_readonly_fields(self, request: HttpRequest, obj=None):
         fields = [*super().get_readonly_fields(request, obj), "plan_label", "month_usage_detail"]
-        return fields if request.user.is_superuser else [*fields, "plan"]
+        if obj is not None:
+            fields.insert(0, registration_preview)
+        return [*fields, registration_json] if request.user.is_superuser else [*fields, "plan"]
 
     @admin.display(description=_("LINE プラン"))
     def plan_label(self, obj: LinePushSettings) -> str:

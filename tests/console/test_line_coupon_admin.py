@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from linepush.models import LineCoupon, LinePushSettings
+from linepush.models import LineCoupon
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("httpx_engine")]
 
@@ -150,73 +150,3 @@ def test_another_tenants_manager_cannot_see_or_create_for_the_tenant(client, oth
     response = client.post(ADD, form(tenant))
     assert response.status_code == 200 and "tenant" in response.context["adminform"].form.errors
     assert coupon_posts(line) == []
-
-
-# -- the follow reply's coupon, picked from the account's --------------------------------
-
-
-@pytest.fixture
-def settings_row(tenant):
-    return LinePushSettings.objects.create(tenant=tenant)
-
-
-def settings_url(row) -> str:
-    return reverse("admin:linepush_linepushsettings_change", args=[row.pk])
-
-
-def settings_form(row, **changes) -> dict:
-    fields = ("tenant_rate_window_seconds", "timezone", "digest_hour")
-    form = {"tenant": row.tenant_id, "tenant_rate_limit": "", "registration_messages": "[]"}
-    return form | {name: getattr(row, name) for name in fields} | changes
-
-
-def test_a_manager_picks_the_follow_replys_coupon_from_the_accounts(as_manager, settings_row, line):
-    made_there = line.add_coupon("店頭で使える 10% オフ")  # made in LINE Official Account Manager
-    line.close_coupon(line.add_coupon("終了したクーポン"))
-
-    page = as_manager.get(settings_url(settings_row)).content.decode()
-    response = as_manager.post(
-        settings_url(settings_row),
-        settings_form(
-            settings_row,
-            registration_messages='[{"type": "text", "text": "友だち追加ありがとうございます"}]',
-            registration_coupon=made_there,
-        ),
-    )
-
-    assert f'<option value="{made_there}">店頭で使える 10% オフ（{made_there}）</option>' in page
-    assert "終了したクーポン" not in page
-    assert response.status_code == 302
-    settings_row.refresh_from_db()
-    assert settings_row.registration_messages == [
-        {"type": "text", "text": "友だち追加ありがとうございます"},
-        {"type": "coupon", "couponId": made_there},
-    ]
-
-
-def test_a_coupon_line_no_longer_runs_is_refused_on_save(as_manager, settings_row, line):
-    coupon_id = line.add_coupon("店頭クーポン")
-    page = as_manager.get(settings_url(settings_row))  # listed while it ran
-    line.close_coupon(coupon_id)
-
-    reply = f'[{{"type": "coupon", "couponId": "{coupon_id}"}}]'
-    response = as_manager.post(
-        settings_url(settings_row), settings_form(settings_row, registration_messages=reply)
-    )
-
-    assert page.status_code == 200 and response.status_code == 200
-    assert (
-        f"クーポン「{coupon_id}」はこのテナントの配布中のクーポンではありません。"
-        in response.content.decode()
-    )
-    settings_row.refresh_from_db()
-    assert settings_row.registration_messages == []
-
-
-def test_the_settings_page_says_when_line_cannot_list_the_coupons(as_manager, settings_row, line):
-    line.fail_next(500, path_prefix="/v2/bot/coupon")
-
-    response = as_manager.get(settings_url(settings_row))
-
-    assert response.status_code == 200
-    assert "LINE からクーポンを読めませんでした" in response.content.decode()

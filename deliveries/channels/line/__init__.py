@@ -7,12 +7,20 @@ transport, the message rules, and where linepush registers the checks it keeps.
 
 from deliveries.channels.line.approval import line_message_check_register
 from deliveries.channels.line.connection import token_refused
-from deliveries.channels.line.templates import MAX_MESSAGES, MESSAGE_TYPES, validate_line_messages
+from deliveries.channels.line.templates import (
+    MAX_MESSAGES,
+    MESSAGE_TYPES,
+    TEXT_MAX,
+    URL_MAX,
+    validate_line_messages,
+)
 from deliveries.channels.line.transport import LineTransport, line_transport
 
 __all__ = [
     "MAX_MESSAGES",
     "MESSAGE_TYPES",
+    "TEXT_MAX",
+    "URL_MAX",
     "LineTransport",
     "line_message_check_register",
     "line_transport",
