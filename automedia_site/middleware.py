@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 
+from csp import middleware as csp
 from django.conf import settings
 from django.contrib.auth import middleware as auth
 from django.contrib.auth import user_logged_in
@@ -21,6 +22,7 @@ from django.dispatch import receiver
 from django.middleware import clickjacking, csrf, locale
 from django.utils import translation
 
+from console import preview_images
 from core.webhooks import WEBHOOK_PATH_PREFIX
 
 
@@ -79,3 +81,23 @@ class MessageMiddleware(BrowserOnly, messages.MessageMiddleware):
 
 class XFrameOptionsMiddleware(BrowserOnly, clickjacking.XFrameOptionsMiddleware):
     pass
+
+
+class CSPMiddleware(BrowserOnly, csp.CSPMiddleware):
+    """django-csp's Content-Security-Policy header (automedia_site/content_security.py), with
+    img-src widened on a page by the origins of the images a preview drew on it: a held
+    image loads once the manager clicks it, and no other outside image loads at all."""
+
+    async_capable = False  # the drawn origins are collected around one synchronous call
+
+    def __call__(self, request):
+        with preview_images.collecting():
+            return super().__call__(request)
+
+    def get_policy_parts(self, request, response, report_only=False):
+        parts = super().get_policy_parts(request, response, report_only)
+        drawn = sorted(preview_images.drawn_origins())
+        if drawn:
+            update = dict(parts.update or {})
+            parts.update = {**update, "img-src": [*update.get("img-src", ()), *drawn]}
+        return parts

@@ -15,6 +15,7 @@ from cryptography.fernet import Fernet
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.translation import gettext_lazy as _
 
+from automedia_site import content_security
 from automedia_site.database import caches, database
 from automedia_site.logconfig import logging_config
 from automedia_site.workers import delivery_workers, host_cores
@@ -109,6 +110,7 @@ INSTALLED_APPS = [
 # which let webhook requests (/hooks/) pass straight through.
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "automedia_site.middleware.CSPMiddleware",  # CONTENT_SECURITY_POLICY (django-csp)
     "automedia_site.middleware.SessionMiddleware",
     "automedia_site.middleware.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -129,6 +131,8 @@ SILENCED_SYSTEM_CHECKS = [
     # operator's decision, not automedia's default.
     "security.W021",
 ]
+
+CONTENT_SECURITY_POLICY = content_security.POLICY
 
 # Admin logins: django-axes locks a (username, IP address) pair out after
 # AXES_FAILURE_LIMIT failed attempts, for AXES_COOLOFF_HOURS. A successful login resets

@@ -13,6 +13,7 @@ import json
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from console.preview_images import image
 from console.services import ACTION_ERRORS, IssueMissing, task_preview
 from console.task_state import task_state
 from core.access import may_act
@@ -37,20 +38,21 @@ def _page(task: ContentTask) -> dict:
     except ACTION_ERRORS as exc:
         return {"task": task, "error": _("Backlog から課題を読めませんでした: %(error)s") % {"error": exc}}
     state = task_state(task=task, now=timezone.now(), due_at=preview.due_at)
+    hosts = task.tenant.image_hosts()
     if preview.is_post:
         return {
             "task": task,
             "preview": preview,
             "state": state,
             "channel_label": CHANNEL_LABELS.get(preview.channel, preview.channel),
-            "card": post_card(preview.channel, preview.post) if preview.post is not None else None,
+            "card": post_card(preview.channel, preview.post, hosts) if preview.post is not None else None,
             "raw_json": json.dumps(preview.post, ensure_ascii=False, indent=2),
         }
     return {
         "task": task,
         "preview": preview,
         "state": state,
-        "bubbles": [bubble(m) for m in preview.messages],
+        "bubbles": [bubble(m, hosts) for m in preview.messages],
         # Under each bubble, when it reaches the phone: sent, scheduled, or sent if approved now.
         "sent_at": task.delivered_at or preview.due_at,
         "raw_json": json.dumps(preview.messages, ensure_ascii=False, indent=2),
@@ -61,11 +63,12 @@ TEXT_FIELDS = ("caption", "title", "body")  # the post's main text, drawn under 
 MEDIA_FIELDS = ("image_url", "video_url", "items", "photo_urls")
 
 
-def post_card(channel: str, content: dict) -> dict:
-    """An Instagram / TikTok post or a HubSpot note / email as a card: media, text, other fields."""
-    media = [m for key in MEDIA_FIELDS for m in _media(key, content.get(key))]
+def post_card(channel: str, content: dict, hosts: frozenset[str] = frozenset()) -> dict:
+    """An Instagram / TikTok post or a HubSpot note / email as a card: media, text, other fields.
+    Images load at once only from `hosts` (console/preview_images.py)."""
+    media = [m for key in MEDIA_FIELDS for m in _media(key, content.get(key), hosts)]
     if content.get("cover_url") and media:
-        media[0]["poster"] = _safe_url(content["cover_url"])
+        media[0]["poster"] = image(content["cover_url"], hosts)
     key = next((k for k in TEXT_FIELDS if content.get(k)), "")
     return {
         "kind": post_kind(channel, content),
@@ -76,84 +79,87 @@ def post_card(channel: str, content: dict) -> dict:
     }
 
 
-def _media(key: str, value: object) -> list[dict]:
+def _media(key: str, value: object, hosts: frozenset[str]) -> list[dict]:
     """Carousel items ({"image_url"} / {"video_url"}) and TikTok photos (URLs) are lists."""
     if isinstance(value, list):
-        return [m for item in value for m in _media_item(item)]
+        return [m for item in value for m in _media_item(item, hosts)]
     if not isinstance(value, str):
         return []
-    return [{"kind": "video" if key == "video_url" else "image", "src": _safe_url(value), "url": value}]
+    kind = "video" if key == "video_url" else "image"
+    # A video's URL is named, never loaded: only an image is drawn.
+    return [{"kind": kind, "src": image(value, hosts) if kind == "image" else None, "url": value}]
 
 
-def _media_item(item: object) -> list[dict]:
+def _media_item(item: object, hosts: frozenset[str]) -> list[dict]:
     if isinstance(item, dict) and item:
-        return _media(*next(iter(item.items())))
-    return _media("image_url", item)
+        return _media(*next(iter(item.items())), hosts)
+    return _media("image_url", item, hosts)
 
 
-def bubble(message: dict) -> dict:
+def bubble(message: dict, hosts: frozenset[str] = frozenset()) -> dict:
+    """One LINE message as a bubble; its images load at once only from `hosts`
+    (console/preview_images.py), the others on a click."""
     kind = message.get("type", "")
-    drawn = DRAW.get(kind, _other)(message)
+    drawn = DRAW.get(kind, _other)(message, hosts)
     drawn["quick_replies"] = _labels((message.get("quickReply") or {}).get("items") or [])
     return drawn
-
-
-def _safe_url(url: object) -> str:
-    """Only http(s) images are drawn (a message could carry anything)."""
-    return url if isinstance(url, str) and url.startswith(("https://", "http://")) else ""
 
 
 def _labels(items: list) -> list[str]:
     return [str((i.get("action") or {}).get("label") or "") for i in items if isinstance(i, dict)]
 
 
-def _text(m: dict) -> dict:
+def _text(m: dict, hosts: frozenset[str]) -> dict:
     return {"kind": "text", "text": m.get("text", "")}
 
 
-def _image(m: dict) -> dict:
-    return {"kind": "image", "src": _safe_url(m.get("previewImageUrl") or m.get("originalContentUrl"))}
+def _image(m: dict, hosts: frozenset[str]) -> dict:
+    return {"kind": "image", "src": image(m.get("previewImageUrl") or m.get("originalContentUrl"), hosts)}
 
 
-def _video(m: dict) -> dict:
-    return {"kind": "video", "src": _safe_url(m.get("previewImageUrl"))}
+def _video(m: dict, hosts: frozenset[str]) -> dict:
+    return {"kind": "video", "src": image(m.get("previewImageUrl"), hosts)}
 
 
-def _audio(m: dict) -> dict:
+def _audio(m: dict, hosts: frozenset[str]) -> dict:
     return {"kind": "audio", "seconds": int(m.get("duration") or 0) // 1000}
 
 
-def _sticker(m: dict) -> dict:
+def _sticker(m: dict, hosts: frozenset[str]) -> dict:
     return {"kind": "sticker", "label": f"{m.get('packageId', '?')} / {m.get('stickerId', '?')}"}
 
 
-def _location(m: dict) -> dict:
+def _location(m: dict, hosts: frozenset[str]) -> dict:
     return {"kind": "location", "title": m.get("title", ""), "text": m.get("address", "")}
 
 
-def _imagemap(m: dict) -> dict:
-    base = _safe_url(m.get("baseUrl"))
-    return {"kind": "image", "src": f"{base}/1040" if base else "", "alt": m.get("altText", "")}
+def _imagemap(m: dict, hosts: frozenset[str]) -> dict:
+    base = m.get("baseUrl")
+    return {
+        "kind": "image",
+        "src": image(f"{base}/1040" if base else None, hosts),
+        "alt": m.get("altText", ""),
+    }
 
 
-def _template(m: dict) -> dict:
+def _template(m: dict, hosts: frozenset[str]) -> dict:
     template = m.get("template") or {}
     columns = template.get("columns") or [template]
-    cards = [_card(c) for c in columns if isinstance(c, dict)]
+    cards = [_card(c, hosts) for c in columns if isinstance(c, dict)]
     return {"kind": "cards", "alt": m.get("altText", ""), "cards": cards}
 
 
-def _card(column: dict) -> dict:
+def _card(column: dict, hosts: frozenset[str]) -> dict:
     actions = column.get("actions") or ([column["action"]] if column.get("action") else [])
     return {
-        "image": _safe_url(column.get("thumbnailImageUrl") or column.get("imageUrl")),
+        "image": image(column.get("thumbnailImageUrl") or column.get("imageUrl"), hosts),
         "title": column.get("title", ""),
         "text": column.get("text", ""),
         "actions": [str(a.get("label") or "") for a in actions if isinstance(a, dict)],
     }
 
 
-def _flex(m: dict) -> dict:
+def _flex(m: dict, hosts: frozenset[str]) -> dict:
     texts: list[str] = []
     _collect_texts(m.get("contents"), texts)
     return {"kind": "flex", "alt": m.get("altText", ""), "texts": texts[:MAX_FLEX_TEXTS]}
@@ -170,11 +176,11 @@ def _collect_texts(node: object, out: list[str]) -> None:
             _collect_texts(value, out)
 
 
-def _coupon(m: dict) -> dict:
+def _coupon(m: dict, hosts: frozenset[str]) -> dict:
     return {"kind": "coupon", "text": str(m.get("couponId") or "")}
 
 
-def _other(m: dict) -> dict:
+def _other(m: dict, hosts: frozenset[str]) -> dict:
     return {"kind": "other", "text": str(m.get("type") or "?")}
 
 

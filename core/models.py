@@ -70,6 +70,29 @@ def operator_entry(old: str) -> str:
 
 DEFAULT_MAX_CONCURRENT_DELIVERIES = 200
 
+# A host name as a browser's address bar holds it (an optional port): no scheme, path or
+# wildcard. Each host lands in the page's Content-Security-Policy header, so nothing else may.
+IMAGE_HOST = re.compile(
+    r"(?=.{1,253}(:|$))[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*(:[1-9][0-9]{0,4})?"
+)
+MAX_IMAGE_HOSTS = 50
+
+
+def image_host_lines(value: str) -> list[str]:
+    return [line.strip().lower() for line in (value or "").splitlines() if line.strip()]
+
+
+def validate_image_hosts(value: str) -> None:
+    hosts = image_host_lines(value)
+    wrong = [h for h in hosts if not IMAGE_HOST.fullmatch(h)]
+    if wrong:
+        raise ValidationError(
+            _("「%(hosts)s」はホスト名ではありません。1 行に 1 つ、cdn.example.jp のように書いてください。")
+            % {"hosts": "」「".join(wrong)}
+        )
+    if len(hosts) > MAX_IMAGE_HOSTS:
+        raise ValidationError(_("ホストは %(limit)d 件までです。") % {"limit": MAX_IMAGE_HOSTS})
+
 
 class Tenant(models.Model):
     class PublishTimePolicy(models.TextChoices):
@@ -112,6 +135,18 @@ class Tenant(models.Model):
     max_concurrent_deliveries = models.PositiveSmallIntegerField(
         _("同時配信数の上限"), default=DEFAULT_MAX_CONCURRENT_DELIVERIES
     )
+    # A preview loads an image at once only from these hosts; any other waits for a click
+    # (console/preview_images.py): an image's host learns who looked, and when.
+    preview_image_hosts = models.TextField(
+        _("プレビューで画像をすぐ表示するホスト"),
+        blank=True,
+        default="",
+        validators=[validate_image_hosts],
+        help_text=_(
+            "1 行に 1 つ（例: cdn.example.jp）。ここにないホストの画像は、プレビューで"
+            "「画像を表示」を押したときだけ読み込みます。"
+        ),
+    )
     # Set when LINE answers 401/403: the token needs renewing (shown in the admin).
     line_token_invalid_at = models.DateTimeField(_("LINE トークン無効検知"), null=True, blank=True)
     last_activity_id = models.BigIntegerField(_("取り込み済みの最新アクティビティID"), null=True, blank=True)
@@ -130,6 +165,9 @@ class Tenant(models.Model):
 
     def quiet_hours_config(self) -> QuietHours:
         return QuietHours.from_config(self.quiet_hours)
+
+    def image_hosts(self) -> frozenset[str]:
+        return frozenset(image_host_lines(self.preview_image_hosts))
 
     def is_operator(self, user: dict | None) -> bool:
         """Is this Backlog user (a comment's createdUser, as the API reports it) allowed to

@@ -247,10 +247,15 @@ def browser() -> Iterator[Browser]:
 
 @pytest.fixture
 def page(browser: Browser) -> Iterator[Page]:
+    """A fresh browser page; the test fails if the site's Content-Security-Policy refused
+    anything on any page of it (Chromium reports each refusal on the console)."""
     context = browser.new_context(locale="ja-JP", viewport={"width": 1440, "height": 900})
     # Only a stuck page fails: a loaded machine renders slowly, never this slowly.
     context.set_default_timeout(STUCK_SECONDS * 1000)
     expect.set_options(timeout=STUCK_SECONDS * 1000)
     context.route(BANNER_URL, lambda route: route.fulfill(content_type="image/svg+xml", body=BANNER_SVG))
+    refused: list[str] = []
+    context.on("console", lambda m: refused.append(m.text) if "Content Security Policy" in m.text else None)
     yield context.new_page()
     context.close()
+    assert refused == []

@@ -166,7 +166,7 @@ def registration_preview(row: LinePushSettings) -> str:
     titles = _coupon_titles(row) if any(m.get("type") == "coupon" for m in messages) else {}
     bubbles = []
     for message in messages:
-        drawn = bubble(message)
+        drawn = bubble(message, row.tenant.image_hosts())
         if drawn["kind"] == "coupon":
             drawn["text"] = titles.get(drawn["text"], drawn["text"])
         bubbles.append(drawn)

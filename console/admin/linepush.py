@@ -216,7 +216,7 @@ class LinePushItemAdmin(TestSendMixin, RecordAdmin):
     @admin.display(description=_("メッセージ（LINE での表示）"))
     def message_bubbles(self, obj: LinePushItem) -> str:
         context = {
-            "bubbles": [bubble(m) for m in obj.payload if isinstance(m, dict)],
+            "bubbles": [bubble(m, obj.tenant.image_hosts()) for m in obj.payload if isinstance(m, dict)],
             "name": obj.tenant.name,
             "time": obj.sent_at or obj.scheduled_at,
             "group": self.group_name(obj),

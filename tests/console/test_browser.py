@@ -55,6 +55,11 @@ def test_it_lets_a_manager_run_the_day_from_the_admin(page: Page, live_server, s
     page.goto(f"{url}/admin/deliveries/contenttask/{task.pk}/change/")
     page.click("#task-preview")
     expect(page.locator(".am-bubble[data-kind=text]")).to_contain_text("の営業時間は 7:00-18:00 です")
+    # the banner's host is not one the tenant allows: it loads only when asked
+    held = page.locator(f".am-bubble[data-kind=image] .am-image-held[data-src='{BANNER_URL}']")
+    expect(held).to_contain_text("example.jp")
+    expect(page.locator(f"img[src='{BANNER_URL}']")).to_have_count(0)
+    held.locator(".am-image-load").click()
     expect(page.locator(f".am-bubble[data-kind=image] img[src='{BANNER_URL}']")).to_be_visible()
     expect(page.locator("#preview-audience")).to_contain_text("3 人")
     expect(page.locator("#preview-due")).to_contain_text("予約済み")

@@ -31,6 +31,7 @@ def with_banner() -> str:
 
 
 def test_it_draws_the_messages_as_chat_bubbles(as_manager, fake_backlog, pump, tenant, template, contacts):
+    Tenant.objects.filter(pk=tenant.pk).update(preview_image_hosts="example.jp")  # else held
     task = mirrored_issue(fake_backlog, pump, tenant, description=with_banner())
 
     response = as_manager.get(task_url("preview", task))
@@ -149,7 +150,7 @@ def test_it_draws_a_carousel_as_cards():
     assert [c["title"] for c in drawn["cards"]] == ["A", "B"]
     assert (
         drawn["cards"][0]["actions"] == ["詳しく"]
-        and drawn["cards"][0]["image"] == "https://example.jp/a.png"
+        and drawn["cards"][0]["image"]["url"] == "https://example.jp/a.png"
     )
 
 
@@ -177,7 +178,7 @@ def test_it_draws_quick_replies_and_never_an_unsafe_url():
         }
     )
 
-    assert drawn["src"] == "" and drawn["quick_replies"] == ["参加する"]
+    assert drawn["src"] is None and drawn["quick_replies"] == ["参加する"]
 
 
 # -- Instagram / TikTok / HubSpot: one post card, not LINE bubbles ---------------------------
@@ -189,6 +190,7 @@ def channel_task(fake_backlog, pump, tenant, channel: str, content: dict | None 
 
 
 def test_it_draws_an_instagram_post_as_a_post_card(as_manager, fake_backlog, pump, tenant, ig_account):
+    Tenant.objects.filter(pk=tenant.pk).update(preview_image_hosts="cdn.example.jp")
     task = channel_task(fake_backlog, pump, tenant, "instagram")
 
     page = as_manager.get(task_url("preview", task)).content.decode()
@@ -276,13 +278,13 @@ def test_it_draws_every_item_of_a_carousel_and_a_reels_cover():
         },
     )
 
-    assert [(m["kind"], m["src"]) for m in carousel["media"]] == [
-        ("image", "https://a.jp/1.jpg"),
-        ("video", "https://a.jp/2.mp4"),
-        ("image", ""),  # never an unsafe URL
+    assert [(m["kind"], m["src"] and m["src"]["url"], m["url"]) for m in carousel["media"]] == [
+        ("image", "https://a.jp/1.jpg", "https://a.jp/1.jpg"),
+        ("video", None, "https://a.jp/2.mp4"),  # a video is named, not loaded
+        ("image", None, "javascript:x"),  # never an unsafe URL
     ]
     assert carousel["text"] == "三枚" and carousel["fields"] == []
-    assert reel["media"][0]["poster"] == "https://a.jp/c.jpg"
+    assert reel["media"][0]["poster"]["url"] == "https://a.jp/c.jpg"
     assert ("フィードにも表示", "はい") in reel["fields"] and reel["kind"] == "Instagram リール"
 
 

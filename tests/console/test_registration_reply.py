@@ -154,3 +154,18 @@ def test_the_settings_page_says_when_line_cannot_list_the_coupons(as_manager, se
 
     assert response.status_code == 200
     assert "LINE からクーポンを読めませんでした" in response.content.decode()
+
+
+def test_the_replys_image_loads_at_once_only_from_a_host_the_tenant_allows(as_manager, settings_row):
+    settings_row.registration_messages = [
+        {"type": "image", "originalContentUrl": IMAGE, "previewImageUrl": IMAGE}
+    ]
+    settings_row.save()
+
+    held = as_manager.get(settings_url(settings_row)).content.decode()
+    settings_row.tenant.preview_image_hosts = "example.jp"
+    settings_row.tenant.save()
+    shown = as_manager.get(settings_url(settings_row)).content.decode()
+
+    assert f'data-src="{IMAGE}"' in held and f'<img src="{IMAGE}"' not in held
+    assert f'<img src="{IMAGE}"' in shown
