@@ -88,8 +88,11 @@ def text_field(
 def url_field(value: object, name: str) -> Problems:
     if not isinstance(value, str) or not value.strip():
         return [f"{name} がありません。"]
-    parts = urlsplit(value)
-    if parts.scheme.lower() != "https" or not parts.netloc:
+    try:
+        parts = urlsplit(value)
+    except ValueError:  # an unbalanced [ in the host
+        parts = None
+    if parts is None or parts.scheme.lower() != "https" or not parts.netloc:
         return [f"{name}「{value[:100]}」は https の公開 URL である必要があります。"]
     return [f"{name} が長すぎます（上限 {URL_MAX:,} 文字）。"] if len(value) > URL_MAX else []
 

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from backlog_bridge.body.task import Attachment
 from deliveries.channels.line.templates import render_messages, validate_line_messages
 from deliveries.channels.templating import RenderError
 
@@ -192,3 +193,25 @@ def test_a_coupon_message_names_its_coupon_and_keeps_its_delivery_tag_within_30(
         "1 件目のメッセージ: couponId がありません。",
         "1 件目のメッセージ: deliveryTag が 31 文字あります（LINE の上限は 30 文字）。",
     ]
+
+
+def test_a_url_with_an_unbalanced_bracket_is_a_problem_not_an_error():
+    broken = "https://[cdn.example.jp/a.png"
+
+    problems = validate_line_messages(
+        [{"type": "image", "originalContentUrl": broken, "previewImageUrl": "https://x.jp/a.png"}]
+    )
+
+    assert problems == [
+        f"1 件目のメッセージ: originalContentUrl「{broken}」は https の URL である必要があります。"
+    ]
+
+
+def test_an_attachment_with_an_unbalanced_bracket_is_no_image_and_no_error():
+    text = [{"type": "text", "text": "本文"}]
+
+    rendered = render_messages(
+        messages=text, variables={}, attachments=[Attachment("画像", "https://[cdn.example.jp/a.png")]
+    )
+
+    assert rendered == text

@@ -99,6 +99,16 @@ def test_it_answers_400_with_the_reasons(client, tenant, token):
     assert not LinePushItem.objects.exists()
 
 
+def test_it_answers_400_not_500_for_an_image_url_python_cannot_split(client, tenant, token):
+    broken = "https://[cdn.example.jp/a.png"
+    image = {"type": "image", "originalContentUrl": broken, "previewImageUrl": broken}
+
+    response = post(client, body(group(tenant), payload=[image]), token)
+
+    assert response.status_code == 400 and "originalContentUrl" in response.json()["payload"][0]
+    assert not LinePushItem.objects.exists()
+
+
 def test_it_answers_400_for_a_body_that_is_not_json(client, token):
     response = client.post(URL, "{", content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}")
 

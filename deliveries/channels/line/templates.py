@@ -106,7 +106,10 @@ def _attachment_images(attachments: Iterable[Attachment]) -> tuple[list[dict], l
 
 
 def _is_image_url(text: str) -> bool:
-    parts = urlsplit(text)
+    try:
+        parts = urlsplit(text)
+    except ValueError:  # an unbalanced [ in the host: no URL at all
+        return False
     return (
         parts.scheme.lower() in ("http", "https")
         and bool(parts.netloc)
@@ -170,8 +173,11 @@ def _url(message: dict, key: str) -> list[str]:
     value = message.get(key)
     if not isinstance(value, str) or not value.strip():
         return [f"{key} がありません。"]
-    parts = urlsplit(value)
-    if parts.scheme.lower() != "https" or not parts.netloc:
+    try:
+        parts = urlsplit(value)
+    except ValueError:  # an unbalanced [ in the host
+        parts = None
+    if parts is None or parts.scheme.lower() != "https" or not parts.netloc:
         return [f"{key}「{value[:100]}」は https の URL である必要があります。"]
     if len(value) > URL_MAX:
         return [f"{key} が {len(value):,} 文字あります（上限 {URL_MAX:,} 文字）。"]

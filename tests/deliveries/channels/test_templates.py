@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
-from deliveries.channels.templates import render_channel_template, validate_channel_template
+from deliveries.channels.templates import render_channel_template, url_field, validate_channel_template
 from deliveries.channels.templating import RenderError
 from deliveries.models import MessageTemplate
 from tests.helpers.channels import TEMPLATES
@@ -171,3 +171,9 @@ def test_the_shipped_templates_import(tmp_path):
         "tiktok",
         "hubspot",
     }
+
+
+def test_a_post_url_with_an_unbalanced_bracket_is_a_problem_not_an_error():
+    assert url_field("https://[cdn.example.jp/v.mp4", "video_url") == [
+        "video_url「https://[cdn.example.jp/v.mp4」は https の公開 URL である必要があります。"
+    ]
