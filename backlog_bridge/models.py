@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from django.db import models
+from django.utils.translation import gettext, pgettext_lazy
 from django.utils.translation import gettext_lazy as _
-from django.utils.translation import pgettext_lazy
 
 from core.models import Tenant
 from core.records import StoredWebhookEvent
@@ -46,7 +46,10 @@ class BacklogEvent(StoredWebhookEvent):
         indexes = [models.Index(fields=["outcome", "received_at"])]
 
     def __str__(self) -> str:
-        return f"{self.tenant.slug}#{self.activity_id} type={self.type} {self.issue_key}"
+        return gettext("Backlog の更新 %(id)s（%(key)s）") % {
+            "id": self.activity_id,
+            "key": self.issue_key or "-",
+        }
 
 
 class CommandRun(models.Model):

@@ -63,15 +63,17 @@ class ChannelFilter(admin.SimpleListFilter):
         return queryset.filter(channel=self.value()) if self.value() else queryset
 
 
-def fixed_values_filter(field: str, title, values: list) -> type[admin.SimpleListFilter]:
-    """A filter on `field` listing `values`, where Django's own would read the distinct
-    values of the column on every page: a scan of an events table that grows by the day."""
+def fixed_values_filter(field: str, title, values: list, labels=None) -> type[admin.SimpleListFilter]:
+    """A filter on `field` listing `values` (each by its label in `labels`, if any), where
+    Django's own would read the distinct values of the column on every page: a scan of an
+    events table that grows by the day."""
+    labels = labels or {}
 
     class FixedValuesFilter(admin.SimpleListFilter):
         parameter_name = field
 
         def lookups(self, request, model_admin):
-            return [(str(v), str(v)) for v in values]
+            return [(str(v), labels.get(v, str(v))) for v in values]
 
         def queryset(self, request, queryset: QuerySet) -> QuerySet:
             return queryset.filter(**{field: self.value()}) if self.value() else queryset

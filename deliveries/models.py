@@ -160,7 +160,8 @@ class DeliverySchedule(models.Model):
         ordering = ["due_at"]
 
     def __str__(self) -> str:
-        return self.name
+        # The name is the machinery's key; people know a schedule by its issue.
+        return gettext("%(key)s の配信予約") % {"key": self.task.issue_key}
 
     @staticmethod
     def name_for(tenant: Tenant, issue_key: str) -> str:

@@ -159,7 +159,7 @@ class LineMonthlyUsage(models.Model):
     """
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="line_usage")
-    month = models.CharField(_("月"), max_length=7, help_text=_("YYYY-MM（テナントのタイムゾーン）"))
+    month = models.CharField(_("月"), max_length=7, help_text=_("年-月（テナントのタイムゾーンで数えます）"))
     messages = models.PositiveIntegerField(_("使用数"), default=0)
     line_limit = models.PositiveIntegerField(_("LINE の上限"), null=True, blank=True)
     line_total_usage = models.PositiveIntegerField(_("LINE の使用数"), null=True, blank=True)

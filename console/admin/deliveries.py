@@ -23,7 +23,7 @@ from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
 
 from backlog_bridge.models import AIReview, CommandRun
-from console.access import RecordAdmin, ScopedInlineMixin, TenantScopedAdmin
+from console.access import ScopedInlineMixin, TenantScopedAdmin
 from console.actions import object_action
 from console.admin.notices import TestSendMixin
 from console.bulk import CANCEL, RETRY, bulk_confirm
@@ -40,7 +40,6 @@ from deliveries.models import (
     ContentTask,
     DeliveryAttempt,
     DeliverySchedule,
-    MessageTemplate,
 )
 
 
@@ -290,7 +289,9 @@ class ContentTaskAdmin(TestSendMixin, TenantScopedAdmin):
 
     @admin.display(description=_("解析した項目"))
     def parsed_fields(self, obj: ContentTask) -> str:
-        return render_to_string("admin/deliveries/contenttask/parsed.html", {"parsed": obj.parsed or {}})
+        return render_to_string(
+            "admin/deliveries/contenttask/parsed.html", {"parsed": obj.parsed, "task": obj}
+        )
 
     @admin.display(description=_("解析エラー"))
     def parse_problems(self, obj: ContentTask) -> str:
@@ -369,32 +370,3 @@ FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 def _cell(text: str) -> str:
     """A cell that a spreadsheet would run as a formula is exported as text (CSV injection)."""
     return f"'{text}" if text.startswith(FORMULA_STARTS) else text
-
-
-@admin.register(DeliverySchedule)
-class DeliveryScheduleAdmin(RecordAdmin):
-    """Schedules come from approvals; a manager removes one only with 取消 (cancel), which checks
-    the stage and moves the Backlog status back: deleting the row here would skip both."""
-
-    list_display = ("name", "due_at", "reason", "attempts", "lease_until", "last_error")
-    list_filter = ("tenant", "reason")
-    search_fields = ("name",)
-    readonly_fields = [f.name for f in DeliverySchedule._meta.fields]
-
-
-@admin.register(MessageTemplate)
-class MessageTemplateAdmin(TenantScopedAdmin):
-    """Revisions are immutable: import them with `manage.py import_templates DIR`."""
-
-    shared_without_tenant = True  # shared templates (no tenant) are visible to every manager
-
-    list_display = ("name", "rev", "tenant", "channel", "created_at")
-    list_filter = ("tenant", "channel")
-    search_fields = ("name", "rev")
-    readonly_fields = [f.name for f in MessageTemplate._meta.fields]
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False

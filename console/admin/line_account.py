@@ -122,9 +122,11 @@ class LineSourceAdmin(TenantScopedAdmin):
     # Rows come from LINE's join events. A row's id (and tenant) never changes, and only a
     # superuser adds or deletes one: a row deleted and added again, or moved onto another
     # group's id, would make a big group's pushes count as a small one's.
-    def get_readonly_fields(self, request: HttpRequest, obj=None):
+    # (Extended where the base works out its read-only fields, so the tenant is shown by
+    # its labelled column as on every other page.)
+    def _readonly(self, request: HttpRequest, obj) -> tuple[str, ...]:
         fixed = ("tenant", "group_id", "kind") if obj is not None else ()
-        return [*super().get_readonly_fields(request, obj), *fixed]
+        return (*super()._readonly(request, obj), *fixed)
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return request.user.is_superuser and super().has_add_permission(request)
@@ -143,11 +145,28 @@ class LineSourceAdmin(TenantScopedAdmin):
         return format_html('<span class="am-id" title="{}">{}</span>', obj.group_id, shown)
 
 
+# What each event LINE sends means, as a manager says it (the types: webhook.yml, `Event`).
+LINE_EVENT_LABELS = {
+    "follow": _("友だち追加"),
+    "unfollow": _("ブロック"),
+    "message": _("メッセージ"),
+    "messageEdited": _("メッセージの編集"),
+    "join": _("グループへの参加"),
+    "leave": _("グループからの退出"),
+    "memberJoined": _("メンバーの参加"),
+    "memberLeft": _("メンバーの退出"),
+}
+
+
 @admin.register(LineWebhookEvent)
 class LineWebhookEventAdmin(StoredEventAdmin):
-    list_display = ("webhook_event_id", "tenant", "type", *StoredEventAdmin.ENDED)
-    list_filter = StoredEventAdmin.filters(LineWebhookEvent, HANDLERS)
-    readonly_fields = ("tenant", "webhook_event_id", "type", *StoredEventAdmin.RECORD)
+    list_display = ("webhook_event_id", "tenant", "type_label", *StoredEventAdmin.ENDED)
+    list_filter = StoredEventAdmin.filters(LineWebhookEvent, HANDLERS, labels=LINE_EVENT_LABELS)
+    readonly_fields = ("tenant", "webhook_event_id", "type_label", *StoredEventAdmin.RECORD)
+
+    @admin.display(description=_("種別"), ordering="type")
+    def type_label(self, obj: LineWebhookEvent) -> str:
+        return str(LINE_EVENT_LABELS.get(obj.type, obj.type))
 
 
 class LineSurveyRuleForm(forms.ModelForm):

@@ -102,6 +102,15 @@ def test_it_shows_the_scheduler_heartbeat(as_manager, tenant):
     assert figure(page(as_manager), "card-scheduler") == "稼働中"
 
 
+def test_it_names_the_schedulers_processes_to_superusers_only(client, superuser, as_manager, tenant):
+    SchedulerHeartbeat.objects.create(name="host-a:1", last_beat=NOW - timedelta(seconds=2))
+    managers = page(as_manager)
+    client.force_login(superuser)
+
+    assert "配信の処理 1" in managers and "host-a:1" not in managers
+    assert "host-a:1" in page(client)
+
+
 def test_it_warns_when_the_scheduler_stopped(as_manager, tenant):
     SchedulerHeartbeat.objects.create(name="host-a:1", last_beat=NOW - timedelta(minutes=5))
 

@@ -46,10 +46,16 @@ def test_it_draws_the_messages_as_chat_bubbles(as_manager, fake_backlog, pump, t
     assert "対象外（配信できる時間です）" in page
 
 
-def test_it_keeps_the_raw_json_one_click_away(as_manager, fake_backlog, pump, tenant, template, contacts):
+def test_it_keeps_the_raw_json_one_click_away_for_a_superuser_only(
+    client, superuser, as_manager, fake_backlog, pump, tenant, template, contacts
+):
     task = mirrored_issue(fake_backlog, pump, tenant)
+    managers = as_manager.get(task_url("preview", task)).content.decode()
+    client.force_login(superuser)
 
-    page = as_manager.get(task_url("preview", task)).content.decode()
+    page = client.get(task_url("preview", task)).content.decode()
+
+    assert 'id="preview-json"' not in managers and '"type"' not in managers.replace("&quot;", '"')
 
     start = page.index('<details class="am-json" id="preview-json">')
     raw = page[page.index("<pre>", start) + 5 : page.index("</pre>", start)]

@@ -1,0 +1,123 @@
+"""Every page a manager can open, in Chromium: plain Japanese, no English word and no raw JSON.
+
+The crawl starts at the admin's index and follows every link of the admin a manager is
+shown, one page per kind of address (a change page of one row stands for all of its rows);
+names of the platforms and the product, and the scene's own data (issue keys, URLs, user
+names), are not English a manager has to read.
+"""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import urlsplit
+
+import pytest
+from playwright.sync_api import Page
+
+from tests.helpers.browser import LAPTOP, manager_logged_in
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+# Names a manager knows as they are: the platforms, their products and the words their own
+# Japanese screens use (Backlog's and LINE's settings say "Webhook"), the units they count in.
+NAMES = {
+    "LINE",
+    "Backlog",
+    "Instagram",
+    "TikTok",
+    "HubSpot",
+    "automedia",
+    "Webhook",
+    "https",
+    "HTTP",
+    "Official",
+    "Account",
+    "Manager",
+    "JST",
+    "URL",
+    "API",
+    "ID",
+    "CSV",
+    "JPEG",
+    "PNG",
+    "MB",
+    "KB",
+    "ms",
+    "OK",
+    "NG",
+    "p99",
+}
+# Not words: addresses, host names, mail addresses, issue keys, ids (whole, shortened or the tail of a
+# masked secret), numbers with units, time zones, and the comment commands managers write in
+# Backlog (`/automedia preview`).
+NOT_WORDS = re.compile(
+    r"https?://\S+|[\w.+-]+@[\w.-]+|\b[A-Z][A-Z0-9_]*-\d+\b|\b\w*\d\w*\b|\b[A-Za-z0-9]{20,}\b"
+    r"|\w+…\w+|•+\S+|\b[A-Z][a-z]+/[A-Z][A-Za-z_]+\b|/automedia \w+|\b[\w.-]+\.(?:jp|com|net|org)\b"
+)
+WORD = re.compile(r"[A-Za-z][A-Za-z']{2,}")
+RAW_JSON = re.compile(r'\{\s*"[^"]+"\s*:|\[\s*\{\s*"')
+SKIPPED = re.compile(r"/logout/|/delete/|/password_change/|/jsi18n/|/export|\.csv$")
+
+
+def english_words(text: str, data: set[str]) -> list[str]:
+    words = {w for w in WORD.findall(NOT_WORDS.sub(" ", text))}
+    names = {n.lower() for n in NAMES}  # the index shows app names in capitals
+    return sorted(w for w in words if w.lower() not in names and w.lower() not in data)
+
+
+def page_kind(path: str) -> str:
+    """One address per kind of page: the ids of rows do not make another kind."""
+    return re.sub(r"/\d+/", "/N/", path)
+
+
+def crawl(page: Page, base: str, data: set[str]) -> dict[str, list[str]]:
+    seen, queue, found = set(), ["/admin/"], {}
+    while queue:
+        path = queue.pop(0)
+        kind = page_kind(urlsplit(path).path) + ("?" + urlsplit(path).query if "view=" in path else "")
+        if kind in seen:
+            continue
+        seen.add(kind)
+        response = page.goto(base + path)
+        if response is None or "text/html" not in response.headers.get("content-type", ""):
+            continue
+        assert response.status < 400, f"{path}: {response.status}"
+        text = page.locator("body").inner_text()
+        problems = english_words(text, data)
+        problems += [f"raw JSON: {m.group(0)}" for m in RAW_JSON.finditer(text)]
+        if problems:
+            found[path] = problems
+        for href in page.eval_on_selector_all("a[href]", "links => links.map(a => a.getAttribute('href'))"):
+            parts = urlsplit(href)
+            if parts.netloc or not parts.path.startswith("/admin/") or SKIPPED.search(parts.path):
+                continue
+            query = f"?{parts.query}" if "view=" in parts.query else ""
+            queue.append(parts.path + query)
+    assert len(seen) > 40, sorted(seen)  # the crawl reached the pages, not only the index
+    return found
+
+
+def test_no_page_a_manager_can_open_shows_english_or_raw_json(
+    page: Page, live_server, scene, tenant, other, fake_backlog
+):
+    manager_logged_in(page, live_server, tenant)
+    page.set_viewport_size(LAPTOP)
+    # The scene's own data: user and tenant names, a template's name, the variables and
+    # audience tags its issue body sets.
+    data = {
+        tenant.slug,
+        other.slug,
+        "yamada",
+        "announce",
+        "open",
+        "date",
+        "hours",
+        "tag",
+        "active",
+        "opt",
+        "out",
+    }
+
+    found = crawl(page, live_server.url, data)
+
+    assert found == {}, "\n".join(f"{path}: {', '.join(words)}" for path, words in found.items())
