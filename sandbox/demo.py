@@ -146,7 +146,7 @@ class Sandbox:
         """The demo issues' 投稿日時 again, last: the start's other lines scroll them away."""
         for key, publish_at in self._due:
             self._write(
-                f"▶ デモ課題 {key} の投稿日時: {fmt_jst(publish_at)}（JST）。"
+                f"▶ デモ課題 {key} の投稿日時: {fmt_jst(publish_at)}。"
                 "それまでに偽の Backlog で状態を automedia承認 にすると、その時刻に配信されます。"
             )
 

@@ -72,6 +72,7 @@ def test_it_prints_the_demo_issues_time_again_last(settings, demo_line):
         when = next(line for line in fake.issue("DEMO-1")["description"].splitlines() if "投稿日時" in line)
     last = out.getvalue().splitlines()[-1]
     assert last.startswith("▶ デモ課題 DEMO-1 の投稿日時: ") and when.split(": ", 1)[1].split(" (")[0] in last
+    assert last.count("JST") == 1
 
 
 @pytest.mark.django_db
