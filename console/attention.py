@@ -23,6 +23,7 @@ from django.db.models import OuterRef, QuerySet, Subquery
 from django.urls import reverse
 from django.utils.translation import gettext as _
 
+from console.line_errors import line_error_explain
 from console.models import DeliveryOutcome
 from core.access import may_act, scope
 from core.models import Connection
@@ -171,7 +172,7 @@ def _push_failures(scoped: Scope, now: datetime) -> list[Attention]:
             item.updated_at,
             item.group_name or item.ext_group_id,
             str(item.get_trigger_type_display()),
-            item.last_error or "-",
+            line_error_explain(item.last_error) if item.last_error else "-",
             reverse("admin:linepush_linepushitem_change", args=[item.pk]),
             item.tenant.slug,
             item.tenant_id,

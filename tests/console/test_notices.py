@@ -12,6 +12,7 @@ from console.models import AttentionNotice, DeliveryOutcome, NoticeSettings
 from console.notices import notices_send
 from console.tasks import attention_notices
 from deliveries.models import STATUS_ERROR
+from linepush.models import LinePushItem, Trigger
 from tests.helpers.factories import ContentTaskFactory
 
 pytestmark = pytest.mark.django_db
@@ -106,3 +107,22 @@ def test_rows_older_than_a_day_are_not_news(manager, tenant, mailoutbox):
 
     assert attention_notices() == 0
     assert mailoutbox == []
+
+
+def test_a_failed_group_post_is_told_in_japanese_not_in_lines_english(manager, tenant, mailoutbox):
+    LinePushItem.objects.create(
+        tenant=tenant,
+        ext_group_id=GROUP,
+        trigger_type=Trigger.REMINDER,
+        payload=[{"type": "text", "text": "明日 10:00 撮影です"}],
+        dedupe_key="reminder:acme:1",
+        scheduled_at=timezone.now(),
+        status=LinePushItem.Status.FAILED,
+        last_error="LINE が 400 を返しました: The request body has 1 error(s) / messages[0].text: May not be empty",
+    )
+
+    assert attention_notices() == 1
+
+    [mail] = mailoutbox
+    assert "LINE が 400 を返しました" in mail.body
+    assert "The request body" not in mail.body and "May not be empty" not in mail.body
