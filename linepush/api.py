@@ -29,7 +29,7 @@ from rest_framework.views import APIView
 
 from core.addresses import client_address
 from core.models import Tenant
-from deliveries.channels.line import MAX_MESSAGES, MESSAGE_TYPES, validate_line_messages
+from deliveries.channels.line import MAX_MESSAGES, MESSAGE_SCHEMA, validate_line_messages
 from linepush.inbound_models import api_token_hash
 from linepush.models import LineApiToken, LinePushItem, Trigger
 from linepush.services import PushInvalid, PushKeyTaken, push_enqueue
@@ -152,18 +152,14 @@ class BoundedJSONParser(JSONParser):
 
 
 # The published schema states the rules the view applies, so a client generated from it
-# sends requests the view accepts: the group id's pattern, 1–5 messages of LINE's types.
+# sends requests the view accepts: the group id's pattern, 1–5 messages, each of LINE's
+# types with the fields the view checks (deliveries/channels/line/message_schema.py).
 GROUP_ID_SCHEMA = {"type": "string", "pattern": f"^{GROUP_ID.pattern}$", "minLength": 2, "maxLength": 64}
 MESSAGES_SCHEMA = {
     "type": "array",
     "minItems": 1,
     "maxItems": MAX_MESSAGES,
-    "items": {
-        "type": "object",
-        "required": ["type"],
-        "properties": {"type": {"type": "string", "enum": list(MESSAGE_TYPES)}},
-        "description": "LINE のメッセージオブジェクト（https://developers.line.biz/ja/reference/messaging-api/#message-objects）",
-    },
+    "items": MESSAGE_SCHEMA,
 }
 
 
