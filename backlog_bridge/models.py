@@ -95,4 +95,4 @@ class AIReview(models.Model):
         ordering = ["-created_at"]
 
     def __str__(self) -> str:
-        return f"{self.issue_key} {self.model} ({'ok' if self.ok else 'failed'})"
+        return gettext("%(key)s の AI レビュー") % {"key": self.issue_key}

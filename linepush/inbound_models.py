@@ -181,7 +181,7 @@ class LineWebhookEvent(StoredWebhookEvent):
         indexes = [models.Index(fields=["outcome", "received_at"], name="line_event_outcome_idx")]
 
     def __str__(self) -> str:
-        return f"{self.tenant.slug} {self.type} {self.webhook_event_id}"
+        return gettext("LINE のイベント %(id)s") % {"id": self.webhook_event_id}
 
 
 class LineSurveyRule(models.Model):

@@ -190,7 +190,7 @@ class LineTriggerPolicy(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.tenant.slug} {self.trigger_type}"
+        return f"{self.tenant.slug} {self.get_trigger_type_display()}"
 
     @staticmethod
     def approval_required(tenant: Tenant, trigger_type: str) -> bool:

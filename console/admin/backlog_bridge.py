@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.contrib import admin
+from django.http import HttpRequest
 from django.utils.translation import gettext_lazy as _
 
 from backlog_bridge.models import (
@@ -20,6 +21,8 @@ from backlog_bridge.models import (
 from console.access import RecordAdmin
 from console.admin.stored_events import StoredEventAdmin
 from console.filters import fixed_values_filter
+from console.results import result_label
+from deliveries.commands.parse import VERBS
 
 # What each Backlog activity type means (https://developer.nulab.com/docs/backlog/api/2/get-recent-updates/).
 BACKLOG_TYPE_LABELS = {
@@ -30,6 +33,8 @@ BACKLOG_TYPE_LABELS = {
     TYPE_BULK_UPDATED: _("課題の一括更新"),
     TYPE_DATES_UPDATED: _("課題の日付の一括更新"),
 }
+# The commands as managers write them in Backlog.
+BY_COMMAND = fixed_values_filter("verb", _("コマンド"), sorted(VERBS), {v: f"/automedia {v}" for v in VERBS})
 BY_SOURCE = fixed_values_filter(
     "source", _("受け取り方"), list(BacklogEvent.Source.values), dict(BacklogEvent.Source.choices)
 )
@@ -61,13 +66,47 @@ class BacklogEventAdmin(StoredEventAdmin):
 
 @admin.register(CommandRun)
 class CommandRunAdmin(RecordAdmin):
-    list_display = ("created_at", "tenant", "issue_key", "verb", "result")
-    list_filter = ("verb", "tenant")
+    """A comment command as the manager wrote it in Backlog, who wrote it and how it ended;
+    its parsed arguments and the commenter as Backlog sent them are for superusers."""
+
+    list_display = ("created_at", "tenant", "issue_key", "command", "result_label")
+    list_filter = (BY_COMMAND, "tenant")
     search_fields = ("issue_key",)
+
+    def get_fields(self, request: HttpRequest, obj=None):
+        shown = ["tenant", "issue_key", "command", "by", "result_label", "created_at"]
+        return [*shown, "comment_id", "args", "user", "result"] if request.user.is_superuser else shown
+
+    def get_readonly_fields(self, request: HttpRequest, obj=None):
+        return self.get_fields(request, obj)
+
+    @admin.display(description=_("コマンド"), ordering="verb")
+    def command(self, obj: CommandRun) -> str:
+        args = " ".join(f"{k}={v}" for k, v in (obj.args or {}).items() if isinstance(k, str))
+        return f"/automedia {obj.verb} {args}".rstrip()
+
+    @admin.display(description=_("実行者"))
+    def by(self, obj: CommandRun) -> str:
+        user = obj.user if isinstance(obj.user, dict) else {}
+        return str(user.get("name") or "-")
+
+    @admin.display(description=_("結果"), ordering="result")
+    def result_label(self, obj: CommandRun) -> str:
+        return result_label(obj.result)
 
 
 @admin.register(AIReview)
 class AIReviewAdmin(RecordAdmin):
-    list_display = ("created_at", "tenant", "issue_key", "model", "ok", "input_tokens", "output_tokens")
+    """The review and whether it worked; which model wrote it is for superusers."""
+
+    list_display = ("created_at", "tenant", "issue_key", "ok", "input_tokens", "output_tokens")
     list_filter = ("ok", "tenant")
     search_fields = ("issue_key",)
+
+    def get_list_display(self, request: HttpRequest):
+        shown = super().get_list_display(request)
+        return [*shown, "model"] if request.user.is_superuser else shown
+
+    def get_fields(self, request: HttpRequest, obj=None):
+        fields = super().get_fields(request, obj)
+        return fields if request.user.is_superuser else [f for f in fields if f != "model"]

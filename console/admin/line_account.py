@@ -160,9 +160,14 @@ LINE_EVENT_LABELS = {
 
 @admin.register(LineWebhookEvent)
 class LineWebhookEventAdmin(StoredEventAdmin):
-    list_display = ("webhook_event_id", "tenant", "type_label", *StoredEventAdmin.ENDED)
+    list_display = ("event_id", "tenant", "type_label", *StoredEventAdmin.ENDED)
     list_filter = StoredEventAdmin.filters(LineWebhookEvent, HANDLERS, labels=LINE_EVENT_LABELS)
-    readonly_fields = ("tenant", "webhook_event_id", "type_label", *StoredEventAdmin.RECORD)
+    readonly_fields = ("tenant", "event_id", "type_label", *StoredEventAdmin.RECORD)
+    exclude = (*StoredEventAdmin.exclude, "webhook_event_id")
+
+    @admin.display(description=_("イベントID"), ordering="webhook_event_id")
+    def event_id(self, obj: LineWebhookEvent) -> str:
+        return obj.webhook_event_id
 
     @admin.display(description=_("種別"), ordering="type")
     def type_label(self, obj: LineWebhookEvent) -> str:

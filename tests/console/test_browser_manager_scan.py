@@ -14,6 +14,8 @@ from urllib.parse import urlsplit
 import pytest
 from playwright.sync_api import Page
 
+from backlog_bridge.models import AIReview, CommandRun
+from linepush.models import LineSurveyRule, LineTriggerPolicy, LineWebhookEvent
 from tests.helpers.browser import LAPTOP, manager_logged_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -49,10 +51,10 @@ NAMES = {
 }
 # Not words: addresses, host names, mail addresses, issue keys, ids (whole, shortened or the tail of a
 # masked secret), numbers with units, time zones, and the comment commands managers write in
-# Backlog (`/automedia preview`).
+# Backlog (`/automedia preview template=…`), whole.
 NOT_WORDS = re.compile(
     r"https?://\S+|[\w.+-]+@[\w.-]+|\b[A-Z][A-Z0-9_]*-\d+\b|\b\w*\d\w*\b|\b[A-Za-z0-9]{20,}\b"
-    r"|\w+…\w+|•+\S+|\b[A-Z][a-z]+/[A-Z][A-Za-z_]+\b|/automedia \w+|\b[\w.-]+\.(?:jp|com|net|org)\b"
+    r"|\w+…\w+|•+\S+|\b[A-Z][a-z]+/[A-Z][A-Za-z_]+\b|/automedia [^\n\t]*|\b[\w.-]+\.(?:jp|com|net|org)\b"
 )
 WORD = re.compile(r"[A-Za-z][A-Za-z']{2,}")
 RAW_JSON = re.compile(r'\{\s*"[^"]+"\s*:|\[\s*\{\s*"')
@@ -97,8 +99,34 @@ def crawl(page: Page, base: str, data: set[str]) -> dict[str, list[str]]:
     return found
 
 
+@pytest.fixture
+def records(tenant) -> None:
+    """A row of each record the scene leaves empty, so its page is scanned too."""
+    LineWebhookEvent.objects.create(
+        tenant=tenant,
+        webhook_event_id="01HZXAMPLE0000000000000000",
+        type="follow",
+        payload={"type": "follow", "source": {"type": "user", "userId": "U" + "2" * 32}},
+        outcome="processed",
+    )
+    CommandRun.objects.create(
+        tenant=tenant,
+        issue_key="ACME-1",
+        comment_id=7,
+        verb="preview",
+        args={"template": "announce_open"},
+        user={"id": 1, "userId": "manager", "name": "山田"},
+        result="scheduled at 2026-12-10T10:00:00+09:00",
+    )
+    AIReview.objects.create(
+        tenant=tenant, issue_key="ACME-1", model="claude-sonnet-4-5", ok=True, text="読みやすい告知です。"
+    )
+    LineSurveyRule.objects.create(tenant=tenant, name="来店希望", pattern="来店", add_tags=["visit"])
+    LineTriggerPolicy.objects.create(tenant=tenant, trigger_type="reminder", requires_approval=False)
+
+
 def test_no_page_a_manager_can_open_shows_english_or_raw_json(
-    page: Page, live_server, scene, tenant, other, fake_backlog
+    page: Page, live_server, scene, records, tenant, other, fake_backlog
 ):
     manager_logged_in(page, live_server, tenant)
     page.set_viewport_size(LAPTOP)
