@@ -99,14 +99,24 @@ def _media_item(item: object, hosts: frozenset[str]) -> list[dict]:
 def bubble(message: dict, hosts: frozenset[str] = frozenset()) -> dict:
     """One LINE message as a bubble; its images load at once only from `hosts`
     (console/preview_images.py), the others on a click."""
-    kind = message.get("type", "")
-    drawn = DRAW.get(kind, _other)(message, hosts)
-    drawn["quick_replies"] = _labels((message.get("quickReply") or {}).get("items") or [])
+    kind = message.get("type")
+    drawn = DRAW.get(kind, _other)(message, hosts) if isinstance(kind, str) else _other(message, hosts)
+    drawn["quick_replies"] = _labels(_dict(message.get("quickReply")).get("items"))
     return drawn
 
 
-def _labels(items: list) -> list[str]:
-    return [str((i.get("action") or {}).get("label") or "") for i in items if isinstance(i, dict)]
+def _dict(value: object) -> dict:
+    """A part of a message, if it is an object: a stored post may hold anything LINE's
+    checks at queueing did not look into, and its page must still draw."""
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: object) -> list:
+    return value if isinstance(value, list) else []
+
+
+def _labels(items: object) -> list[str]:
+    return [str(_dict(i.get("action")).get("label") or "") for i in _list(items) if isinstance(i, dict)]
 
 
 def _text(m: dict, hosts: frozenset[str]) -> dict:
@@ -122,7 +132,9 @@ def _video(m: dict, hosts: frozenset[str]) -> dict:
 
 
 def _audio(m: dict, hosts: frozenset[str]) -> dict:
-    return {"kind": "audio", "seconds": int(m.get("duration") or 0) // 1000}
+    duration = m.get("duration")
+    seconds = duration // 1000 if isinstance(duration, int) and not isinstance(duration, bool) else 0
+    return {"kind": "audio", "seconds": seconds}
 
 
 def _sticker(m: dict, hosts: frozenset[str]) -> dict:
@@ -143,14 +155,14 @@ def _imagemap(m: dict, hosts: frozenset[str]) -> dict:
 
 
 def _template(m: dict, hosts: frozenset[str]) -> dict:
-    template = m.get("template") or {}
-    columns = template.get("columns") or [template]
+    template = _dict(m.get("template"))
+    columns = _list(template.get("columns")) or [template]
     cards = [_card(c, hosts) for c in columns if isinstance(c, dict)]
     return {"kind": "cards", "alt": m.get("altText", ""), "cards": cards}
 
 
 def _card(column: dict, hosts: frozenset[str]) -> dict:
-    actions = column.get("actions") or ([column["action"]] if column.get("action") else [])
+    actions = _list(column.get("actions")) or [column.get("action")]
     return {
         "image": image(column.get("thumbnailImageUrl") or column.get("imageUrl"), hosts),
         "title": column.get("title", ""),

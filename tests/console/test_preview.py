@@ -8,10 +8,15 @@ from datetime import datetime
 import pytest
 import respx
 import time_machine
+from django.urls import reverse
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from console.preview import bubble, post_card
 from core.models import Tenant
 from core.timeutil import JST
+from deliveries.channels.line import MESSAGE_TYPES
+from linepush.models import LinePushItem
 from tests.helpers.backlog import body
 from tests.helpers.channels import channel_body, channel_template
 from tests.helpers.console import mirrored_issue, task_url
@@ -330,3 +335,45 @@ def test_it_shows_a_delivered_tasks_send_time_not_now(
     page = as_manager.get(task_url("preview", task)).content.decode()
 
     assert '<span class="am-time">18:30</span>' in page and '<span class="am-time">09:00</span>' not in page
+
+
+# -- a stored post may hold anything LINE's checks at queueing did not look into -----------
+
+FIELDS = ["text", "originalContentUrl", "previewImageUrl", "duration", "altText", "baseUrl", "template"]
+FIELDS += ["contents", "columns", "actions", "action", "thumbnailImageUrl", "quickReply", "items", "label"]
+ANY = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8) | st.just("https://[x"),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(FIELDS), inner, max_size=4),
+    max_leaves=10,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    message=st.fixed_dictionaries(
+        {"type": st.sampled_from(MESSAGE_TYPES)}, optional=dict.fromkeys(FIELDS, ANY)
+    )
+)
+def test_it_draws_a_message_of_any_shape_as_a_bubble(message):
+    assert bubble(message)["kind"]
+
+
+@pytest.mark.django_db
+def test_a_group_posts_page_draws_fields_line_would_refuse(as_manager, tenant):
+    item = LinePushItem.objects.create(
+        tenant=tenant,
+        ext_group_id="Cgroup",
+        trigger_type="escalation",
+        payload=[
+            {"type": "text", "text": "明日の撮影", "quickReply": [None]},
+            {"type": "audio", "originalContentUrl": "https://a.jp/a.m4a", "duration": "長い"},
+            {"type": "template", "altText": "案内", "template": ["not", "an", "object"]},
+        ],
+        dedupe_key="odd-1",
+        scheduled_at=NOW,
+        status=LinePushItem.Status.WAITING_APPROVAL,
+    )
+
+    response = as_manager.get(reverse("admin:linepush_linepushitem_change", args=[item.pk]))
+
+    assert response.status_code == 200 and "明日の撮影" in response.content.decode()
