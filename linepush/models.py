@@ -343,4 +343,4 @@ class LinePushProblem(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.trigger_type} {self.source_table}:{self.source_id}"
+        return f"{self.get_trigger_type_display()} {self.source_id}"

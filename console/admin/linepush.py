@@ -34,6 +34,7 @@ from linepush.models import (
     LineSource,
     LineTriggerPolicy,
 )
+from linepush.producers import DIGEST_SOURCE_TABLE, SOURCE_TABLE
 from linepush.usage import line_usage
 
 
@@ -318,15 +319,23 @@ class LineTriggerPolicyAdmin(TenantScopedAdmin):
 class LinePushProblemAdmin(RecordAdmin):
     """Posts a producer could not queue (the others went on); a row goes away once queued."""
 
-    list_display = (
-        "last_seen_at",
-        "tenant",
-        "trigger_type",
-        "source_table",
-        "source_id",
-        "error",
-        "occurrences",
-    )
+    list_display = ("last_seen_at", "tenant", "trigger_type", "source_label", "error", "occurrences")
     list_filter = ("trigger_type", "tenant")
     search_fields = ("source_id",)
     readonly_fields = [f.name for f in LinePushProblem._meta.fields]
+    # The producer's table names are machinery: a manager reads what the post was about.
+    SOURCES = {SOURCE_TABLE: _("課題 %(id)s"), DIGEST_SOURCE_TABLE: _("LINE グループ %(id)s")}
+
+    def get_fields(self, request: HttpRequest, obj=None):
+        fields = super().get_fields(request, obj)
+        if request.user.is_superuser:
+            return fields
+        return ["source_label" if f == "source_table" else f for f in fields if f != "source_id"]
+
+    def get_readonly_fields(self, request: HttpRequest, obj=None):
+        return [*super().get_readonly_fields(request, obj), "source_label"]
+
+    @admin.display(description=_("発生元"), ordering="source_id")
+    def source_label(self, obj: LinePushProblem) -> str:
+        text = self.SOURCES.get(obj.source_table)
+        return text % {"id": obj.source_id} if text else f"{obj.source_table}:{obj.source_id}"

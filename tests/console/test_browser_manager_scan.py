@@ -9,13 +9,22 @@ names), are not English a manager has to read.
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 from urllib.parse import urlsplit
 
 import pytest
+from django.utils import timezone
 from playwright.sync_api import Page
 
 from backlog_bridge.models import AIReview, CommandRun
-from linepush.models import LineSurveyRule, LineTriggerPolicy, LineWebhookEvent
+from console.models import AttentionNotice, LineTestRecipient, NoticeSettings
+from linepush.models import (
+    LineCoupon,
+    LinePushProblem,
+    LineSurveyRule,
+    LineTriggerPolicy,
+    LineWebhookEvent,
+)
 from tests.helpers.browser import LAPTOP, manager_logged_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -123,6 +132,32 @@ def records(tenant) -> None:
     )
     LineSurveyRule.objects.create(tenant=tenant, name="来店希望", pattern="来店", add_tags=["visit"])
     LineTriggerPolicy.objects.create(tenant=tenant, trigger_type="reminder", requires_approval=False)
+    now = timezone.now()
+    LineCoupon.objects.create(
+        tenant=tenant,
+        coupon_id="01JCOUPON0000000000000000",
+        title="来店 10% オフ",
+        price="percentage",
+        amount=10,
+        starts_at=now,
+        ends_at=now + timedelta(days=30),
+    )
+    LineTestRecipient.objects.create(tenant=tenant, name="山田のスマホ", user_id="U" + "3" * 32)
+    NoticeSettings.objects.create(tenant=tenant, via="line", line_to="C" + "a" * 32)
+    AttentionNotice.objects.create(
+        tenant=tenant,
+        key="task:1",
+        text="ACME-3 が配信エラーです",
+        url="/admin/deliveries/contenttask/1/change/",
+    )
+    LinePushProblem.objects.create(
+        tenant=tenant,
+        trigger_type="reminder",
+        source_table="content_task",
+        source_id="ACME-1",
+        error="連絡グループ「営業」が見つかりません",
+        last_seen_at=now,
+    )
 
 
 def test_no_page_a_manager_can_open_shows_english_or_raw_json(
