@@ -12,4 +12,9 @@ class CoreConfig(AppConfig):
     verbose_name = _("テナントとアクセス")
 
     def ready(self) -> None:
+        from django.db.backends.signals import connection_created
+
         from core import db  # noqa: F401 - the connection check and the pool's fork hook
+        from core.holders import sqlite_functions
+
+        connection_created.connect(sqlite_functions, dispatch_uid="core.holders")

@@ -44,13 +44,14 @@ os.register_at_fork(after_in_child=forget_inherited_pools)
 def connections_at_most(processes: dict[str, int]) -> int:
     """What the processes may hold together ({kind: how many run}): a process its pool's
     maximum, or fewer when it has fewer threads that query (a qcluster's sentinel, pusher and
-    monitor one each; run_scheduler its loop and its keeper)."""
+    monitor one each; run_scheduler its loop and its keeper); a qcluster's worker one more,
+    its claims' holder (core/holders.py)."""
     pool = settings.DATABASE_POOL_MAX_SIZE
     web_threads = int(os.environ.get("GUNICORN_THREADS") or 3)
     sizes = {
         "web": int(os.environ.get("WEB_CONCURRENCY", "2")) * min(web_threads, pool),
-        "worker": settings.Q_CLUSTER["workers"] * pool + QCLUSTER_EXTRA_PROCESSES,
-        "deliverer": settings.Q_CLUSTER["ALT_CLUSTERS"]["deliveries"]["workers"] * pool
+        "worker": settings.Q_CLUSTER["workers"] * (pool + 1) + QCLUSTER_EXTRA_PROCESSES,
+        "deliverer": settings.Q_CLUSTER["ALT_CLUSTERS"]["deliveries"]["workers"] * (pool + 1)
         + QCLUSTER_EXTRA_PROCESSES,
         "scheduler": min(2, pool),
     }

@@ -19,6 +19,7 @@ from django.db.models import Case, F, Model, Q, QuerySet, Value, When
 from django.db.models.functions import Collate
 
 from core import metrics
+from core.holders import HolderGone, new_holder_token
 
 Choose = Callable[[list[Model]], list[Model]]
 
@@ -35,12 +36,18 @@ class Lease:
         return now + (self.length() if callable(self.length) else self.length)
 
     def free(self, now: datetime) -> Q:
-        """Never claimed, or the lease has run out."""
-        return Q(**{f"{self.until}__isnull": True}) | Q(**{f"{self.until}__lte": now})
+        """Never claimed, the lease has run out, or the claim's holder has died."""
+        free = Q(**{f"{self.until}__isnull": True}) | Q(**{f"{self.until}__lte": now})
+        return free | self.gone() if self.owner else free
 
     def held(self, now: datetime) -> Q:
-        """Under a live lease (in flight)."""
-        return Q(**{f"{self.until}__gt": now})
+        """Under a live lease (in flight) of a live holder."""
+        live = Q(**{f"{self.until}__gt": now})
+        return live & ~self.gone() if self.owner else live
+
+    def gone(self) -> Q:
+        """The claim's token names a holder whose lock is free (core/holders.py)."""
+        return Q(HolderGone(self.owner))
 
     def mine(self, owner: str) -> Q:
         return Q(**self.owned(owner))
@@ -63,10 +70,12 @@ _MADE_DIGITS = 13  # a queued token's time: microseconds since the epoch in hex 
 
 
 def new_token(*, queued: bool = False) -> str:
-    """A claim's token: 32 hex digits; a queued one is `QUEUED`, the time it was made, then
-    random digits, so queued tokens sort by when they were made (same length, same digits)."""
+    """A claim's token: a running one names this process's holder (core/holders.py), so its
+    claims are free the moment the process dies; a queued one is held by no process (its task
+    waits in the broker): `QUEUED`, the time it was made, then random digits, so queued
+    tokens sort by when they were made (same length, same digits)."""
     if not queued:
-        return uuid.uuid4().hex
+        return new_holder_token()
     return f"{QUEUED}{time.time_ns() // 1000:0{_MADE_DIGITS}x}{uuid.uuid4().hex[_MADE_DIGITS:]}"
 
 

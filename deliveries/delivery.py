@@ -17,6 +17,7 @@ from backlog_bridge.body.channels import DEFAULT_CHANNEL
 from backlog_bridge.client import BacklogClient, BacklogError, shared_client
 from core import metrics
 from core.group_commit import GroupCommit, Together
+from core.holders import token_intact
 from core.models import Tenant
 from core.quiet_hours import QuietAction, quiet_hours_apply
 from core.retry import backlog_budget_spent, backlog_delay, retry_delay
@@ -81,11 +82,12 @@ class Run:
 
     def still_mine(self) -> bool:
         """Before each send: is the claim still ours? A claim with more than half its lease
-        left cannot have been taken (nobody claims before lease_until), so only an older
-        one is renewed, which also tells whether it was lost."""
+        left, whose holder (this process, core/holders.py) still holds its lock, cannot have
+        been taken (nobody claims it before lease_until while its holder lives), so only
+        another one is renewed, which also tells whether it was lost."""
         now, lease = timezone.now(), lease_length()
         held = self.schedule.lease_until
-        if held is not None and held - now > lease / 2:
+        if held is not None and held - now > lease / 2 and token_intact(self.token):
             return True
         if not lease_renew(schedule_id=self.schedule.pk, token=self.token, now=now):
             return False

@@ -11,6 +11,7 @@ import pytest
 from django.core.cache import cache
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
+import core.holders
 import core.keeper
 from backlog_bridge.views import _tenants
 from core.http import ClientCache
@@ -46,6 +47,14 @@ def _no_keeper_thread(monkeypatch):
     monkeypatch.setattr(core.keeper, "THREADS", False)
     yield
     core.keeper.keeper.drop(*core.keeper.keeper.held())
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup):
+    """The process's claim holder (core/holders.py) keeps a PostgreSQL session of its own on
+    the test database: it lets go before the database is dropped."""
+    yield
+    core.holders.current.release()
 
 
 @pytest.fixture(autouse=True)

@@ -28,8 +28,9 @@ def test_it_adds_up_what_the_procfiles_processes_may_open(settings, monkeypatch)
     one_each = db.connections_at_most({"web": 1, "worker": 1, "deliverer": 1, "scheduler": 1})
     scaled = db.connections_at_most({"web": 1, "worker": 1, "deliverer": 4, "scheduler": 2})
 
-    assert one_each == 6 + (2 * 3 + 3) + (4 * 3 + 3) + 2
-    assert scaled == 6 + 9 + 4 * 15 + 2 * 2
+    # each qcluster worker: its pool and its claims' holder (core/holders.py)
+    assert one_each == 6 + (2 * 4 + 3) + (4 * 4 + 3) + 2
+    assert scaled == 6 + 11 + 4 * 19 + 2 * 2
 
 
 def test_a_forked_child_forgets_its_parents_pools_without_closing_them(monkeypatch):

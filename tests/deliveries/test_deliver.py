@@ -12,12 +12,16 @@ from django.utils import timezone
 from core.models import Tenant
 from core.timeutil import JST, fmt_jst
 from deliveries.channels.line.publisher import retry_key
+from deliveries.delivery import Run
 from deliveries.locks import lock_take
 from deliveries.models import ContentTask, DeliveryAttempt, DeliveryLock, DeliverySchedule, MessageTemplate
+from deliveries.scheduler import schedules_claim, schedules_take
 from linepush.models import LinePlan, LinePushSettings
 from tests.helpers.backlog import body, texts
-from tests.helpers.deliveries import DUE, MULTICAST, fire
+from tests.helpers.deliveries import DUE, MULTICAST, fire, make_schedule
 from tests.helpers.factories import LineContactFactory
+from tests.helpers.holders import lose_holder
+from tests.helpers.waiting import eventually
 
 
 def schedule_of(key: str) -> DeliverySchedule | None:
@@ -347,3 +351,17 @@ def test_a_status_change_by_a_person_is_still_reconciled(approved, fake_backlog,
     from deliveries.models import ContentTask
 
     assert ContentTask.objects.get(issue_key=key).status_name == "処理中"
+
+
+@pytest.mark.django_db
+def test_a_run_whose_holder_lost_its_lock_checks_its_claim_before_sending():
+    make_schedule()
+    [(schedule_id, queued)] = schedules_claim(now=timezone.now())
+    held = schedules_take(claims=[(schedule_id, queued)], now=timezone.now())[schedule_id]
+    run = Run(schedule=DeliverySchedule.objects.get(pk=schedule_id), token=held.owner, now=timezone.now())
+    assert run.still_mine()  # a fresh lease, a live holder: no statement
+
+    lose_holder()  # the process lives on, but its claims look abandoned: another takes them
+    eventually(lambda: schedules_claim(now=timezone.now()), "another claimer to take the row")
+
+    assert not run.still_mine()  # its lease is far from over, yet the claim is gone

@@ -26,6 +26,7 @@ from deliveries.scheduler import (
 from deliveries.scheduler_steps import Pass
 from tests.helpers.deliveries import make_schedule
 from tests.helpers.factories import TenantFactory
+from tests.helpers.holders import OtherHolder
 
 pytestmark = pytest.mark.django_db
 
@@ -55,6 +56,21 @@ def test_it_never_hands_out_a_row_twice_while_its_lease_holds(settings):
     second = schedules_claim(now=now + timedelta(seconds=settings.DELIVERY_LEASE_SECONDS - 0.5))
 
     assert len(first) == 1 and second == []
+
+
+def test_a_killed_deliverers_rows_are_claimed_again_at_once_not_at_their_lease_end(settings):
+    schedule, now = make_schedule(), timezone.now()
+    with OtherHolder() as deliverer:  # its lock goes with its process
+        lease_until = now + timedelta(seconds=settings.DELIVERY_LEASE_SECONDS)
+        DeliverySchedule.objects.filter(pk=schedule.pk).update(
+            claimed_by=deliverer.token, lease_until=lease_until
+        )
+        assert schedules_claim(now=now) == []  # alive: its claim holds
+
+        deliverer.die()
+        [(schedule_id, token)] = schedules_claim(now=now)
+
+    assert schedule_id == schedule.pk and token.startswith(QUEUED)
 
 
 def test_it_claims_again_once_a_dead_workers_lease_expires(settings):
