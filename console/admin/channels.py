@@ -8,13 +8,17 @@ import copy
 from django import forms
 from django.contrib import admin, messages
 from django.http import HttpRequest
+from django.urls import reverse
 from django.utils import timezone
+from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
 
 from console.access import RecordAdmin, TenantScopedAdmin
+from console.filters import ChannelFilter
 from core.crypto import mask
 from deliveries.channels.models import ChannelAccount, ChannelPost
 from deliveries.connections import account_check, connections_record
+from deliveries.models import CHANNEL_LABELS
 
 CHANNEL_SECRET_FIELDS = ("access_token", "refresh_token")
 
@@ -109,7 +113,36 @@ class ChannelAccountAdmin(TenantScopedAdmin):
 class ChannelPostAdmin(RecordAdmin):
     """Where each publication stands: the platform ids saved at every step."""
 
-    list_display = ("task", "approval_seq", "channel", "phase", "post_id", "permalink", "published_at")
-    list_filter = ("tenant", "channel", "phase")
+    list_display = (
+        "task_link",
+        "approval_seq",
+        "channel_label",
+        "phase",
+        "post_id",
+        "permalink",
+        "published_at",
+    )
+    list_filter = ("tenant", ChannelFilter, "phase")
+    list_select_related = ("task",)
     search_fields = ("task__issue_key", "post_id", "container_id", "publish_id", "note_id")
-    readonly_fields = [f.name for f in ChannelPost._meta.fields]
+    # What a manager reads: which task, where it stands, the post and its link; the platform's
+    # working ids and the stored answers are for superusers.
+    SHOWN = ("task_link", "approval_seq", "channel_label", "phase", "post_id", "permalink", "published_at")
+    SHOWN += ("platform_status", "created_at", "updated_at")
+
+    def get_fields(self, request: HttpRequest, obj=None):
+        if request.user.is_superuser:
+            return ["task_link", "channel_label", *(f.name for f in ChannelPost._meta.fields)]
+        return list(self.SHOWN)
+
+    def get_readonly_fields(self, request: HttpRequest, obj=None):
+        return self.get_fields(request, obj)
+
+    @admin.display(description=_("タスク"), ordering="task__issue_key")
+    def task_link(self, obj: ChannelPost) -> str:
+        url = reverse("admin:deliveries_contenttask_change", args=[obj.task_id])
+        return format_html('<a href="{}">{} {}</a>', url, obj.task.issue_key, obj.task.summary)
+
+    @admin.display(description=_("チャネル"), ordering="channel")
+    def channel_label(self, obj: ChannelPost) -> str:
+        return str(CHANNEL_LABELS.get(obj.channel, obj.channel))

@@ -122,7 +122,7 @@ class ChannelPost(models.Model):
         constraints = [models.UniqueConstraint(fields=["task", "approval_seq"], name="uniq_channel_post")]
 
     def __str__(self) -> str:
-        return f"{self.task.issue_key} #{self.approval_seq} {self.channel} ({self.phase})"
+        return f"{self.task.issue_key} #{self.approval_seq} {self.channel} ({self.get_phase_display()})"
 
     @staticmethod
     def users_dropped(details: dict) -> dict:

@@ -18,6 +18,8 @@ from playwright.sync_api import Page
 
 from backlog_bridge.models import AIReview, CommandRun
 from console.models import AttentionNotice, LineTestRecipient, NoticeSettings
+from deliveries.channels.models import ChannelAccount, ChannelPost
+from deliveries.models import ContentTask
 from linepush.models import (
     LineCoupon,
     LinePushProblem,
@@ -41,6 +43,7 @@ NAMES = {
     "Webhook",
     "https",
     "HTTP",
+    "CRM",
     "Official",
     "Account",
     "Manager",
@@ -142,6 +145,17 @@ def records(tenant) -> None:
         starts_at=now,
         ends_at=now + timedelta(days=30),
     )
+    ChannelAccount.objects.create(tenant=tenant, channel="tiktok", access_token="act.example", open_id="o1")
+    ChannelAccount.objects.create(
+        tenant=tenant, channel="instagram", access_token="IGQ.example", ig_user_id="1789"
+    )
+    ChannelPost.objects.create(
+        tenant=tenant,
+        task=ContentTask.objects.filter(tenant=tenant).first(),
+        approval_seq=1,
+        channel="tiktok",
+        publish_id="v_pub_url~v2.123",
+    )
     LineTestRecipient.objects.create(tenant=tenant, name="山田のスマホ", user_id="U" + "3" * 32)
     NoticeSettings.objects.create(tenant=tenant, via="line", line_to="C" + "a" * 32)
     AttentionNotice.objects.create(
@@ -179,6 +193,7 @@ def test_no_page_a_manager_can_open_shows_english_or_raw_json(
         "active",
         "opt",
         "out",
+        "tags",  # the HubSpot property holding the tags (`automedia_tags`)
     }
 
     found = crawl(page, live_server.url, data)
