@@ -56,7 +56,7 @@ def interleaved(rows: list[DeliverySchedule]) -> list[DeliverySchedule]:
     tenant's post due at the same second as a campaign leaves in the first tasks."""
     rank: Counter = Counter()
     keyed = []
-    for row in sorted(rows, key=lambda r: r.due_at):
+    for row in sorted(rows, key=lambda r: (r.due_at, r.pk)):  # pk: the same order on every database
         rank[row.tenant_id] += 1
         keyed.append((row.due_at.replace(microsecond=0), rank[row.tenant_id], row))
     return [row for _, _, row in sorted(keyed, key=lambda k: k[:2])]
