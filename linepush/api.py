@@ -29,6 +29,7 @@ from rest_framework.views import APIView
 
 from core.addresses import client_address
 from core.models import Tenant
+from core.webhooks import text_problem
 from deliveries.channels.line import MAX_MESSAGES, MESSAGE_SCHEMA, validate_line_messages
 from linepush.inbound_models import api_token_hash
 from linepush.models import LineApiToken, LinePushItem, Trigger
@@ -142,13 +143,33 @@ class LineApiTokenThrottle(SimpleRateThrottle):
 
 
 class BoundedJSONParser(JSONParser):
-    """JSON nested deeper than Python's json can follow (`[[[[…`) is a 400, not a RecursionError (500)."""
+    """JSON nested deeper than Python's json can follow (`[[[[…`), or holding text no
+    database column can store (NUL, a lone surrogate: PostgreSQL's jsonb refuses them), is
+    a 400, not a 500."""
 
     def parse(self, stream, media_type=None, parser_context=None):
         try:
-            return super().parse(stream, media_type, parser_context)
+            data = super().parse(stream, media_type, parser_context)
         except RecursionError:
             raise ParseError("JSON の入れ子が深すぎます。") from None
+        if problem := _text_problem_in(data):
+            raise ParseError(f"保存できない文字を含んでいます（{problem}）。")
+        return data
+
+
+def _text_problem_in(value: object) -> str:
+    """The first string (key or value) `text_problem` refuses, at any depth, or ""."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if problem := text_problem(item):
+                return problem
+        elif isinstance(item, dict):
+            stack += [*item.keys(), *item.values()]
+        elif isinstance(item, list):
+            stack += item
+    return ""
 
 
 # The published schema states the rules the view applies, so a client generated from it

@@ -90,3 +90,13 @@ def test_it_answers_400_for_json_nested_too_deep(client, token):
 
     assert response.status_code == 400
     assert response.json() == {"detail": "JSON の入れ子が深すぎます。"}
+
+
+@pytest.mark.parametrize("text", ["0\u0000", "\ud800"])
+def test_it_answers_400_for_text_no_database_can_store(client, token, text):
+    body = {"ext_group_id": "C" + "a" * 32, "payload": [{"type": "text", "text": text}], "dedupe_key": "k"}
+
+    response = post(client, token, json.dumps(body))
+
+    assert response.status_code == 400
+    assert response.json()["detail"].startswith("保存できない文字を含んでいます")
