@@ -299,7 +299,9 @@ class PushItemCreateView(APIView):
             409: OpenApiResponse(
                 description="この dedupe_key は automedia 自身の投稿か別のトークンが使用中（何もしない）"
             ),
-            400: OpenApiResponse(description="入力の問題（項目ごとの理由）"),
+            400: OpenApiResponse(
+                description="入力の問題（項目ごとの理由）。文字列に NUL（\\u0000）や対になっていないサロゲートは使えません"
+            ),
             401: OpenApiResponse(description="API トークンがない、または無効"),
             403: OpenApiResponse(description="このトークンでは使えない trigger_type"),
             413: OpenApiResponse(description="リクエストの本文が大きすぎる"),
