@@ -33,7 +33,6 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Literal
-from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 from cryptography.fernet import Fernet
@@ -44,6 +43,7 @@ from sandbox.cpu import group_cpu_seconds
 from sandbox.hubspot import FakeHubSpot
 from sandbox.instagram import FakeInstagram
 from sandbox.line import FakeLine
+from sandbox.postgres import is_postgres, postgres_drop, postgres_recreate
 from sandbox.tiktok import FakeTikTok
 from sandbox.waiting import StallError, Waiter
 
@@ -131,8 +131,8 @@ class Stack:
             return self
         self._started = True
         try:
-            if _is_postgres(self.database_url):
-                _postgres_recreate(self.database_url)
+            if is_postgres(self.database_url):
+                postgres_recreate(self.database_url)
             for fake in self._fakes():
                 fake.start()
             self._env = self._process_env()
@@ -177,6 +177,8 @@ class Stack:
         if exc_type is not None:
             self.print_logs()
         self.stop()
+        if exc_type is None and is_postgres(self.database_url):
+            postgres_drop(self.database_url)  # kept only for a failure's post-mortem
 
     # -- commands and processes ----------------------------------------------------------
 
@@ -469,29 +471,3 @@ def _templates_of(output: str) -> dict[str, str]:
 
 def _tail(text: str, lines: int = LOG_TAIL_LINES) -> str:
     return "\n".join(text.splitlines()[-lines:])
-
-
-def _is_postgres(url: str) -> bool:
-    return urlsplit(url).scheme in ("postgres", "postgresql", "pgsql", "postgis")
-
-
-def _postgres_recreate(url: str) -> None:
-    """Drop and create the database of `url`, through the server's `postgres` database."""
-    import psycopg
-    from psycopg import sql
-
-    parts = urlsplit(url)
-    name = parts.path.lstrip("/")
-    if not name:
-        raise StackError(f"no database name in {url!r}")
-    admin = urlunsplit(("postgresql", parts.netloc, "/postgres", parts.query, ""))
-    try:
-        conn = psycopg.connect(admin, autocommit=True, connect_timeout=5)
-    except psycopg.OperationalError as exc:
-        raise StackError(
-            f"PostgreSQL at {parts.hostname}:{parts.port or 5432} is unreachable ({exc}). "
-            "Start it, e.g. `pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start`."
-        ) from exc
-    with conn:
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))

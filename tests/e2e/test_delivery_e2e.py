@@ -26,6 +26,7 @@ from tests.helpers.stack import (
     REGISTERED,
     RESERVED,
     comments,
+    e2e_postgres_url,
     patches,
     reserved_for,
     running_stack,
@@ -38,7 +39,7 @@ from tests.helpers.stack import (
 pytestmark = pytest.mark.e2e
 
 PUSH = "/v2/bot/message/push"
-POSTGRES_URL = "postgres://postgres@127.0.0.1:5432/automedia_e2e"
+POSTGRES_URL = e2e_postgres_url("many")
 RETRY_KEY = "x-line-retry-key"
 
 
@@ -252,7 +253,7 @@ STALL_SECONDS = 60.0
 def test_each_of_500_deliveries_happens_exactly_once_with_two_schedulers_and_two_workers_on_postgresql(
     tmp_path: Path,
 ):
-    # Always PostgreSQL, whatever DATABASE_URL says; unreachable = a failure (StackError), never a skip.
+    # Always PostgreSQL, whatever DATABASE_URL says; unreachable = a failure, never a skip.
     # The production-like lease: this test is about concurrency, not about dead workers.
     with running_stack(tmp_path, database_url=POSTGRES_URL, env={"DELIVERY_LEASE_SECONDS": "60"}) as stack:
         start_workers(stack, "worker-1", "worker-2")

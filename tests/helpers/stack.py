@@ -76,6 +76,12 @@ STANDARD_PLAN = (
 )
 
 
+def e2e_postgres_url(purpose: str) -> str:
+    """A PostgreSQL database of this test run's own: a second suite running beside it (another
+    checkout, or the same one) never drops the database under this one's processes."""
+    return f"postgres://postgres@127.0.0.1:5432/automedia_e2e_{purpose}_{os.getpid()}"
+
+
 @contextlib.contextmanager
 def running_stack(tmp_path: Path, **options) -> Iterator[Stack]:
     """A started stack with the tenant "e2e" on project E2E; a failure prints the process logs.
@@ -83,7 +89,7 @@ def running_stack(tmp_path: Path, **options) -> Iterator[Stack]:
     The database follows the suite's: when `make test` runs on PostgreSQL (DATABASE_URL),
     so do the processes, on a database of their own."""
     if os.environ.get("DATABASE_URL", "").startswith("postgres"):
-        options.setdefault("database_url", "postgres://postgres@127.0.0.1:5432/automedia_e2e_run")
+        options.setdefault("database_url", e2e_postgres_url("run"))
     options.setdefault("backlog_latency", 0)  # the tests' speed; the benchmarks keep Backlog's own
     with Stack(tmp_dir=tmp_path, **options) as stack:
         stack.add_tenant(project=PROJECT)
