@@ -233,6 +233,7 @@ Q_CLUSTER = {
 }
 if REDIS_URL:
     Q_CLUSTER["redis"] = REDIS_URL
+    Q_CLUSTER["broker_class"] = "core.orm_broker.ClaimingRedis"  # django-q2's, its claims held
 else:
     Q_CLUSTER["orm"] = "default"
     Q_CLUSTER["broker_class"] = "core.orm_broker.BulkORM"

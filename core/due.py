@@ -19,7 +19,7 @@ from django.db.models import Case, F, Model, Q, QuerySet, Value, When
 from django.db.models.functions import Collate
 
 from core import metrics
-from core.holders import HolderGone, new_holder_token
+from core.holders import PUSHER, HolderGone, new_holder_token, pusher_token
 
 Choose = Callable[[list[Model]], list[Model]]
 
@@ -67,6 +67,9 @@ class Lease:
 
 QUEUED = "q"  # the prefix of a claim's token while its task waits in the broker
 _MADE_DIGITS = 13  # a queued token's time: microseconds since the epoch in hex (until 2112)
+_QUEUED_LENGTH = 33  # QUEUED, then 32 digits: the time's and random ones
+_TAIL = 23  # the last digits of a queued token, kept by the token a pusher gives it
+HANDED = "handed_claims"  # the attribute `handed` sets on a task function
 
 
 def new_token(*, queued: bool = False) -> str:
@@ -87,6 +90,53 @@ def queued_at(token: str) -> datetime | None:
         return datetime.fromtimestamp(int(token[1 : 1 + _MADE_DIGITS], 16) / 1e6, tz=UTC)
     except (ValueError, OverflowError, OSError):
         return None
+
+
+def waiting(lease: Lease) -> Q:
+    """Claims whose task no worker has started yet: waiting in the broker (a queued token) or
+    taken from it by a pusher (a pusher's token, `prefetch`)."""
+    return Q(**{f"{lease.owner}__startswith": QUEUED}) | Q(**{f"{lease.owner}__startswith": PUSHER})
+
+
+def handed(model: type[Model], lease: Lease) -> Callable:
+    """Marks a task function whose arguments carry queued claims of `model` under `lease`:
+    the pusher that takes the task from the broker makes them its own (`prefetch`)."""
+
+    def mark(func: Callable) -> Callable:
+        setattr(func, HANDED, (model, lease))
+        return func
+
+    return mark
+
+
+def queued_tokens(value: object) -> set[str]:
+    """The queued tokens in a task's arguments (lists, tuples and dicts are searched)."""
+    if isinstance(value, str):
+        return {value} if len(value) == _QUEUED_LENGTH and value.startswith(QUEUED) else set()
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, list | tuple):
+        return set().union(*(queued_tokens(item) for item in value))
+    return set()
+
+
+def prefetch(rows: QuerySet | type[Model], *, tokens: list[str], now: datetime, lease: Lease) -> int:
+    """A pusher took from the broker the task of these queued claims: the rows still claimed
+    with them become the pusher's, under a token naming its holder (core/holders.py) that
+    ends as the queued one did (how the task's worker still knows them, `take_over`), with a
+    fresh lease. A task taken from the broker waits in its cluster's own queue until a
+    worker is free, and dies with the cluster: its claims are then free at once, not at the
+    lease's end. Returns how many rows changed."""
+    new = {token: pusher_token(token[-_TAIL:]) for token in tokens if token.startswith(QUEUED)}
+    if not new or not lease.owner or None in new.values():
+        return 0
+    owner = lease.owner
+    if len(new) == 1:
+        value = next(iter(new.values()))
+    else:
+        value = Case(*(When(**{owner: token}, then=Value(mine)) for token, mine in new.items()))
+    changed = {owner: value, lease.until: lease.ends(now)}
+    return _rows(rows).filter(**{f"{owner}__in": list(new)}).update(**changed)
 
 
 def _rows(rows: QuerySet | type[Model]) -> QuerySet:
@@ -198,13 +248,16 @@ def take_over(
 ) -> tuple[str, list[int]]:
     """A worker starts on rows handed to it with `token` (or one of several tokens): those
     still claimed with it, or by a claim still waiting in the broker (any queued token),
-    become this worker's, under one new token and a fresh lease, in one UPDATE. Returns
+    become this worker's, under one new token and a fresh lease, in one UPDATE; so do those
+    a pusher took with one of the queued `token`s (`prefetch`). Returns
     (the new token, the pks taken). A task that waited long renews the queue behind it
     (`_renew_behind`)."""
     rows, mine = _rows(rows), new_token()
     tokens = [token] if isinstance(token, str) else list(token)
     _renew_behind(rows, tokens=tokens, now=now, lease=lease)
     waiting = Q(**{f"{lease.owner}__in": tokens}) | Q(**{f"{lease.owner}__startswith": QUEUED})
+    for queued in {t for t in tokens if t.startswith(QUEUED)}:
+        waiting |= Q(**{f"{lease.owner}__startswith": PUSHER, f"{lease.owner}__endswith": queued[-_TAIL:]})
     taken = rows.filter(waiting, pk__in=pks).update(**lease.taken(now=now, owner=mine))
     if taken == len(set(pks)):
         return mine, list(pks)

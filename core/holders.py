@@ -25,7 +25,10 @@ from django.db import connection
 from django.db.models import BooleanField, Func
 
 HOLDER = "h"  # a token naming its holder: HOLDER, the holder's number (8 hex digits), random digits
-_NAMED = re.compile(r"h([0-9a-f]{8})")
+# The same for a queued claim whose task a pusher has taken from the broker (core/due.py
+# `prefetch_token`): the pusher is its holder until a worker takes the task.
+PUSHER = "p"
+_NAMED = re.compile(r"[hp]([0-9a-f]{8})")
 # The advisory locks' first key (two-key form, so no other user of single-key locks collides);
 # the second is the holder's number.
 NAMESPACE = 0x616D
@@ -34,7 +37,7 @@ SQLITE_FUNCTION = "automedia_holder_gone"
 # PostgreSQL taking it for the transaction is the test (a live session's lock refuses it; the
 # claimer's transaction lets it go), and CASE keeps any other token away from the cast.
 _PG_GONE = (
-    "(CASE WHEN %(expressions)s ~ '^h[0-9a-f]{8}' THEN pg_try_advisory_xact_lock("
+    "(CASE WHEN %(expressions)s ~ '^[hp][0-9a-f]{8}' THEN pg_try_advisory_xact_lock("
     f"{NAMESPACE}, ('x' || substr(%(expressions)s, 2, 8))::bit(32)::int) ELSE false END)"
 )
 
@@ -51,9 +54,10 @@ class HolderGone(Func):
         return self.as_sql(compiler, connection, template=_PG_GONE, **extra)
 
 
-def holder_token(number: int) -> str:
-    """A token of 32 characters that names holder `number`."""
-    return f"{HOLDER}{number:08x}{uuid.uuid4().hex[9:]}"
+def holder_token(number: int, *, tail: str | None = None, prefix: str = HOLDER) -> str:
+    """A token of 32 characters that names holder `number`: then `tail` (23 characters),
+    or random digits."""
+    return f"{prefix}{number:08x}{tail if tail is not None else uuid.uuid4().hex[9:]}"
 
 
 def advisory_key(number: int) -> int:
@@ -226,6 +230,13 @@ def new_holder_token() -> str:
     """A token naming this process's holder; a plain random one where there is none."""
     holder = current.get()
     return holder_token(holder.number) if holder is not None else uuid.uuid4().hex
+
+
+def pusher_token(tail: str) -> str | None:
+    """A token naming this process's holder as a pusher's (PUSHER) and ending in `tail`;
+    None where there is no holder."""
+    holder = current.get()
+    return holder_token(holder.number, tail=tail, prefix=PUSHER) if holder is not None else None
 
 
 def token_intact(token: str) -> bool:

@@ -1,20 +1,26 @@
-"""django-q2's ORM broker (the database as the queue), with fewer, larger writes.
+"""django-q2's brokers as automedia runs them.
 
-A pusher takes up to `bulk` tasks with one UPDATE, `enqueued_together` puts the INSERTs of
-several tasks into one transaction, and an idle pusher is woken at an enqueue's commit
-(NOTIFY on PostgreSQL, a wake file beside the database on SQLite) rather than at its next
-poll. Why: docs/ARCHITECTURE.md, "django-q2's queue".
+The ORM broker (the database as the queue) with fewer, larger writes: a pusher takes up to
+`bulk` tasks with one UPDATE, `enqueued_together` puts the INSERTs of several tasks into one
+transaction, and an idle pusher is woken at an enqueue's commit (NOTIFY on PostgreSQL, a
+wake file beside the database on SQLite) rather than at its next poll. Why:
+docs/ARCHITECTURE.md, "django-q2's queue".
+
+On either broker (`BulkORM`, `ClaimingRedis`) the pusher makes the queued claims of each
+task it takes its own (core/due.py `prefetch`), so a cluster that dies frees them at once.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 import re
 import threading
 import time
-from collections.abc import Iterator
+from collections import defaultdict
+from collections.abc import Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
 from time import sleep
@@ -22,11 +28,15 @@ from time import sleep
 from django.db import DatabaseError, connections, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
+from django.utils.module_loading import import_string
 from django_q.brokers import Broker
 from django_q.brokers.orm import ORM
+from django_q.brokers.redis_broker import Redis
 from django_q.conf import Conf
 from django_q.models import OrmQ
+from django_q.signing import SignedPackage
 
+from core.due import HANDED, prefetch, queued_tokens
 from core.keeper import ConnectionCheck
 
 logger = logging.getLogger(__name__)
@@ -113,6 +123,7 @@ class BulkORM(ORM):
                 .values_list("pk", "payload")
             )
             queue.filter(pk__in=[pk for pk, _ in tasks]).update(lock=now + timedelta(seconds=Conf.RETRY))
+        claims_prefetch(tasks)
         return tasks
 
     def _due(self) -> QuerySet:
@@ -153,6 +164,53 @@ class BulkORM(ORM):
             sleep(min(WAKE_CHECK_SECONDS, left))
             if _stamp(wake) != woken:
                 return
+
+
+class ClaimingRedis(Redis):
+    """django-q2's Redis broker; its pusher makes the claims of each task it takes its own."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._check = ConnectionCheck()  # the pusher's database connection, used only here
+
+    def dequeue(self) -> list[tuple[None, str]] | None:
+        tasks = super().dequeue()
+        if tasks:
+            self._check()
+            claims_prefetch(tasks)
+        return tasks
+
+
+def claims_prefetch(tasks: list[tuple[object, str]]) -> None:
+    """The pusher took `tasks` (ack id, signed package) from the broker: the queued claims in
+    the arguments of each task whose function is marked `handed` become the pusher's, one
+    UPDATE per queue. Never raises: a task whose claims stay queued still runs (its claims
+    then wait for their lease if the cluster dies), and the pusher goes on."""
+    tokens: dict[tuple, set[str]] = defaultdict(set)
+    for _, package in tasks:
+        try:
+            task = SignedPackage.loads(package)
+        except Exception:  # noqa: BLE001 - the pusher fails it
+            continue
+        func = task.get("func")
+        spec = getattr(_located(func) if isinstance(func, str) else func, HANDED, None)
+        if spec is not None:
+            tokens[spec] |= queued_tokens([task.get("args"), task.get("kwargs")])
+    try:
+        now = timezone.now()
+        for (model, lease), queued in tokens.items():
+            if queued:
+                prefetch(model, tokens=sorted(queued), now=now, lease=lease)
+    except Exception:
+        logger.warning("the claims of %s tasks taken from the broker stay queued", len(tasks), exc_info=True)
+
+
+@functools.cache
+def _located(path: str) -> Callable | None:
+    try:
+        return import_string(path)
+    except ImportError:
+        return None
 
 
 def _stamp(wake: Path | None) -> int | None:

@@ -19,7 +19,7 @@ from django.db.models.functions import RowNumber
 from django_q.brokers import Broker, get_broker
 from django_q.tasks import async_task
 
-from core.due import QUEUED, claim, release, renew, take_over
+from core.due import claim, release, renew, take_over, waiting
 from core.keeper import Held, held_claim
 from core.models import Tenant
 from core.orm_broker import enqueued_together
@@ -104,9 +104,10 @@ def schedules_claim(
 
 def others_waiting(*, tenants: list[int], now: datetime) -> bool:
     """Whether another tenant has a send due that no worker runs yet (due and free, or its
-    task still waiting in the broker): a batch's refill then gives its worker back."""
-    waiting = SCHEDULE_LEASE.free(now) | Q(claimed_by__startswith=QUEUED)
-    due = DeliverySchedule.objects.filter(waiting, due_at__lte=now, stage=DeliverySchedule.Stage.DELIVER)
+    task still waiting in the broker or a cluster's queue): a batch's refill then gives its
+    worker back."""
+    unstarted = SCHEDULE_LEASE.free(now) | waiting(SCHEDULE_LEASE)
+    due = DeliverySchedule.objects.filter(unstarted, due_at__lte=now, stage=DeliverySchedule.Stage.DELIVER)
     return due.exclude(tenant_id__in=tenants).exists()
 
 

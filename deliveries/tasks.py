@@ -7,6 +7,7 @@ import time
 
 from django.utils import timezone
 
+from core.due import handed
 from core.group_commit import GroupCommit
 from core.keeper import Held, in_threads, keeper
 from core.models import Tenant
@@ -18,7 +19,7 @@ from deliveries.locks import locks_take
 from deliveries.models import DeliverySchedule
 from deliveries.prepare import prepare_run, prepared_issue
 from deliveries.scan import scan_alert, scan_run, scan_totals
-from deliveries.scheduler import others_waiting, schedules_claim, schedules_take, task_size
+from deliveries.scheduler import SCHEDULE_LEASE, others_waiting, schedules_claim, schedules_take, task_size
 from deliveries.signals import delivery_finished
 from deliveries.writeback_queue import writebacks_run
 
@@ -29,11 +30,13 @@ logger = logging.getLogger(__name__)
 REFILL_SECONDS = 10.0
 
 
+@handed(DeliverySchedule, SCHEDULE_LEASE)
 def deliver(schedule_id: int, token: str) -> str:
     [result] = deliver_batch([(schedule_id, token)])
     return result
 
 
+@handed(DeliverySchedule, SCHEDULE_LEASE)
 def deliver_batch(claims: list[tuple[int, str]]) -> list[str]:
     """Several claimed schedules in one task (run_scheduler groups what one pass claimed):
     django-q2's own cost per task is paid once per batch, and the rows run concurrently
@@ -128,6 +131,7 @@ class _Batch:
         return result
 
 
+@handed(DeliverySchedule, SCHEDULE_LEASE)
 def writeback_batch(claims: list[tuple[int, str]]) -> list[str]:
     """One tenant's due write-backs, written back in order on the default queue
     (deliveries/writeback_queue.py)."""

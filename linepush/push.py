@@ -18,7 +18,7 @@ from django.db import connection, transaction
 from django.db.models import Count, F, Value
 from django.db.models.functions import Coalesce
 
-from core.due import QUEUED, Lease, any_free, due_locked, expired_claims_count, new_token
+from core.due import Lease, any_free, due_locked, expired_claims_count, new_token, waiting
 from core.orm_broker import enqueued_together
 from deliveries.scheduler import DELIVERY_QUEUE, delivery_broker
 from deliveries.scheduler_steps import Pass
@@ -130,14 +130,15 @@ def _claim(now: datetime, room: int) -> list[Claim]:
 
 
 def _waiting(now: datetime) -> int:
-    """Claimed items whose task still waits in the broker (a queued token, core/due.py).
+    """Claimed items whose task no worker has started: it waits in the broker (a queued
+    token, core/due.py) or in a cluster's queue (a pusher's token).
 
     That queue is what the cap bounds: it is what a due delivery behind it waits for, and
     nobody renews its leases. Items a worker has taken over are not counted, so the next
     batches are claimed while it sends; counting them left the workers idle until the
     scheduler's next poll."""
     held = LinePushItem.objects.filter(PUSH_LEASE.held(now), status=Status.PENDING)
-    return held.filter(claimed_by__startswith=QUEUED).count()
+    return held.filter(waiting(PUSH_LEASE)).count()
 
 
 def _due(now: datetime):

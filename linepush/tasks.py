@@ -4,12 +4,16 @@ from __future__ import annotations
 
 from django.utils import timezone
 
+from core.due import handed
 from linepush.events import line_event_process, line_events_drain, line_events_retry
+from linepush.models import LinePushItem
 from linepush.producers import digests_produce, escalations_produce, reminders_produce
+from linepush.push import PUSH_LEASE
 from linepush.sending import push_send as _push_send
 from linepush.services import quota_check_all
 
 
+@handed(LinePushItem, PUSH_LEASE)
 def push_send(item_ids: list[int], token: str, near_quota: bool = True) -> dict[str, int]:
     # A task queued before `near_quota` was passed checks the quota, as it did then.
     return _push_send(item_ids=item_ids, token=token, near_quota=near_quota)

@@ -45,7 +45,7 @@ def test_it_queues_through_redis_when_redis_url_is_set():
     result = run_with(REDIS_URL=REDIS_URL, PAYLOAD=payload, Q_SYNC="0")
 
     assert result.returncode == 0, f"Redis at {REDIS_URL} unreachable or broken:\n{result.stderr[-2000:]}"
-    assert result.stdout.split() == ["Redis", payload]
+    assert result.stdout.split() == ["ClaimingRedis", payload]
 
 
 def test_it_uses_the_database_broker_without_redis_url(tmp_path):

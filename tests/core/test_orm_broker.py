@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
+import uuid
 from datetime import timedelta
 from types import SimpleNamespace
 
@@ -14,9 +15,18 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from django_q.conf import Conf
 from django_q.models import OrmQ
+from django_q.signing import SignedPackage
 
 import core.keeper
-from core.orm_broker import BulkORM, enqueued_together
+from core.due import new_token
+from core.holders import PUSHER
+from core.orm_broker import BulkORM, ClaimingRedis, enqueued_together
+from deliveries.models import DeliverySchedule
+from deliveries.scheduler import schedules_claim
+from linepush.models import LinePushItem
+from tests.automedia_site.test_broker import REDIS_URL
+from tests.helpers.deliveries import make_schedule
+from tests.helpers.factories import TenantFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -298,3 +308,43 @@ def test_tasks_run_at_once_in_sync_mode_are_not_inside_a_transaction(monkeypatch
     monkeypatch.setattr(Conf, "SYNC", True)  # the task would run in the pass's transaction
     with enqueued_together(BulkORM(list_key="deliveries")):
         assert transaction.get_autocommit()
+
+
+def _task(func: str, *args) -> str:
+    return SignedPackage.dumps({"id": uuid.uuid4().hex, "func": func, "args": args, "kwargs": {}})
+
+
+def test_the_orm_brokers_pusher_makes_the_claims_of_the_tasks_it_takes_its_own(bulk):
+    make_schedule()
+    [(schedule_id, token)] = schedules_claim(now=timezone.now())
+    bulk.enqueue(_task("deliveries.tasks.deliver_batch", [(schedule_id, token)]))
+
+    [(_, package)] = bulk.dequeue()
+
+    assert SignedPackage.loads(package)["args"] == ([(schedule_id, token)],)  # the task as it was
+    claimed = DeliverySchedule.objects.get(pk=schedule_id).claimed_by
+    assert claimed.startswith(PUSHER) and claimed.endswith(token[-23:])
+
+
+def test_the_redis_brokers_pusher_makes_the_claims_of_the_tasks_it_takes_its_own(monkeypatch):
+    monkeypatch.setattr(Conf, "REDIS", REDIS_URL)
+    token, now = new_token(queued=True), timezone.now()
+    item = LinePushItem.objects.create(
+        tenant=TenantFactory(),
+        ext_group_id="C1",
+        trigger_type="reminder",
+        payload=[{"type": "text", "text": "x"}],
+        dedupe_key=token,
+        scheduled_at=now,
+        claimed_by=token,
+        lease_until=now + timedelta(seconds=5),
+    )
+    broker = ClaimingRedis(list_key=f"test-{uuid.uuid4().hex}")
+    broker.enqueue(_task("linepush.tasks.push_send", [item.pk], token))
+    try:
+        [(_, package)] = broker.dequeue()
+    finally:
+        broker.delete_queue()
+
+    item.refresh_from_db()
+    assert item.claimed_by.startswith(PUSHER) and item.claimed_by.endswith(token[-23:])

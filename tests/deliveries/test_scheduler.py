@@ -8,9 +8,12 @@ from unittest import mock
 import pytest
 import time_machine
 from django.utils import timezone
+from django_q.signing import SignedPackage
 from prometheus_client import REGISTRY
 
 from core.due import QUEUED, new_token
+from core.holders import PUSHER, current, holder_token
+from core.orm_broker import claims_prefetch
 from deliveries.management.commands.run_scheduler import Command
 from deliveries.models import DeliverySchedule, SchedulerHeartbeat
 from deliveries.scheduler import (
@@ -381,3 +384,57 @@ def test_a_send_is_waiting_for_others_while_due_and_free_or_queued_not_while_run
     schedules_take(claims=[(row.pk, token)], now=now)
     assert not others_waiting(tenants=[mine.pk], now=now)  # a worker runs it
     assert not others_waiting(tenants=[mine.pk, other.pk], now=now)
+
+
+def _taken_by_a_pusher(claims: list[tuple[int, str]], func: str = "deliveries.tasks.deliver_batch") -> None:
+    """A pusher takes the task of `claims` from the broker, as django-q2's does."""
+    package = SignedPackage.dumps({"id": "t", "func": func, "args": (claims,), "kwargs": {}})
+    claims_prefetch([(1, package)])
+
+
+def test_a_task_a_pusher_took_holds_its_claims_under_the_pushers_holder_until_a_worker_starts(settings):
+    row = make_schedule()
+    claimed_at = timezone.now()
+    [(schedule_id, token)] = schedules_claim(now=claimed_at)
+
+    with time_machine.travel(claimed_at + timedelta(seconds=3), tick=False):
+        _taken_by_a_pusher([(schedule_id, token)])
+        row.refresh_from_db()
+        pusher = row.claimed_by
+        assert pusher.startswith(PUSHER) and pusher.endswith(token[-23:]) and len(pusher) == 32
+        assert int(pusher[1:9], 16) == current.get().number  # this process's holder holds it
+        assert row.lease_until == timezone.now() + timedelta(seconds=settings.DELIVERY_LEASE_SECONDS)
+        assert others_waiting(tenants=[], now=timezone.now())  # taken by a pusher, not started
+        assert schedules_claim(now=timezone.now()) == []
+
+        taken = schedules_take(claims=[(schedule_id, token)], now=timezone.now())  # its worker
+        assert list(taken) == [schedule_id] and taken[schedule_id].owner.startswith("h")
+        assert not others_waiting(tenants=[], now=timezone.now())
+
+
+def test_a_task_whose_function_hands_no_claims_leaves_them_queued():
+    make_schedule()
+    [(schedule_id, token)] = schedules_claim(now=timezone.now())
+
+    _taken_by_a_pusher([(schedule_id, token)], func="deliveries.tasks.scan_daily")
+    claims_prefetch([(2, "not a signed package")])
+
+    assert DeliverySchedule.objects.get(pk=schedule_id).claimed_by == token
+
+
+def test_the_claims_of_a_pusher_that_died_are_free_at_once():
+    make_schedule()
+    now = timezone.now()
+    [(schedule_id, token)] = schedules_claim(now=now)
+    with OtherHolder() as pusher:
+        tail = token[-23:]
+        DeliverySchedule.objects.filter(pk=schedule_id).update(
+            claimed_by=holder_token(pusher.number, tail=tail, prefix=PUSHER),
+            lease_until=now + timedelta(minutes=1),
+        )
+        assert schedules_claim(now=now) == []  # the pusher lives: its task will run
+
+        pusher.die()
+        [(again, _)] = schedules_claim(now=now)
+
+    assert again == schedule_id

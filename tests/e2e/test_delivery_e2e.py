@@ -12,7 +12,7 @@ import json
 import time
 import uuid
 from collections import Counter
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -153,6 +153,50 @@ def test_it_does_not_send_twice_after_the_worker_is_killed_mid_delivery(tmp_path
             patches(stack, key)[0].form["comment"][0]
         ]
         assert stack.backlog.issue(key)["status"]["name"] == "automedia実行済み"
+
+
+def claim_token(stack: Stack, key: str) -> str:
+    code = (
+        "from deliveries.models import DeliverySchedule\n"
+        f"print(DeliverySchedule.objects.get(task__issue_key={key!r}).claimed_by)"
+    )
+    return stack.shell(code)
+
+
+def test_a_task_waiting_in_a_killed_deliverers_own_queue_is_claimed_again_at_once(tmp_path: Path):
+    """The only worker of a deliverer waits for LINE; the next post's task, taken from the
+    broker by the deliverer's pusher, waits in the cluster's own queue. The cluster dies:
+    the scheduler claims both posts again at once, though their leases have minutes to run."""
+    env = {"DELIVERY_LEASE_SECONDS": "300", "LINE_TIMEOUT_SECONDS": "300"}
+    with running_stack(tmp_path, env=env) as stack:
+        stack.spawn("worker-1", "qcluster", env={"Q_CLUSTER_NAME": "deliveries", "DELIVERY_WORKERS": "1"})
+        stack.spawn("worker-1-events", "qcluster")
+        start_schedulers(stack, "sched-1")
+        stack.line.fail_next(0, delay=600, then_accept=True, path_prefix=PUSH)  # held until the stop
+        first_at = whole_seconds_from_now(6)
+        first = approve_new_issue(stack, publish_at=first_at, group=new_group())
+        second = approve_new_issue(stack, publish_at=first_at + timedelta(seconds=1), group=new_group())
+
+        stack.wait_for(lambda: stack.line.total_usage > 0, 20, message="LINE to take the first push")
+        stack.wait_for(
+            lambda: claim_token(stack, second).startswith("p"), 20, message="the pusher to take a task"
+        )
+        held = {key: claim_token(stack, key) for key in (first, second)}
+        assert held[first].startswith("h")  # the worker's own
+        stack.kill("worker-1")
+
+        stack.wait_for(
+            lambda: all(claim_token(stack, key) not in ("", token) for key, token in held.items()),
+            20,
+            message="the scheduler to claim both posts again",
+        )
+        start_workers(stack, "worker-2")
+        stack.wait_for(lambda: len(successful_patches(stack)) == 2, 30, message="both write-backs")
+
+        # Answered so far: the second post, and the first post's resend, refused as a
+        # duplicate of the push LINE still holds; each post once.
+        answers = sorted((r.status, r.headers[RETRY_KEY]) for r in line_requests(stack))
+        assert [status for status, _ in answers] == [200, 409] and answers[0][1] != answers[1][1]
 
 
 def test_it_retries_a_500_from_line_through_the_real_processes(tmp_path: Path):
