@@ -1,4 +1,5 @@
-"""Tenants, content tasks mirrored from Backlog, and their delivery schedules."""
+"""Content tasks mirrored from Backlog and what their delivery leaves: schedules, locks,
+attempts, corrections, effect reports; the message templates and the scheduler's heartbeat."""
 
 from __future__ import annotations
 
