@@ -3,7 +3,9 @@ runs out within one short lease."""
 
 from __future__ import annotations
 
+import queue
 import threading
+import time
 import types
 from datetime import timedelta
 
@@ -18,6 +20,7 @@ from core.due import Lease, claim, claim_one, take_over
 from core.keeper import held_claim, keeper
 from linepush.models import LinePushItem
 from tests.helpers.factories import TenantFactory
+from tests.helpers.waiting import STUCK_SECONDS
 
 LEASE = Lease(length=timedelta(seconds=3))
 HOLD = Lease(length=timedelta(seconds=3), until="claimed_until", owner=None)
@@ -98,17 +101,29 @@ def test_a_dead_workers_claim_is_free_again_after_one_lease():
 @pytest.mark.django_db(transaction=True)
 def test_its_thread_keeps_a_claim_across_a_call_longer_than_the_lease(monkeypatch):
     monkeypatch.setattr(core.keeper, "THREADS", True)
-    short = Lease(length=timedelta(seconds=1))  # renewed every third: a loaded machine's scheduling fits
+    naps, wake = queue.Queue(), threading.Semaphore(0)
+
+    def nap(seconds: float) -> None:  # the thread's wait between passes, as long as the test says
+        naps.put(seconds)
+        wake.acquire(timeout=STUCK_SECONDS)
+
+    monkeypatch.setattr(core.keeper, "time", types.SimpleNamespace(sleep=nap, monotonic=time.monotonic))
     row = item(TenantFactory(), 1)
-    [(_, token)] = claim(due(), now=timezone.now(), lease=short, limit=1)
-    slow_call_done = threading.Event()
+    with time_machine.travel(timezone.now(), tick=False) as clock:
+        [(_, token)] = claim(due(), now=timezone.now(), lease=LEASE, limit=1)
+        held = held_claim(LinePushItem, pk=row.pk, lease=LEASE, now=timezone.now(), owner=token)
+        claimable = []
+        with keeper.keeping(held):
+            for _ in range(8):  # a platform call over two and a half leases long
+                clock.shift(timedelta(seconds=naps.get(timeout=STUCK_SECONDS)))
+                # The end of a nap, before the pass it ends: the claim's oldest renewal.
+                claimable += claim(due(), now=timezone.now(), lease=LEASE, limit=1)
+                wake.release()
+            naps.get(timeout=STUCK_SECONDS)  # the last pass is done
+        wake.release()  # the thread finds nothing held and waits idle
 
-    with keeper.keeping(held_claim(LinePushItem, pk=row.pk, lease=short, now=timezone.now(), owner=token)):
-        slow_call_done.wait(2.5)  # a platform call two and a half leases long
-        still_held = claim(due(), now=timezone.now(), lease=short, limit=1)
-
-    assert still_held == []
-    assert LinePushItem.objects.get(pk=row.pk).lease_until > timezone.now()
+        assert claimable == []
+        assert LinePushItem.objects.get(pk=row.pk).lease_until == timezone.now() + LEASE.length
     connection.close()
 
 
