@@ -11,9 +11,10 @@ from django.core.checks import Tags, Warning, register
 from django.db import DatabaseError, connection
 from django.db.backends.postgresql.base import DatabaseWrapper as PostgresWrapper
 
-# The processes of each kind (the Procfile's, as scaled) besides their workers: a qcluster is
-# a sentinel, a pusher and a monitor around its workers; run_scheduler and web are one each.
-QCLUSTER_EXTRA_PROCESSES = 3
+# The connections of a qcluster besides its workers': a sentinel and a monitor one each, a
+# pusher two (the broker or its claims, and the holder of the claims it takes, core/holders.py);
+# run_scheduler and web are one process each.
+QCLUSTER_EXTRA_CONNECTIONS = 4
 _inherited: list[dict] = []  # pools a forked child must neither use nor close (its parent's)
 
 
@@ -43,16 +44,16 @@ os.register_at_fork(after_in_child=forget_inherited_pools)
 
 def connections_at_most(processes: dict[str, int]) -> int:
     """What the processes may hold together ({kind: how many run}): a process its pool's
-    maximum, or fewer when it has fewer threads that query (a qcluster's sentinel, pusher and
-    monitor one each; run_scheduler its loop and its keeper); a qcluster's worker one more,
-    its claims' holder (core/holders.py)."""
+    maximum, or fewer when it has fewer threads that query (a qcluster's sentinel and monitor
+    one each, its pusher two; run_scheduler its loop and its keeper); a qcluster's worker one
+    more, its claims' holder (core/holders.py)."""
     pool = settings.DATABASE_POOL_MAX_SIZE
     web_threads = int(os.environ.get("GUNICORN_THREADS") or 3)
     sizes = {
         "web": int(os.environ.get("WEB_CONCURRENCY", "2")) * min(web_threads, pool),
-        "worker": settings.Q_CLUSTER["workers"] * (pool + 1) + QCLUSTER_EXTRA_PROCESSES,
+        "worker": settings.Q_CLUSTER["workers"] * (pool + 1) + QCLUSTER_EXTRA_CONNECTIONS,
         "deliverer": settings.Q_CLUSTER["ALT_CLUSTERS"]["deliveries"]["workers"] * (pool + 1)
-        + QCLUSTER_EXTRA_PROCESSES,
+        + QCLUSTER_EXTRA_CONNECTIONS,
         "scheduler": min(2, pool),
     }
     return sum(sizes.get(kind, pool) * count for kind, count in processes.items())

@@ -28,9 +28,10 @@ def test_it_adds_up_what_the_procfiles_processes_may_open(settings, monkeypatch)
     one_each = db.connections_at_most({"web": 1, "worker": 1, "deliverer": 1, "scheduler": 1})
     scaled = db.connections_at_most({"web": 1, "worker": 1, "deliverer": 4, "scheduler": 2})
 
-    # each qcluster worker: its pool and its claims' holder (core/holders.py)
-    assert one_each == 6 + (2 * 4 + 3) + (4 * 4 + 3) + 2
-    assert scaled == 6 + 11 + 4 * 19 + 2 * 2
+    # each qcluster worker: its pool and its claims' holder (core/holders.py); its pusher:
+    # its broker's or claims' connection and its own holder
+    assert one_each == 6 + (2 * 4 + 4) + (4 * 4 + 4) + 2
+    assert scaled == 6 + 12 + 4 * 20 + 2 * 2
 
 
 def test_a_forked_child_forgets_its_parents_pools_without_closing_them(monkeypatch):

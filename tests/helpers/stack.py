@@ -4,14 +4,17 @@ project E2E, and what its fake Backlog saw."""
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import re
+import tempfile
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
 
 from core.timeutil import JST
 from sandbox.backlog import RecordedRequest
+from sandbox.postgres import is_postgres
 from sandbox.stack import Stack
 
 PROJECT = "E2E"
@@ -83,6 +86,21 @@ def e2e_postgres_url(purpose: str) -> str:
 
 
 @contextlib.contextmanager
+def postgres_turn() -> Iterator[None]:
+    """One PostgreSQL stack at a time on this machine, whichever test run starts it: a stack
+    of several qclusters and schedulers holds most of a default server's 100 connections,
+    so a second suite running beside this one waits for its turn rather than finding the
+    server full."""
+    path = Path(tempfile.gettempdir()) / f"automedia-e2e-postgres-{os.getuid()}.lock"
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # the holder's stack makes progress or its test fails
+        yield
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
 def running_stack(tmp_path: Path, **options) -> Iterator[Stack]:
     """A started stack with the tenant "e2e" on project E2E; a failure prints the process logs.
 
@@ -91,7 +109,11 @@ def running_stack(tmp_path: Path, **options) -> Iterator[Stack]:
     if os.environ.get("DATABASE_URL", "").startswith("postgres"):
         options.setdefault("database_url", e2e_postgres_url("run"))
     options.setdefault("backlog_latency", 0)  # the tests' speed; the benchmarks keep Backlog's own
-    with Stack(tmp_dir=tmp_path, **options) as stack:
+    postgres = is_postgres(options.get("database_url") or "")
+    with (
+        postgres_turn() if postgres else contextlib.nullcontext(),
+        Stack(tmp_dir=tmp_path, **options) as stack,
+    ):
         stack.add_tenant(project=PROJECT)
         # スタンダードプラン: the approval-time quota forecast must not refuse the many
         # approvals of a test (the free plan a tenant starts on allows 200 messages a month).
