@@ -3,6 +3,7 @@ tasks whose lock has passed, oldest first; a scheduler pass's tasks commit toget
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 import uuid
@@ -24,11 +25,14 @@ from core.orm_broker import BulkORM, ClaimingRedis, enqueued_together
 from deliveries.models import DeliverySchedule
 from deliveries.scheduler import schedules_claim
 from linepush.models import LinePushItem
-from tests.automedia_site.test_broker import REDIS_URL
 from tests.helpers.deliveries import make_schedule
 from tests.helpers.factories import TenantFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
+
+REDIS_URL = os.environ.get(
+    "TEST_REDIS_URL", "redis://127.0.0.1:6379/15"
+)  # as tests/automedia_site/test_broker.py
 
 
 @pytest.fixture
