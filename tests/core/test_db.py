@@ -56,7 +56,11 @@ def test_the_check_warns_when_the_processes_could_open_more_than_the_server_allo
     [warning] = db.database_connections()
 
     assert warning.id == "core.W001" and "max_connections" in warning.hint
+    # README's layout on 2 cores: four deliverers of 2 workers each, 70 connections at most
+    clusters = {**settings.Q_CLUSTER["ALT_CLUSTERS"], "deliveries": {"workers": 2}}
+    settings.Q_CLUSTER = {**settings.Q_CLUSTER, "ALT_CLUSTERS": clusters}
     settings.DATABASE_PROCESSES = {"web": 1, "worker": 1, "deliverer": 4, "scheduler": 2}
+    assert db.connections_at_most(settings.DATABASE_PROCESSES) == 70
     assert db.database_connections() == []
 
 
