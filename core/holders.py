@@ -26,7 +26,7 @@ from django.db.models import BooleanField, Func
 
 HOLDER = "h"  # a token naming its holder: HOLDER, the holder's number (8 hex digits), random digits
 # The same for a queued claim whose task a pusher has taken from the broker (core/due.py
-# `prefetch_token`): the pusher is its holder until a worker takes the task.
+# `prefetch`): the pusher is its holder until a worker takes the task.
 PUSHER = "p"
 _NAMED = re.compile(r"[hp]([0-9a-f]{8})")
 # The advisory locks' first key (two-key form, so no other user of single-key locks collides);
