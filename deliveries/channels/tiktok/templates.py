@@ -21,12 +21,11 @@ from deliveries.channels.templating import with_samples
 
 # Video titles in UTF-16 units (https://developers.tiktok.com/doc/content-posting-api-reference-direct-post).
 TIKTOK_TITLE_MAX = 2200
-# Photo titles and descriptions (https://developers.tiktok.com/doc/content-posting-api-reference-photo-post,
-# whose text stops before the title's figure: the 90 is UNCONFIRMED, given by third parties,
-# e.g. https://docs.postsyncer.com/platforms/tiktok; one other says 150).
+# Photo posts (https://developers.tiktok.com/doc/content-posting-api-reference-photo-post): the
+# title's "maximum length for photo posts is 90 in UTF-16 runes", the description's 4000, and
+# `photo_images` (required) is "an array containing up to 35 photo content URLs".
 TIKTOK_PHOTO_TITLE_MAX = 90
 TIKTOK_PHOTO_DESCRIPTION_MAX = 4000
-# Third-party, UNCONFIRMED: https://docs.getlate.dev/resources/media-guidelines/tiktok.
 TIKTOK_PHOTOS = (1, 35)
 # Choices the issue body states (「## 配信メタ」), never a template.
 BODY_CHOICES = {

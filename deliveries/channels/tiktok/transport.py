@@ -21,11 +21,11 @@ VIDEO_INIT = "/v2/post/publish/video/init/"
 CONTENT_INIT = "/v2/post/publish/content/init/"
 STATUS_FETCH = "/v2/post/publish/status/fetch/"
 OAUTH_TOKEN = "/v2/oauth/token/"
-# Effect measurement: scope `video.list`, at most 20 ids, 600 requests a minute, only the
-# user's own videos (https://developers.tiktok.com/doc/tiktok-api-v1-video-query, which names
-# v2; https://developers.tiktok.com/docs/en/tiktok-api-v2-rate-limit). Not confirmed against
-# TikTok's own v2 page: the request's shape (field names as in the tiktok_rust crate), and
-# whether photo posts come back.
+# Effect measurement: `POST /v2/video/query/?fields=…` with `{"filters": {"video_ids": […]}}`,
+# scope `video.list`, up to 20 ids, only the user's own videos
+# (https://developers.tiktok.com/doc/tiktok-api-v2-video-query), 600 requests a minute
+# (https://developers.tiktok.com/docs/en/tiktok-api-v2-rate-limit). Not confirmed: whether
+# photo posts come back (a post that does not is reported without figures).
 VIDEO_QUERY = "/v2/video/query/"
 VIDEO_STATS_FIELDS = ("id", "share_url", "view_count", "like_count", "comment_count", "share_count")
 # Per-token limits, from each endpoint's reference page.
