@@ -78,7 +78,20 @@ def test_it_refuses_allowing_an_interaction_the_creator_turned_off(approve_tikto
     )
 
 
-def test_it_refuses_branded_content_posted_privately(approve_tiktok, fake_backlog):
+def test_it_leaves_branded_content_posted_privately_to_tiktok(approve_tiktok, fake_backlog, tiktok):
+    tiktok.processing_fetches = 0
+    key = approve_tiktok(body=channel_body("tiktok", tiktok={"商用コンテンツ": "ブランド"}))
+
+    assert scheduled(key)
+    assert "ブランドコンテンツ）は" not in texts(fake_backlog, key)[-1]
+    assert fire(key) == "delivered"
+    [publish] = tiktok.inits()
+    assert publish.body["post_info"]["privacy_level"] == "SELF_ONLY"
+    assert publish.body["post_info"]["brand_content_toggle"] is True
+
+
+def test_the_setting_refuses_branded_content_posted_privately(approve_tiktok, fake_backlog, settings):
+    settings.TIKTOK_REFUSE_PRIVATE_BRANDED = True
     key = approve_tiktok(body=channel_body("tiktok", tiktok={"商用コンテンツ": "ブランド"}))
 
     assert not scheduled(key)

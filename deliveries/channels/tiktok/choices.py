@@ -9,6 +9,8 @@ each one and automedia picks no default.
 
 from __future__ import annotations
 
+from django.conf import settings
+
 from backlog_bridge.body.sections import SECTION_META
 from backlog_bridge.body.tiktok import (
     AGREED,
@@ -87,7 +89,8 @@ def unused_choices(choices: dict, kind: str) -> list[str]:
 def creator_problems(choices: dict, info: dict) -> list[str]:
     """What `creator_info` does not allow of the stated choices: a privacy level not among its
     options (https://developers.tiktok.com/doc/content-posting-api-reference-query-creator-info/),
-    an interaction the creator turned off, branded content posted privately."""
+    an interaction the creator turned off; and, when TIKTOK_REFUSE_PRIVATE_BRANDED is on,
+    branded content posted privately."""
     problems = []
     options = [str(o) for o in info.get("privacy_level_options") or []]
     level = choices.get("privacy_level")
@@ -102,9 +105,15 @@ def creator_problems(choices: dict, info: dict) -> list[str]:
                 f"{key}「{ALLOWED}」はできません: クリエイター（{creator_name(info)}）が TikTok で{key}をオフにしています。"
                 f"「{DENIED}」にしてください。"
             )
-    # Not confirmed: third parties say branded content cannot be private
-    # (https://docs.rs/crate/zernio/latest/source/src/models/tik_tok_platform_data.rs).
-    if choices.get("commercial") == "brand" and level == "SELF_ONLY":
+    # That branded content cannot be private comes from third parties only
+    # (https://docs.rs/crate/zernio/latest/source/src/models/tik_tok_platform_data.rs); TikTok's
+    # guidelines as read (https://developers.tiktok.com/doc/content-sharing-guidelines/) stop
+    # before it. So TikTok's answer to the init decides, unless the setting asks for the check.
+    if (
+        settings.TIKTOK_REFUSE_PRIVATE_BRANDED
+        and choices.get("commercial") == "brand"
+        and level == "SELF_ONLY"
+    ):
         problems.append(
             f"{KEY_COMMERCIAL}「ブランド」（ブランドコンテンツ）は {KEY_PRIVACY}「SELF_ONLY」では投稿できません。"
         )
