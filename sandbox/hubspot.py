@@ -39,8 +39,9 @@ import itertools
 import secrets
 import uuid
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from sandbox.fakeserver import ApiError, FakeServer, Json, Reply, Request
 
@@ -98,6 +99,7 @@ class FakeHubSpot(FakeServer):
         self.unsubscribed: set[str] = set()
         self.required_note_properties: set[str] = set()
         self.portal_id = 24_000_000 + secrets.randbelow(10**6)
+        self.time_zone = "Asia/Tokyo"  # the account's time zone setting
         self._window: list[float] = []
         self._daily_used = 0
         self._ids = itertools.count(50_000_000_000 + secrets.randbelow(10**9))
@@ -201,14 +203,17 @@ class FakeHubSpot(FakeServer):
 
     def _account_details(self, request: Request) -> Reply:
         """https://developers.hubspot.com/docs/api-reference/legacy/account/account-information/get-account-details"""
+        minutes = (
+            int((datetime.now(ZoneInfo(self.time_zone)).utcoffset() or timedelta()).total_seconds()) // 60
+        )
         body = {
             "portalId": self.portal_id,
             "accountType": "STANDARD",
-            "timeZone": "Asia/Tokyo",
+            "timeZone": self.time_zone,
             "companyCurrency": "JPY",
             "additionalCurrencies": [],
-            "utcOffset": "+09:00",
-            "utcOffsetMilliseconds": 32_400_000,
+            "utcOffset": f"{'-' if minutes < 0 else '+'}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}",
+            "utcOffsetMilliseconds": minutes * 60_000,
             "uiDomain": "app.hubspot.com",
             "dataHostingLocation": "na1",
         }

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
+from zoneinfo import ZoneInfo
 
 import pytest
 from django.core import mail
@@ -158,6 +159,21 @@ def test_it_paces_calls_by_the_rate_limit_headers(approve_channel, hubspot):
     assert fire(key) == "delivered"
     assert len(hubspot.notes) == 1 and len(hubspot.associations[post_of(key).note_id]) == 2
     assert not [r for r in hubspot.calls() if r.status == 429]
+
+
+def test_it_waits_for_midnight_in_the_accounts_time_zone_when_the_daily_limit_runs_low(
+    approve_channel, hubspot
+):
+    hubspot.time_zone = "America/New_York"
+    key = approve_channel("hubspot")
+    hubspot.daily = len(hubspot.calls()) + 6  # the contacts page leaves 5 for the day
+
+    result = fire(key)
+
+    assert result.startswith("waiting until") and "1 日の API 上限" in result
+    # Due 2026-12-10 10:00 JST is 12-09 20:00 in New York: the limit resets at its midnight.
+    assert schedule_of(key).due_at == datetime(2026, 12, 10, 0, 5, tzinfo=ZoneInfo("America/New_York"))
+    assert len(hubspot.calls("/account-info/v3/details")) == 1 and hubspot.notes == {}
 
 
 def test_it_ends_in_error_when_hubspot_rejects_the_content(approve_channel, hubspot, fake_backlog):

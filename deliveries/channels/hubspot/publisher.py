@@ -11,14 +11,17 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from datetime import datetime, time, timedelta
+from datetime import datetime, time, timedelta, tzinfo
+from datetime import timezone as dt_timezone
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from django.conf import settings
 from django.utils import timezone
 
 from backlog_bridge.audience import Audience, AudienceError, parse_audience
-from core.timeutil import JST, iso_jst
+from core.timeutil import iso_jst
 from deliveries.channels.hubspot.transport import (
+    ACCOUNT_DETAILS,
     ASSOCIATE_BATCH,
     CONTACTS,
     NOTE_CONTACT_ASSOCIATE,
@@ -162,12 +165,34 @@ def _contact(contact: dict) -> dict:
 def _pace(ctx: Context, hs: HubSpotTransport) -> None:
     rate, now = hs.rate, timezone.now()  # not ctx.now: a long run has moved on since it started
     if rate.daily_remaining is not None and rate.daily_remaining <= PACE_FLOOR:
-        # The daily limit resets at midnight in the HubSpot account's zone (UNCONFIRMED): JST assumed.
-        midnight = datetime.combine(now.astimezone(JST).date() + timedelta(days=1), time(0, 5), JST)
-        raise Waiting(Wait(midnight, "HubSpot の 1 日の API 上限に近いため翌日まで待機"))
+        raise Waiting(Wait(_daily_reset(ctx, hs, now), "HubSpot の 1 日の API 上限に近いため翌日まで待機"))
     if rate.remaining is not None and rate.remaining <= PACE_FLOOR:
         due = now + timedelta(milliseconds=rate.interval_ms)
         raise Waiting(Wait(due, f"HubSpot のレート制限に合わせて待機（残り {rate.remaining} 回）"))
+
+
+def _daily_reset(ctx: Context, hs: HubSpotTransport, now: datetime) -> datetime:
+    """Just after the next midnight in the account's time zone: "The daily limits reset at
+    midnight based on the time zone setting of the HubSpot account"
+    (https://developers.hubspot.com/apisbytier), a setting the account details give
+    (`timeZone`, `utcOffsetMilliseconds`:
+    https://developers.hubspot.com/docs/api-reference/legacy/account/account-information/get-account-details).
+    An answer without either is looked at again in an hour."""
+    zone = _account_zone(recorded(ctx, hs, ACCOUNT_DETAILS, hs.account_details))
+    if zone is None:
+        return now + timedelta(hours=1)
+    return datetime.combine(now.astimezone(zone).date() + timedelta(days=1), time(0, 5), zone)
+
+
+def _account_zone(details: dict) -> tzinfo | None:
+    try:
+        return ZoneInfo(str(details.get("timeZone") or ""))
+    except (ValueError, ZoneInfoNotFoundError):
+        pass
+    offset = details.get("utcOffsetMilliseconds")
+    if not isinstance(offset, int) or abs(offset) >= 86_400_000:
+        return None
+    return dt_timezone(timedelta(milliseconds=offset))
 
 
 # -- note ------------------------------------------------------------------------------

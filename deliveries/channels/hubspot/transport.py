@@ -34,7 +34,10 @@ DEFAULT_INTERVAL_MS = 10_000
 @dataclass
 class RateState:
     """The last answer's X-HubSpot-RateLimit-* headers (None = not sent), read after every call so
-    the caller can pace itself (the header names beyond -Remaining are UNCONFIRMED)."""
+    the caller can pace itself. `-Daily-Remaining` is HubSpot's
+    (https://developers.hubspot.com/changelog/2018-11-06-rate-limit-information-headers-will-be-included-in-http-responses);
+    no HubSpot page read names `-Remaining` and `-Interval-Milliseconds`, so they only ever
+    delay a call: when absent nothing is paced, and a 429 waits the documented 10 seconds."""
 
     remaining: int | None = None
     interval_ms: int = DEFAULT_INTERVAL_MS
