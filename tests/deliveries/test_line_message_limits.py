@@ -155,6 +155,27 @@ def test_it_refuses_a_template_over_lines_limits(body, problem):
     assert validate_line_messages([template(body)]) == [f"1 件目のメッセージ: {problem}"]
 
 
+def test_it_counts_a_template_title_and_text_in_grapheme_clusters_as_line_does():
+    family = "\U0001f468\u200d\U0001f469\u200d\U0001f467"  # one cluster, 8 UTF-16 units
+    flag = "\U0001f1ef\U0001f1f5"  # one cluster, 4 UTF-16 units
+    column = {"title": family * 40, "text": flag * 60, "actions": [ACTION]}
+
+    assert validate_line_messages([template({"type": "carousel", "columns": [column]})]) == []
+    assert (
+        validate_line_messages([template({"type": "confirm", "text": flag * 240, "actions": [ACTION]})]) == []
+    )
+    assert validate_line_messages([template({**column, "type": "buttons", "title": family * 41})]) == [
+        "1 件目のメッセージ: template（buttons）: title が 41 文字あります（LINE の上限は 40 文字）。"
+    ]
+
+
+def test_it_counts_a_text_message_in_utf16_units_as_line_does():
+    assert validate_line_messages([{"type": "text", "text": "\U0001f34e" * 2_500}]) == []
+    assert validate_line_messages([{"type": "text", "text": "\U0001f34e" * 2_500 + "x"}]) == [
+        "1 件目のメッセージ: text が 5,001 文字あります（LINE の上限は 5,000 文字）。"
+    ]
+
+
 def test_it_refuses_messages_over_the_2_mb_of_one_push():
     # Each imagemap is within its own checks; together they exceed what LINE takes in one request.
     imagemap = {

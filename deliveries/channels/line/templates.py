@@ -15,6 +15,8 @@ import json
 from collections.abc import Callable, Iterable
 from urllib.parse import urlsplit
 
+import regex
+
 from backlog_bridge.body.task import Attachment
 from deliveries.channels.line.text_v2 import substitution_problems
 from deliveries.channels.templating import RenderError, placeholders_fill, with_samples
@@ -33,10 +35,14 @@ FLEX_CAROUSEL_MAX_BYTES = 50_000
 FLEX_CAROUSEL_MAX_BUBBLES = 12
 # The whole push body (UNCONFIRMED verbatim: LINE's status-code table as copied by third
 # parties, https://developers.line.biz/en/reference/messaging-api/#status-codes, "413 ...
-# exceeds 2 MB"): the messages plus room for `to` and `notificationDisabled`.
+# exceeds 2 MB"): the messages plus room for `to` and `notificationDisabled`. Five messages
+# within LINE's documented limits of each field stay far below it, so only a body LINE
+# refuses anyway (a field over its own limit that automedia does not check) meets it.
 REQUEST_MAX_BYTES = 2_000_000
 REQUEST_ENVELOPE_BYTES = 200
-# https://developers.line.biz/en/reference/messaging-api/#template-messages
+# https://developers.line.biz/en/reference/messaging-api/#template-messages; the titles and
+# texts of buttons, confirm and carousel templates are counted in grapheme clusters
+# (https://developers.line.biz/en/docs/messaging-api/text-character-count).
 TEMPLATE_TITLE_MAX = 40
 TEMPLATE_BUTTONS_TEXT_MAX = 160
 TEMPLATE_BUTTONS_TEXT_WITH_HEADER_MAX = 60  # with an image or a title
@@ -161,8 +167,8 @@ def _text(message: dict) -> list[str]:
     text = message.get("text")
     if not isinstance(text, str) or not text.strip():
         return ["text がないか空です。"]
-    # Counted in UTF-16 units (third-party: 8x8 docs, UNCONFIRMED by LINE); the stricter count
-    # is the safe one.
+    # "The Messaging API counts text characters in UTF-16 code units"
+    # (https://developers.line.biz/en/docs/messaging-api/text-character-count).
     length = _utf16_length(text)
     if length > TEXT_MAX:
         return [f"text が {length:,} 文字あります（LINE の上限は {TEXT_MAX:,} 文字）。"]
@@ -199,6 +205,11 @@ def _alt_text(message: dict) -> list[str]:
 
 def _utf16_length(text: str) -> int:
     return len(text.encode("utf-16-le")) // 2
+
+
+def _grapheme_length(text: str) -> int:
+    """Extended grapheme clusters (Unicode UAX #29): 👨‍👩‍👧 or 🇯🇵 is one, as LINE counts it."""
+    return len(regex.findall(r"\X", text))
 
 
 def _flex(message: dict) -> list[str]:
@@ -255,9 +266,9 @@ def _buttons(template: dict) -> list[str]:
 
 
 def _confirm(template: dict) -> list[str]:
-    return _length(template, "text", TEMPLATE_CONFIRM_TEXT_MAX, required=True) + _count(
-        template, "actions", TEMPLATE_CONFIRM_ACTIONS_MAX
-    )
+    return _length(
+        template, "text", TEMPLATE_CONFIRM_TEXT_MAX, required=True, count=_grapheme_length
+    ) + _count(template, "actions", TEMPLATE_CONFIRM_ACTIONS_MAX)
 
 
 def _columns(template: dict, column_problems: Callable[[dict], list[str]]) -> list[str]:
@@ -290,8 +301,10 @@ def _headed(obj: dict, *, text_max: int, with_header_max: int, actions_max: int)
     with_header = bool(obj.get("thumbnailImageUrl") or obj.get("title"))
     return (
         _optional_url(obj, "thumbnailImageUrl")
-        + _length(obj, "title", TEMPLATE_TITLE_MAX)
-        + _length(obj, "text", with_header_max if with_header else text_max, required=True)
+        + _length(obj, "title", TEMPLATE_TITLE_MAX, count=_grapheme_length)
+        + _length(
+            obj, "text", with_header_max if with_header else text_max, required=True, count=_grapheme_length
+        )
         + _count(obj, "actions", actions_max)
     )
 
@@ -304,13 +317,15 @@ def _optional_url(obj: dict, key: str) -> list[str]:
     return _url(obj, key) if obj.get(key) not in (None, "") else []
 
 
-def _length(obj: dict, key: str, limit: int, *, required: bool = False) -> list[str]:
+def _length(
+    obj: dict, key: str, limit: int, *, required: bool = False, count: Callable[[str], int] = _utf16_length
+) -> list[str]:
     value = obj.get(key)
     if value in (None, ""):
         return [f"{key} がありません。"] if required else []
     if not isinstance(value, str):
         return [f"{key} は文字列である必要があります。"]
-    if (length := _utf16_length(value)) > limit:
+    if (length := count(value)) > limit:
         return [f"{key} が {length:,} 文字あります（LINE の上限は {limit:,} 文字）。"]
     return []
 
