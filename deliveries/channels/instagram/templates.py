@@ -30,8 +30,10 @@ CAPTION_HASHTAGS_MAX = 30
 CAPTION_MENTIONS_MAX = 20
 HASHTAG = re.compile(r"#\w+")
 MENTION = re.compile(r"(?<![\w@])@[\w.]+")
-# Up to 10 items, media fetched from public URLs (quoted in public code from
-# https://developers.facebook.com/docs/instagram-platform/content-publishing/; UNCONFIRMED).
+# A carousel is a post "containing multiple images and videos"
+# (https://developers.facebook.com/docs/instagram-platform/content-publishing/); its `children`
+# are "up to 10 container IDs" ("Carousels can have up to 10 total images, videos, or a mix",
+# https://developers.facebook.com/docs/instagram-api/reference/ig-user/media).
 CAROUSEL_ITEMS = (2, 10)
 
 HTML_FIELDS = ()
