@@ -11,12 +11,11 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import queue
 import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TypeVar
@@ -165,56 +164,91 @@ class ConnectionCheck:
 
 
 class _Pool:
-    """The threads of `in_threads`. They outlive a batch and, without a connection pool,
-    keep their database connection between calls (closed by `close_old_connections` after CONN_MAX_AGE, or when a thread
-    has been idle for IDLE_SECONDS), so a burst does not open a connection per row. A thread
-    is started only when no idle one is left: the pool grows to the most calls ever running
-    at once in this process (a batch's size times its concurrent batches)."""
+    """The threads of `in_threads`, a ThreadPoolExecutor that outlives a batch. Without a
+    connection pool its threads keep their database connection between calls (closed by
+    `close_old_connections` after CONN_MAX_AGE), so a burst does not open a connection per
+    row. Once no call has run for IDLE_SECONDS the executor is retired: each thread closes
+    its connection (no connection held open for nothing) and ends; the next batch starts a
+    new executor."""
 
     IDLE_SECONDS = 30.0
     CHECK_SECONDS = 1.0  # a thread's connection is checked at most this often (and after an error)
+    # A ceiling, not a size: the executor starts a thread only when none is idle, so the pool
+    # grows to the most calls running at once in this process and no further. Far above a
+    # batch (at most DELIVERY_TASK_SIZE rows; a LINE push's LINEPUSH_SEND_LANES lanes), it
+    # makes no row wait for a thread, as the pool never did.
+    MOST_THREADS = 1000
 
     def __init__(self) -> None:
         self._reset()
 
     def _reset(self) -> None:
         self._pid = os.getpid()
-        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
         self._lock = threading.Lock()
-        self._idle = 0
+        self._checks = threading.local()
+        self._executor: ThreadPoolExecutor | None = None
+        self._threads = 0  # the executor's, counted as each starts
+        self._running = 0  # calls handed over and not finished
+        self._finished_at = 0.0  # time.monotonic() when the last call ended
+        self._idle: threading.Timer | None = None
 
     def map(self, call: Callable[[T], object], items: list[T]) -> list:
         if os.getpid() != self._pid:  # a forked worker: the parent's threads are not here
             self._reset()
         with self._lock:
-            start = max(0, len(items) - self._idle)
-            self._idle = max(0, self._idle - len(items))
-        for _ in range(start):
-            threading.Thread(target=self._work, name="batch", daemon=True).start()
-        futures = []
-        for item in items:
-            future: Future = Future()
-            self._jobs.put((call, item, future))
-            futures.append(future)
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(self.MOST_THREADS, "batch", initializer=self._started)
+            executor = self._executor
+            self._running += len(items)  # not retired while they run
+        futures = [executor.submit(self._call, call, item) for item in items]
         return [future.result() for future in futures]
 
-    def _work(self) -> None:
-        check = ConnectionCheck(self.CHECK_SECONDS)  # this thread's connection
-        while True:
-            try:
-                call, item, future = self._jobs.get(timeout=self.IDLE_SECONDS)
-            except queue.Empty:
-                connection.close()  # idle: no connection held open for nothing
-                call, item, future = self._jobs.get()
-            check()
-            try:
-                future.set_result(call(item))
-            except BaseException as exc:  # handed to the caller, as a pool would
-                future.set_exception(exc)
-            finally:
-                connection_release()  # with a connection pool: back to it for the next thread
-                with self._lock:
-                    self._idle += 1
+    def _started(self) -> None:
+        self._checks.check = ConnectionCheck(self.CHECK_SECONDS)  # this thread's connection
+        with self._lock:
+            self._threads += 1
+
+    def _call(self, call: Callable[[T], object], item: T) -> object:
+        self._checks.check()
+        try:
+            return call(item)
+        finally:
+            connection_release()  # with a connection pool: back to it for the next thread
+            with self._lock:
+                self._running -= 1
+                self._finished_at = time.monotonic()
+                if not self._running and self._idle is None:
+                    self._retire_after(self.IDLE_SECONDS)
+
+    def _retire_after(self, seconds: float) -> None:
+        self._idle = threading.Timer(seconds, self._retire)
+        self._idle.daemon = True  # never keeps the process from exiting
+        self._idle.start()
+
+    def _retire(self) -> None:
+        """IDLE_SECONDS after the last call ended: the threads close their connections and end."""
+        with self._lock:
+            self._idle = None
+            quiet = time.monotonic() - self._finished_at
+            if self._running or self._executor is None:
+                return  # its last call looks again (or another look retired it)
+            if quiet < self.IDLE_SECONDS:
+                self._retire_after(self.IDLE_SECONDS - quiet)
+                return
+            # Idle that long, every thread started has run its initializer and waits for work.
+            executor, threads = self._executor, self._threads
+            self._executor, self._threads = None, 0
+        together = threading.Barrier(threads)  # each thread takes exactly one of these
+        for _ in range(threads):
+            executor.submit(_close_connection, together)
+        executor.shutdown()
+
+
+def _close_connection(together: threading.Barrier) -> None:
+    try:
+        connection.close()
+    finally:
+        together.wait()  # this thread takes no other: every thread closes its own
 
 
 _pool = _Pool()

@@ -184,6 +184,51 @@ def test_in_threads_checks_a_threads_connection_once_a_second_not_before_every_c
     assert len(checks) == 2  # once per thread, within the second
 
 
+def test_in_threads_closes_its_threads_connections_once_nothing_runs(monkeypatch):
+    """No connection held open for nothing: once no call has run for IDLE_SECONDS, each
+    thread closes its own connection and ends; the next batch starts threads of its own."""
+    monkeypatch.setattr(core.keeper, "THREADS", True)
+    pool = core.keeper._Pool()
+    pool.IDLE_SECONDS = 0.0  # idle as soon as the batch ends
+    monkeypatch.setattr(core.keeper, "_pool", pool)
+    closed = []
+    db = types.SimpleNamespace(errors_occurred=False, close=lambda: closed.append(threading.current_thread()))
+    monkeypatch.setattr(core.keeper, "connection", db)  # each thread's connection, as the pool sees it
+    gate = threading.Barrier(3, timeout=10)
+
+    def where(n: int) -> threading.Thread:
+        gate.wait()  # all three at once: three threads
+        return threading.current_thread()
+
+    first = core.keeper.in_threads(where, [1, 2, 3])
+    for thread in first:
+        thread.join(STUCK_SECONDS)
+
+    assert len(closed) == 3 and set(closed) == set(first)  # each thread closed its own, once
+    assert not any(thread.is_alive() for thread in first)
+    second = core.keeper.in_threads(where, [4, 5, 6])
+    assert not set(second) & set(first)
+    for thread in second:
+        thread.join(STUCK_SECONDS)
+
+
+def test_in_threads_in_a_forked_worker_starts_threads_of_its_own(monkeypatch):
+    """A forked child has none of its parent's threads: handing them work would wait forever."""
+    monkeypatch.setattr(core.keeper, "THREADS", True)
+    pool = core.keeper._Pool()
+    monkeypatch.setattr(core.keeper, "_pool", pool)
+    gate = threading.Barrier(2, timeout=10)
+
+    def where(n: int) -> threading.Thread:
+        gate.wait()
+        return threading.current_thread()
+
+    parents = core.keeper.in_threads(where, [1, 2])
+    pool._pid = 0  # as in a child forked since: another process id
+
+    assert not set(core.keeper.in_threads(where, [3, 4])) & set(parents)
+
+
 def test_a_connection_check_runs_at_most_once_a_second_and_again_after_a_database_error(monkeypatch):
     checks, clock = [], [100.0]
     monkeypatch.setattr(core.keeper, "close_old_connections", lambda: checks.append(clock[0]))
