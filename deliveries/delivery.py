@@ -95,49 +95,49 @@ class Run:
         return True
 
 
+@dataclass(frozen=True)
+class Batched:
+    """What a run's batch already did for it under the run's token, moments before the run,
+    so that the run does not do it again."""
+
+    schedule: DeliverySchedule  # the row, with its task and tenant
+    # The issue's JSON, read for the whole batch (batch_reads.py) or ahead of the due second
+    # (prepare.py); None: the re-check reads it.
+    issue: dict | None = None
+    locked: bool = False  # the issue's delivery lock is taken (locks.locks_take)
+    # Holding the claim and the lock, the batch found neither a platform post nor an accepted
+    # LINE send of this approval (batch_reads.sent_before): the run does not ask again.
+    fresh: bool = False
+    # The batch's group commit: the run's records (a send's, the write-back's) commit with
+    # the other rows' (see `_sent`).
+    writes: GroupCommit = field(default_factory=GroupCommit)
+
+
 def delivery_run(
-    *,
-    schedule_id: int,
-    token: str,
-    schedule: DeliverySchedule | None = None,
-    issue: dict | None = None,
-    locked: bool = False,
-    fresh: bool = False,
-    writes: GroupCommit | None = None,
-    backlog: BacklogClient | None = None,
+    *, schedule_id: int, token: str, batch: Batched | None = None, backlog: BacklogClient | None = None
 ) -> str:
-    """`schedule`: the row (with its task and tenant) as its batch read it under `token`
-    moments ago; without it, it is read here. `issue`: the issue's JSON read moments ago
-    for a whole batch (deliveries/batch_reads.py); without it, the re-check reads the issue itself.
-    `locked`: the batch already took this issue's
-    delivery lock under `token` (deliveries/locks.py `locks_take`). `fresh`: the batch,
-    holding the claim and the lock, found neither a platform post nor an accepted LINE send
-    of this approval (`batch_reads.sent_before`), so the run does not ask again. `writes`: the
-    batch's group commit, which commits the run's records (a send's, the write-back's) with
-    the other rows' (see `_sent`). `backlog`: the client to use (the write-backs' queue
-    passes a paced one). Every write of the run checks the claim's token."""
-    if schedule is None:
-        schedule = (
-            DeliverySchedule.objects.select_related("task", "tenant")
-            .filter(SCHEDULE_LEASE.mine(token), pk=schedule_id)
-            .first()
-        )
-    if schedule is None:
+    """Run one claimed schedule. `batch`: what its batch already did for it (`Batched`);
+    without it, the run reads its row and does the rest itself. `backlog`: the client to
+    use (the write-backs' queue passes a paced one). Every write of the run checks the
+    claim's token."""
+    batch = batch or _read(schedule_id, token)
+    if batch is None:
         return "not claimed"  # deleted, or the lease passed to another scheduler
+    schedule = batch.schedule
     run = Run(
         schedule=schedule,
         token=token,
         now=timezone.now(),
-        issue=issue,
-        holds_lock=locked,
-        fresh=fresh,
-        writes=writes or GroupCommit(),
+        issue=batch.issue,
+        holds_lock=batch.locked,
+        fresh=batch.fresh,
+        writes=batch.writes,
     )
     first_try = schedule.attempts == 0 and schedule.backlog_failing_since is None
     if schedule.stage == DeliverySchedule.Stage.DELIVER and first_try:
         metrics.fired((run.now - schedule.due_at).total_seconds())
     issue_key = schedule.task.issue_key
-    if not locked and not lock_take(tenant=run.tenant, issue_key=issue_key, owner=token, now=run.now):
+    if not batch.locked and not lock_take(tenant=run.tenant, issue_key=issue_key, owner=token, now=run.now):
         run.release(due_at=run.now + timedelta(seconds=5))
         return "locked"
     run.holds_lock = True
@@ -149,6 +149,16 @@ def delivery_run(
     finally:
         if run.holds_lock:
             lock_release(tenant=run.tenant, issue_key=issue_key, owner=token)
+
+
+def _read(schedule_id: int, token: str) -> Batched | None:
+    """A run without a batch: its row, if still claimed under `token`."""
+    schedule = (
+        DeliverySchedule.objects.select_related("task", "tenant")
+        .filter(SCHEDULE_LEASE.mine(token), pk=schedule_id)
+        .first()
+    )
+    return None if schedule is None else Batched(schedule=schedule)
 
 
 # -- delivering ----------------------------------------------------------------------

@@ -14,7 +14,7 @@ from core.models import Tenant
 from deliveries.batch_reads import issues_prefetch, sent_before
 from deliveries.channels.effects import effect_reports_run
 from deliveries.channels.tokens import channel_tokens_upkeep
-from deliveries.delivery import delivery_run
+from deliveries.delivery import Batched, delivery_run
 from deliveries.locks import locks_take
 from deliveries.models import DeliverySchedule
 from deliveries.prepare import prepare_run, prepared_issue
@@ -111,15 +111,7 @@ class _Batch:
         if held is None:
             return "not claimed"  # done, or taken by another claim meanwhile
         try:
-            result = delivery_run(
-                schedule_id=schedule_id,
-                token=held.owner,
-                schedule=self.schedules.get(schedule_id),
-                locked=schedule_id in self.locked,
-                fresh=schedule_id in self.fresh,
-                issue=self.issues.get(schedule_id),
-                writes=self.writes,
-            )
+            result = delivery_run(schedule_id=schedule_id, token=held.owner, batch=self._batched(schedule_id))
         except Exception:
             logger.exception("delivery of schedule %s failed", schedule_id)
             result = "error"
@@ -129,6 +121,19 @@ class _Batch:
             tenant_id, task_id = self.owners[schedule_id]
             delivery_finished.send(deliver_batch, tenant_id=tenant_id, task_id=task_id, result=result)
         return result
+
+    def _batched(self, schedule_id: int) -> Batched | None:
+        """What this batch did for the row; None when it did not read the row (its run reads it)."""
+        schedule = self.schedules.get(schedule_id)
+        if schedule is None:
+            return None
+        return Batched(
+            schedule=schedule,
+            issue=self.issues.get(schedule_id),
+            locked=schedule_id in self.locked,
+            fresh=schedule_id in self.fresh,
+            writes=self.writes,
+        )
 
 
 @handed(DeliverySchedule, SCHEDULE_LEASE)

@@ -25,7 +25,7 @@ from backlog_bridge.client import BacklogClient, paced_client
 from core.due import claim
 from core.keeper import keeper
 from core.orm_broker import enqueued_together
-from deliveries.delivery import delivery_run
+from deliveries.delivery import Batched, delivery_run
 from deliveries.models import DeliverySchedule
 from deliveries.scheduler import SCHEDULE_LEASE, lease_release, schedules_take
 from deliveries.signals import delivery_finished
@@ -114,7 +114,9 @@ def writebacks_run(claims: list[tuple[int, str]]) -> list[str]:
             if wait := _budget_wait(backlog):
                 results.append(_later(schedule, taken[pk].owner, wait))
                 continue
-            result = delivery_run(schedule_id=pk, token=taken[pk].owner, schedule=schedule, backlog=backlog)
+            result = delivery_run(
+                schedule_id=pk, token=taken[pk].owner, batch=Batched(schedule=schedule), backlog=backlog
+            )
             keeper.drop(taken[pk])
             # The dashboard's outcome per day (console keeps "delivered" and "failed").
             delivery_finished.send(
