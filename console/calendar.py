@@ -28,10 +28,10 @@ from console.calendar_entries import (
     calendar_entries,
 )
 from core.access import scope
+from core.channels import CHANNELS
 from core.models import Tenant
 from core.quiet_hours import QuietHours, quiet_windows
 from core.timeutil import JST
-from deliveries.models import CHANNEL_LABELS
 
 WEEK, MONTH = "week", "month"
 MONTH_CELL_LIMIT = 6  # entries a month's day shows; the rest are one click away in its week
@@ -43,7 +43,8 @@ STATES = {
     WAITING: _("承認待ち"),
     MISSED: _("期限切れ（未承認）"),
 }
-CHANNELS = {**CHANNEL_LABELS, GROUP_POST: _("LINE グループ投稿")}  # colours: console.css .am-ch-*
+# What the calendar names and colours (console.css .am-ch-*): each channel and the group posts.
+SHOWN_CHANNELS = {**{kind: c.label for kind, c in CHANNELS.items()}, GROUP_POST: _("LINE グループ投稿")}
 
 
 class CalendarQuery(forms.Form):
@@ -129,11 +130,11 @@ class Shown:
 
     @property
     def channel_class(self) -> str:
-        return self.entry.channel if self.entry.channel in CHANNELS else "other"
+        return self.entry.channel if self.entry.channel in SHOWN_CHANNELS else "other"
 
     @property
     def channel_label(self) -> str:
-        return str(CHANNELS.get(self.entry.channel, self.entry.channel or "-"))
+        return str(SHOWN_CHANNELS.get(self.entry.channel, self.entry.channel or "-"))
 
     @property
     def state_label(self) -> str:
@@ -177,7 +178,7 @@ class Calendar:
     links: dict[str, str]
     count: int
     states: dict = field(default_factory=lambda: STATES)
-    channels: dict = field(default_factory=lambda: CHANNELS)
+    channels: dict = field(default_factory=lambda: SHOWN_CHANNELS)
 
     @property
     def weeks(self) -> list[list[Day]]:

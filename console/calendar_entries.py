@@ -47,7 +47,7 @@ TASK_FIELDS = ("tenant_id", "issue_key", "summary", "channel")
 @dataclass(frozen=True)
 class Entry:
     at: datetime
-    channel: str  # a delivery channel (deliveries.models.Channel) or GROUP_POST
+    channel: str  # a delivery channel (core/channels.py) or GROUP_POST
     state: str  # SCHEDULED, SENT, FAILED, WAITING or MISSED
     tenant_id: int
     title: str  # the issue key, or the group's name

@@ -9,8 +9,8 @@ from django.db.models import QuerySet
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
+from core.channels import channel_label
 from core.timeutil import JST
-from deliveries.models import CHANNEL_LABELS
 
 
 class PublishDateFilter(admin.SimpleListFilter):
@@ -57,7 +57,7 @@ class ChannelFilter(admin.SimpleListFilter):
 
     def lookups(self, request, model_admin):
         used = model_admin.get_queryset(request).exclude(channel="").values_list("channel", flat=True)
-        return [(c, CHANNEL_LABELS.get(c, c)) for c in sorted(set(used))]
+        return [(c, channel_label(c)) for c in sorted(set(used))]
 
     def queryset(self, request, queryset: QuerySet) -> QuerySet:
         return queryset.filter(channel=self.value()) if self.value() else queryset

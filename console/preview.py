@@ -17,9 +17,10 @@ from console.preview_images import image
 from console.services import ACTION_ERRORS, IssueMissing, task_preview
 from console.task_state import task_state
 from core.access import may_act
+from core.channels import channel_label
 from deliveries.channels.preview import post_fields, post_kind
 from deliveries.channels.templates import html_fields
-from deliveries.models import CHANNEL_LABELS, ContentTask
+from deliveries.models import ContentTask
 
 MAX_FLEX_TEXTS = 12
 
@@ -44,7 +45,7 @@ def _page(task: ContentTask) -> dict:
             "task": task,
             "preview": preview,
             "state": state,
-            "channel_label": CHANNEL_LABELS.get(preview.channel, preview.channel),
+            "channel_label": channel_label(preview.channel),
             "card": post_card(preview.channel, preview.post, hosts) if preview.post is not None else None,
             "raw_json": json.dumps(preview.post, ensure_ascii=False, indent=2),
         }

@@ -1,5 +1,6 @@
-"""What every app shares: tenancy and access scoping, secrets at rest, time, outbound
-HTTP and the webhook base view. The lowest layer: it imports none of the other apps."""
+"""What every app shares: tenancy and access scoping, the list of channels, secrets at rest,
+time, outbound HTTP and the webhook base view. The lowest layer: it imports none of the other
+apps."""
 
 from __future__ import annotations
 

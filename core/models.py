@@ -17,6 +17,7 @@ from django.utils.translation import gettext_lazy as _
 from django.utils.translation import pgettext_lazy
 
 from core.backlog_url import validate_base_url
+from core.channels import CHANNELS
 from core.crypto import EncryptedTextField
 from core.quiet_hours import QuietHours
 
@@ -214,12 +215,12 @@ class Connection(models.Model):
     「今すぐ確認」) or by a refusal at run time (a 401/403). A failing row is on 要対応 with its
     fix until a check passes."""
 
-    class Platform(models.TextChoices):
-        BACKLOG = "backlog", "Backlog"
-        LINE = "line", "LINE"
-        INSTAGRAM = "instagram", "Instagram"
-        TIKTOK = "tiktok", "TikTok"
-        HUBSPOT = "hubspot", "HubSpot"
+    # Backlog, then each channel.
+    Platform = models.TextChoices(
+        "Platform",
+        [("BACKLOG", ("backlog", "Backlog"))]
+        + [(kind.upper(), (kind, c.label)) for kind, c in CHANNELS.items()],
+    )
 
     tenant = models.ForeignKey(
         Tenant, on_delete=models.CASCADE, related_name="connections", verbose_name=_("テナント")

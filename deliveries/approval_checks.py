@@ -12,10 +12,11 @@ from __future__ import annotations
 from datetime import datetime
 
 from backlog_bridge.body.task import ParsedTask
+from core.channels import CHANNELS
 from core.models import Tenant
 from deliveries.channels.approval import ApprovalChecks
 from deliveries.channels.publishing import sending_channel
-from deliveries.channels.registry import CHANNEL_PACKAGES, channel_part
+from deliveries.channels.registry import channel_part
 from deliveries.models import ContentTask
 
 
@@ -33,7 +34,7 @@ def approval_check(
     override = override or {}
     channel = sending_channel(parsed, override)
     checks = ApprovalChecks()
-    if channel in CHANNEL_PACKAGES:
+    if channel in CHANNELS:
         channel_part(channel, "approval").check(
             checks, tenant=tenant, parsed=parsed, override=override, due_at=due_at, now=now, task=task
         )
@@ -45,7 +46,7 @@ def approval_check_counts_others(*, tenant: Tenant, parsed: ParsedTask) -> bool:
     forecast, a publishing limit). Such an approval is checked only once the ones before it
     are registered."""
     channel = parsed.channel
-    return channel in CHANNEL_PACKAGES and channel_part(channel, "approval").counts_others(tenant=tenant)
+    return channel in CHANNELS and channel_part(channel, "approval").counts_others(tenant=tenant)
 
 
 def approval_checks_store(*, task: ContentTask, checks: ApprovalChecks, now: datetime) -> None:

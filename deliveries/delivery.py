@@ -13,9 +13,9 @@ from datetime import datetime, timedelta
 
 from django.utils import timezone
 
-from backlog_bridge.body.channels import DEFAULT_CHANNEL
 from backlog_bridge.client import BacklogClient, BacklogError, shared_client
 from core import metrics
+from core.channels import DEFAULT_CHANNEL
 from core.group_commit import GroupCommit, Together
 from core.holders import token_intact
 from core.models import Tenant

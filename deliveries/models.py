@@ -11,7 +11,7 @@ from django.db import models
 from django.utils.translation import gettext, pgettext_lazy
 from django.utils.translation import gettext_lazy as _
 
-from backlog_bridge.body.channels import CHANNELS, DEFAULT_CHANNEL
+from core.channels import DEFAULT_CHANNEL, channel_label
 from core.due import Lease
 from core.models import Tenant
 from core.records import OutboundAttempt
@@ -25,14 +25,6 @@ STATUS_DEFAULT_REVERT = "処理中"
 # Backlog custom field names (seed 000 / 001).
 FIELD_PUBLISH_AT = "投稿日時"
 FIELD_DELIVERED_AT = "自動配信実行日時"
-
-
-# The grammar's one list of channels (backlog_bridge.body.channels.CHANNELS) as model choices; each
-# channel has its package deliveries/channels/<value>/. Labels are the brands' own names.
-Channel = models.TextChoices(
-    "Channel", [(value.upper(), (value, label)) for value, label in CHANNELS.items()]
-)
-CHANNEL_LABELS = dict(Channel.choices)
 
 
 def unapproved_q() -> models.Q:
@@ -101,7 +93,7 @@ class ContentTask(models.Model):
 
     @property
     def channel_label(self) -> str:
-        return CHANNEL_LABELS.get(self.channel, self.channel)
+        return channel_label(self.channel)
 
     @property
     def backlog_url(self) -> str:

@@ -6,7 +6,7 @@ from datetime import datetime
 
 from django.utils import timezone
 
-from backlog_bridge.body.channels import DEFAULT_CHANNEL
+from core.channels import DEFAULT_CHANNEL
 from core.timeutil import fmt_jst
 from deliveries.channels.publishing import outcome_lines
 from deliveries.channels.tokens import renewal_advice

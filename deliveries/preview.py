@@ -6,6 +6,7 @@ import json
 from datetime import datetime
 
 from backlog_bridge.body.task import ParsedTask
+from core.channels import channel_label
 from core.models import Tenant
 from core.quiet_hours import quiet_hours_apply
 from core.timeutil import fmt_jst
@@ -13,7 +14,7 @@ from deliveries.approval_checks import approval_check
 from deliveries.channels.preview import Preview, post_fields, post_kind
 from deliveries.channels.registry import channel_part, kind_of
 from deliveries.issues import IssueState
-from deliveries.models import CHANNEL_LABELS, ContentTask, DeliverySchedule
+from deliveries.models import ContentTask, DeliverySchedule
 from deliveries.review import review_messages
 from deliveries.services import schedule_due_at
 
@@ -69,7 +70,7 @@ def _when(preview: Preview, tenant: Tenant, issue_key: str, state: IssueState, n
 def preview_comment(preview: Preview) -> str:
     lines = ["[automedia] プレビュー（このまま送信されます）"]
     if preview.is_post:
-        lines.append(f"- チャネル: {CHANNEL_LABELS[preview.channel]}（アカウント: {preview.account}）")
+        lines.append(f"- チャネル: {channel_label(preview.channel)}（アカウント: {preview.account}）")
     lines.append(f"- 配信予定: {_due(preview)}")
     lines.append(
         f"- 静粛時間帯: {preview.quiet.message if preview.quiet and preview.quiet.inside else '対象外'}"

@@ -23,9 +23,9 @@ from typing import TypeVar
 from django.conf import settings
 from django.db import transaction
 
-from backlog_bridge.body.channels import DEFAULT_CHANNEL
+from core.channels import DEFAULT_CHANNEL, channel_label
 from core.models import Tenant
-from deliveries.models import CHANNEL_LABELS, STATUS_APPROVED, STATUS_DELIVERED, STATUS_ERROR, ContentTask
+from deliveries.models import STATUS_APPROVED, STATUS_DELIVERED, STATUS_ERROR, ContentTask
 from linepush.models import LinePushItem, LineSource, Trigger
 from linepush.services import (
     PushInvalid,
@@ -245,7 +245,7 @@ def failure_notice_enqueue(
 
 
 def _failure_one(task: ContentTask, failure: str, reason: str, channel: str) -> LinePushItem:
-    label = CHANNEL_LABELS.get(channel or task.channel or DEFAULT_CHANNEL, channel)
+    label = channel_label(channel or task.channel or DEFAULT_CHANNEL)
     if failure == "token":
         head = f"【配信エラー】{label} のトークンが期限切れか無効です。「{task.summary}」（{task.issue_key}）は配信されません。"
         ask = "管理画面でトークンを更新し、Backlog でもう一度承認してください。"

@@ -6,7 +6,6 @@ import re
 import unicodedata
 
 from backlog_bridge.audience import AudienceError, parse_audience
-from backlog_bridge.body.channels import AUDIENCE_REQUIRED, CHANNELS, GROUP_CHANNELS
 from backlog_bridge.body.sections import (
     KEY_AUDIENCE,
     KEY_CHANNEL,
@@ -23,6 +22,7 @@ from backlog_bridge.body.sections import (
     section_items,
 )
 from backlog_bridge.body.task import TemplateRef
+from core.channels import CHANNELS
 
 _LINE_GROUP_ID = re.compile(r"[CR][0-9A-Za-z_\-]{1,64}")
 
@@ -50,7 +50,7 @@ def meta_items(meta: Section | None, errors: list[str]) -> dict[str, Item]:
 
 def meta_channel(items: dict[str, Item], has_meta: bool, errors: list[str]) -> str | None:
     item = items.get(KEY_CHANNEL)
-    accepted = " / ".join(CHANNELS.values())
+    accepted = " / ".join(channel.label for channel in CHANNELS.values())
     if item is None or not item.value:
         if has_meta:
             errors.append(
@@ -95,10 +95,11 @@ def meta_template(item: Item | None, has_meta: bool, errors: list[str]) -> Templ
 
 def meta_audience(item: Item | None, channel: str | None, errors: list[str]) -> str:
     text = item.value if item else ""
+    kind = CHANNELS.get(channel)
     if not text:
-        if channel in AUDIENCE_REQUIRED:
+        if kind and kind.audience:
             errors.append(
-                f"チャネルが {CHANNELS[channel]} のときは {KEY_AUDIENCE} が必要です"
+                f"チャネルが {kind.label} のときは {KEY_AUDIENCE} が必要です"
                 "（例: - 対象タグ: tag:active, !tag:opt_out）。"
             )
         return text
@@ -107,8 +108,6 @@ def meta_audience(item: Item | None, channel: str | None, errors: list[str]) -> 
     except AudienceError as exc:
         errors.append(f"{KEY_AUDIENCE}「{text}」が不正です: {exc}")
         return text
-    if audience.groups and channel is not None and channel not in GROUP_CHANNELS:
-        errors.append(
-            f"{KEY_AUDIENCE} の group: 指定は LINE でしか使えません（チャネル: {CHANNELS[channel]}）。"
-        )
+    if audience.groups and kind and not kind.groups:
+        errors.append(f"{KEY_AUDIENCE} の group: 指定は LINE でしか使えません（チャネル: {kind.label}）。")
     return text

@@ -15,10 +15,10 @@ from django.utils.translation import gettext_lazy as _
 
 from console.access import RecordAdmin, TenantScopedAdmin
 from console.filters import ChannelFilter
+from core.channels import channel_label
 from core.crypto import mask
 from deliveries.channels.models import ChannelAccount, ChannelPost
 from deliveries.connections import account_check, connections_record
-from deliveries.models import CHANNEL_LABELS
 
 CHANNEL_SECRET_FIELDS = ("access_token", "refresh_token")
 
@@ -145,4 +145,4 @@ class ChannelPostAdmin(RecordAdmin):
 
     @admin.display(description=_("チャネル"), ordering="channel")
     def channel_label(self, obj: ChannelPost) -> str:
-        return str(CHANNEL_LABELS.get(obj.channel, obj.channel))
+        return channel_label(obj.channel)

@@ -15,7 +15,8 @@ from django.utils.translation import gettext_lazy as _
 from console.access import RecordAdmin, TenantScopedAdmin
 from console.filters import ChannelFilter
 from console.preview import bubble
-from deliveries.models import CHANNEL_LABELS, DeliverySchedule, MessageTemplate
+from core.channels import channel_label
+from deliveries.models import DeliverySchedule, MessageTemplate
 
 # What a manager reads of a schedule: the task, when, why, and how its tries went.
 SCHEDULE_FIELDS = ("task_link", "due_at", "reason", "stage", "attempts", "last_error", "created_at")
@@ -78,7 +79,7 @@ class MessageTemplateAdmin(TenantScopedAdmin):
 
     @admin.display(description=_("チャネル"), ordering="channel")
     def channel_label(self, obj: MessageTemplate) -> str:
-        return str(CHANNEL_LABELS.get(obj.channel, obj.channel))
+        return channel_label(obj.channel)
 
     @admin.display(description=_("メッセージ（LINE での表示）"))
     def messages_bubbles(self, obj: MessageTemplate) -> str:

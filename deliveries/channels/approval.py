@@ -12,11 +12,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from backlog_bridge.body.task import ParsedTask, TemplateRef
+from core.channels import channel_label
 from core.models import Tenant
 from deliveries.channels.rendering import template_resolve
 from deliveries.channels.templates import render_channel_template
 from deliveries.channels.templating import RenderError
-from deliveries.models import CHANNEL_LABELS
 
 
 @dataclass
@@ -54,7 +54,7 @@ def post_rules(
 ) -> dict | None:
     """The channel's template rules (deliveries/channels/<kind>/templates.py, their one home)
     applied to the filled template; the post when it passes them."""
-    label = CHANNEL_LABELS[channel]
+    label = channel_label(channel)
     try:
         ref = TemplateRef.parse(override["template"]) if override.get("template") else parsed.template
         template = template_resolve(tenant=tenant, ref=ref, channel=channel) if ref is not None else None

@@ -8,7 +8,7 @@ from django.db import models
 from django.utils.translation import gettext, pgettext_lazy
 from django.utils.translation import gettext_lazy as _
 
-from backlog_bridge.body.channels import CHANNELS
+from core.channels import CHANNELS
 from core.crypto import EncryptedTextField
 from core.models import Tenant
 
@@ -23,10 +23,9 @@ class ChannelAccount(models.Model):
     """
 
     # The channels published through an account of their own (LINE uses the tenant's token).
-    class Channel(models.TextChoices):
-        INSTAGRAM = "instagram", CHANNELS["instagram"]
-        TIKTOK = "tiktok", CHANNELS["tiktok"]
-        HUBSPOT = "hubspot", CHANNELS["hubspot"]
+    Channel = models.TextChoices(
+        "Channel", [(kind.upper(), (kind, c.label)) for kind, c in CHANNELS.items() if c.account]
+    )
 
     class HubSpotMode(models.TextChoices):
         NOTE = "note", _("コンタクトへの CRM ノート")

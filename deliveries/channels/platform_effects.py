@@ -11,12 +11,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
+from core.channels import channel_label
 from core.models import Tenant
 from core.timeutil import fmt_jst
 from deliveries.channels.base import TransportError
 from deliveries.channels.effects import OFFSETS, PREFIX
 from deliveries.channels.models import ChannelAccount, ChannelPost
-from deliveries.models import CHANNEL_LABELS, ContentTask, EffectReport
+from deliveries.models import ContentTask, EffectReport
 
 H24, H72 = EffectReport.Label.H24, EffectReport.Label.H72
 MISSING = "集計なし"  # a figure the platform left out: never shown as 0
@@ -93,13 +94,13 @@ def post_measured(*, report: EffectReport, now: datetime, measure: Measure) -> t
 def effect_account(tenant: Tenant, channel: str) -> ChannelAccount:
     account = ChannelAccount.objects.select_related("tenant").filter(tenant=tenant, channel=channel).first()
     if account is None or not account.access_token:
-        raise TransportError(f"{CHANNEL_LABELS[channel]} のアカウントが設定されていません", permanent=True)
+        raise TransportError(f"{channel_label(channel)} のアカウントが設定されていません", permanent=True)
     return account
 
 
 def measure_intro(report: EffectReport, channel: str, post_id: str, now: datetime) -> str:
     return (
-        f"配信から {report.label.removesuffix('h')} 時間後の {CHANNEL_LABELS[channel]} 集計です"
+        f"配信から {report.label.removesuffix('h')} 時間後の {channel_label(channel)} 集計です"
         f"（投稿ID: {post_id}、{fmt_jst(now)} 時点の累計）。"
     )
 
@@ -112,6 +113,6 @@ def figure(value: float | None, unit: str) -> str:
 
 def missing_note(channel: str) -> str:
     return (
-        f"※ {MISSING}: {CHANNEL_LABELS[channel]} がこの数値を返しませんでした（まだ集計されていない、"
+        f"※ {MISSING}: {channel_label(channel)} がこの数値を返しませんでした（まだ集計されていない、"
         "またはこの投稿では提供されていない）。0 という意味ではありません。"
     )

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from backlog_bridge.body.task import ParsedTask, TemplateRef
+from core.channels import channel_label
 from core.models import Tenant
 from core.timeutil import fmt_jst
 from deliveries.channels.models import ChannelPost
@@ -17,7 +18,7 @@ from deliveries.channels.registry import channel_part
 from deliveries.channels.rendering import template_resolve
 from deliveries.channels.templates import describe, render_channel_template
 from deliveries.channels.templating import RenderError
-from deliveries.models import CHANNEL_LABELS, ContentTask
+from deliveries.models import ContentTask
 
 
 def post_render(*, tenant: Tenant, channel: str, parsed: ParsedTask, override: dict | None = None) -> dict:
@@ -81,7 +82,7 @@ def account_problems(*, tenant: Tenant, channel: str, content: dict | None, now:
     problems = []
     if account.token_invalid_at is not None:
         problems.append(
-            f"{CHANNEL_LABELS[channel]} のトークンが無効になっています（{fmt_jst(account.token_invalid_at)} に検知）。"
+            f"{channel_label(channel)} のトークンが無効になっています（{fmt_jst(account.token_invalid_at)} に検知）。"
             f"管理画面の「チャネルアカウント」か manage.py add_channel {tenant.slug} {channel} … で更新してください。"
         )
     return problems + channel_part(channel, "publisher").account_problems(account, content, now)

@@ -13,13 +13,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from backlog_bridge.body.task import ParsedTask
+from core.channels import channel_label
 from core.models import Tenant
 from core.quiet_hours import QuietVerdict
 from deliveries.channels.approval import ApprovalChecks
 from deliveries.channels.models import ChannelAccount
 from deliveries.channels.posts import post_check, post_message
 from deliveries.channels.registry import channel_part
-from deliveries.models import CHANNEL_LABELS
 
 KIND_LABELS = {
     "image": "画像の投稿",
@@ -106,9 +106,7 @@ def post_fields(content: dict, *, leave_out: tuple[str, ...] = ()) -> list[tuple
 
 
 def post_kind(channel: str, content: dict) -> str:
-    return (
-        f"{CHANNEL_LABELS.get(channel, channel)} {KIND_LABELS.get(content.get('type'), content.get('type'))}"
-    )
+    return f"{channel_label(channel)} {KIND_LABELS.get(content.get('type'), content.get('type'))}"
 
 
 def _field_text(key: str, value: object) -> str:

@@ -16,6 +16,7 @@ from datetime import datetime
 
 from django.db import IntegrityError, transaction
 
+from core.channels import channel_label
 from core.models import Tenant
 from deliveries.channels.models import ChannelAccount, ChannelPost
 from deliveries.channels.platform import PlatformError, PlatformTransport
@@ -83,7 +84,7 @@ class Context:
 def account_for(tenant: Tenant, channel: str) -> ChannelAccount:
     account = ChannelAccount.objects.select_related("tenant").filter(tenant=tenant, channel=channel).first()
     if account is None or not account.access_token:
-        label = dict(ChannelAccount.Channel.choices).get(channel, channel)
+        label = channel_label(channel)
         raise PublishFailed(
             f"{label} のアカウントが設定されていません（manage.py add_channel {tenant.slug} {channel} … で登録してください）。"
         )

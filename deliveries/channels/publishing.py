@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from backlog_bridge.body.channels import DEFAULT_CHANNEL
 from backlog_bridge.body.task import ParsedTask
+from core.channels import CHANNELS, DEFAULT_CHANNEL
 from core.models import Tenant
 from deliveries.channels.publisher import Context, Done, PublishFailed, Wait, Waiting
-from deliveries.channels.registry import CHANNEL_PACKAGES, channel_part
+from deliveries.channels.registry import channel_part
 
 
 def sending_channel(parsed: ParsedTask, override: dict | None) -> str | None:
@@ -35,7 +35,7 @@ def messages_render(*, tenant: Tenant, parsed: ParsedTask, override: dict | None
     """
     override = override or {}
     channel = sending_channel(parsed, override)
-    if channel not in CHANNEL_PACKAGES:
+    if channel not in CHANNELS:
         raise PublishFailed(f"チャネル「{channel or 'なし'}」への配信はまだ対応していません")
     publisher = channel_part(channel, "publisher")
     return publisher.messages(publisher.render(tenant=tenant, parsed=parsed, override=override))
@@ -59,7 +59,7 @@ def publish_step(*, channel: str, ctx: Context) -> Done | Wait:
 
 def prepares(channel: str | None) -> bool:
     """Whether the channel has work to do ahead of the due second (deliveries/prepare.py)."""
-    return channel in CHANNEL_PACKAGES and hasattr(channel_part(channel, "publisher"), "prepare")
+    return channel in CHANNELS and hasattr(channel_part(channel, "publisher"), "prepare")
 
 
 def prepare_send(*, channel: str, ctx: Context) -> datetime | None:

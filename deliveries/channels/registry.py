@@ -1,4 +1,5 @@
-"""Which package serves a channel: one line per channel, `kind → deliveries/channels/<kind>/`.
+"""Which package serves a channel: the one list of channels (core/channels.py) names each
+kind's package, `deliveries/channels/<kind>/`, by its dotted path.
 
 Each package answers for itself in modules of the same names (see docs/ARCHITECTURE.md,
 "Adding a channel"): `publisher`, `templates`, `approval`, `preview`, `correction`,
@@ -13,22 +14,15 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-from backlog_bridge.body.channels import DEFAULT_CHANNEL
-
-CHANNEL_PACKAGES: dict[str, str] = {
-    "line": "deliveries.channels.line",
-    "instagram": "deliveries.channels.instagram",
-    "tiktok": "deliveries.channels.tiktok",
-    "hubspot": "deliveries.channels.hubspot",
-}
+from core.channels import CHANNELS, DEFAULT_CHANNEL
 
 
 def channel_part(kind: str, part: str) -> ModuleType:
     """Module `part` of channel `kind`'s package."""
-    return importlib.import_module(f"{CHANNEL_PACKAGES[kind]}.{part}")
+    return importlib.import_module(f"{CHANNELS[kind].package}.{part}")
 
 
 def kind_of(channel: str | None) -> str:
     """The channel that sends a task of `channel`: its own, or the default channel's for a
     task without one (a command's send names a template of the default channel)."""
-    return channel if channel in CHANNEL_PACKAGES else DEFAULT_CHANNEL
+    return channel if channel in CHANNELS else DEFAULT_CHANNEL

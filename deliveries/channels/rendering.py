@@ -19,8 +19,8 @@ from pathlib import Path
 from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
 
-from backlog_bridge.body.channels import DEFAULT_CHANNEL
 from backlog_bridge.body.task import TemplateRef
+from core.channels import DEFAULT_CHANNEL
 from core.models import Tenant
 from deliveries.channels.registry import channel_part
 from deliveries.channels.templating import RenderError

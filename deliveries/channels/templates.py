@@ -13,9 +13,9 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
+from core.channels import channel_label
 from deliveries.channels.registry import channel_part
 from deliveries.channels.templating import RenderError, placeholders_fill
-from deliveries.models import CHANNEL_LABELS
 
 URL_MAX = 2000
 SAMPLE_URL = "https://example.com/sample.jpg"
@@ -33,7 +33,7 @@ def validate_channel_template(channel: str, content: object) -> Problems:
 def kinds_problems(channel: str, kinds: Kinds, content: object) -> Problems:
     if not isinstance(content, dict):
         return [
-            f"{CHANNEL_LABELS[channel]} のテンプレートは JSON オブジェクト（{{...}}）である必要があります。"
+            f"{channel_label(channel)} のテンプレートは JSON オブジェクト（{{...}}）である必要があります。"
         ]
     kind = content.get("type")
     if kind not in kinds:
@@ -60,7 +60,7 @@ def render_channel_template(channel: str, content: dict, variables: dict[str, st
 def describe(channel: str, content: dict[str, Any]) -> str:
     """One line for people (preview, logs): what the post is."""
     text = channel_part(channel, "templates").describe_text(content)
-    return f"{CHANNEL_LABELS[channel]} {content.get('type')}: {text[:100]}"
+    return f"{channel_label(channel)} {content.get('type')}: {text[:100]}"
 
 
 def html_fields(channel: str) -> tuple[str, ...]:

@@ -14,13 +14,13 @@ from datetime import datetime, timedelta
 from django.core.mail import mail_admins
 from django.utils import timezone
 
+from core.channels import channel_label
 from core.connections import connection_denied
 from core.due import Lease, claim_one, release
 from core.models import Tenant
 from deliveries.channels.models import ChannelAccount
 from deliveries.channels.platform import PlatformError
 from deliveries.channels.registry import channel_part
-from deliveries.models import CHANNEL_LABELS
 from deliveries.signals import token_expired
 
 logger = logging.getLogger(__name__)
@@ -82,7 +82,7 @@ def renewal_advice(channel: str) -> str:
 def account_renewal_advice(channel: str) -> str:
     """An account channel's `renewal_advice`."""
     return (
-        f"{CHANNEL_LABELS.get(channel, channel)} のトークンが期限切れか無効です。管理画面の「チャネルアカウント」か"
+        f"{channel_label(channel)} のトークンが期限切れか無効です。管理画面の「チャネルアカウント」か"
         " manage.py add_channel でトークンを更新してから、もう一度承認してください。"
     )
 

@@ -8,12 +8,12 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from backlog_bridge.audience import AudienceError, parse_audience
-from backlog_bridge.body.channels import DEFAULT_CHANNEL, FOLLOWER_CHANNELS, GROUP_CHANNELS
 from backlog_bridge.body.task import ParsedTask
 from backlog_bridge.client import BacklogClient, BacklogError
 from backlog_bridge.events import EventHandler, EventIgnored
 from backlog_bridge.models import TYPE_COMMENTED, BacklogEvent, CommandRun
 from backlog_bridge.statuses import BacklogConfigError, status_id_require, status_name_of
+from core.channels import CHANNELS, DEFAULT_CHANNEL, channel_label
 from core.models import Tenant
 from core.timeutil import fmt_jst
 from deliveries.actions import revert_status_id
@@ -25,7 +25,7 @@ from deliveries.channels.publishing import send_problems
 from deliveries.channels.registry import channel_part
 from deliveries.commands.parse import USAGE, Command, commands_parse
 from deliveries.issues import IssueState, issue_read, task_for_issue
-from deliveries.models import CHANNEL_LABELS, STATUS_APPROVED, ContentTask, DeliveryAttempt, DeliverySchedule
+from deliveries.models import STATUS_APPROVED, ContentTask, DeliveryAttempt, DeliverySchedule
 from deliveries.preview import preview_build, preview_comment
 from deliveries.services import approval_record, schedule_delete, schedule_due_at, schedule_upsert
 
@@ -144,7 +144,7 @@ def _status(*, tenant, issue_key, command, user, client) -> str:
     lines.append(f"- 自動配信実行日時: {fmt_jst(delivered) if delivered else 'なし'}")
     if task:
         attempts = DeliveryAttempt.objects.filter(task=task).count()
-        label = CHANNEL_LABELS.get(task.channel or DEFAULT_CHANNEL, task.channel)
+        label = channel_label(task.channel or DEFAULT_CHANNEL)
         lines.append(f"- {label} への送信試行: {attempts} 回")
     return "\n".join(lines)
 
@@ -213,7 +213,7 @@ def _send(*, tenant, issue_key, command, user, client) -> str:
     channel = _channel(state.parsed)
     return (
         f"{OWN_PREFIX} /automedia send を受け付けました（{by}）。{fmt_jst(due)} に配信します"
-        f"（チャネル: {CHANNEL_LABELS[channel]}、テンプレ: {command.kwargs['template']}、"
+        f"（チャネル: {channel_label(channel)}、テンプレ: {command.kwargs['template']}、"
         f"対象: {_target(channel, command.kwargs.get('audience') or state.parsed.audience)}）。"
         + (f"\n確認: {checks.summary()}" if checks.lines else "")
     )
@@ -263,7 +263,7 @@ def _in_flight(schedule: DeliverySchedule | None) -> list[str]:
         return []
     handle = post.publish_id or post.container_id or post.note_id or post.send_key
     return [
-        f"{CHANNEL_LABELS.get(post.channel, post.channel)} への投稿を処理中です（{handle}）。"
+        f"{channel_label(post.channel)} への投稿を処理中です（{handle}）。"
         "結果が出るまで待ってから、もう一度送ってください"
     ]
 
@@ -277,8 +277,8 @@ def _content_problems(tenant: Tenant, parsed: ParsedTask, args: dict) -> list[st
 
 def _audience_problems(parsed: ParsedTask, args: dict) -> list[str]:
     channel, given = _channel(parsed), args.get("audience")
-    label = CHANNEL_LABELS[channel]
-    if channel in FOLLOWER_CHANNELS:
+    label = channel_label(channel)
+    if not CHANNELS[channel].audience:
         if given:
             return [f"{label} では audience を指定できません（投稿はアカウントに公開され、宛先は選べません）"]
         return []
@@ -289,7 +289,7 @@ def _audience_problems(parsed: ParsedTask, args: dict) -> list[str]:
         audience = parse_audience(expression)
     except AudienceError as exc:
         return [f"{'audience' if given else '対象タグ'} を解釈できません: {exc}"]
-    if audience.groups and channel not in GROUP_CHANNELS:
+    if audience.groups and not CHANNELS[channel].groups:
         return [f"{label} では group: を対象にできません（LINE のグループ専用です）"]
     return []
 

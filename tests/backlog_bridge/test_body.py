@@ -147,7 +147,7 @@ def test_it_names_an_unknown_channel_and_the_accepted_values():
 
     assert message == (
         "チャネル「Facebook」には対応していません"
-        "（LINE / TikTok / Instagram / HubSpot のいずれかを書いてください）。"
+        "（LINE / Instagram / TikTok / HubSpot のいずれかを書いてください）。"
     )
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from core.channels import channel_label
 from core.timeutil import JST
 from deliveries.models import MessageTemplate
 
@@ -53,11 +54,10 @@ def channel_body(
     tiktok: dict[str, str] | None = None,
 ) -> str:
     """`tiktok`: TikTok's choices over TIKTOK_CHOICES (a value of None leaves the line out)."""
-    labels = {"instagram": "Instagram", "tiktok": "TikTok", "hubspot": "HubSpot"}
     choices = {**TIKTOK_CHOICES, **(tiktok or {})} if channel == "tiktok" else {}
     return (
         "## 配信メタ\n"
-        f"- チャネル: {labels[channel]}\n"
+        f"- チャネル: {channel_label(channel)}\n"
         "- 投稿日時: 2026-12-10 10:00 (JST)\n"
         f"- 対象タグ: {audience}\n"
         f"- テンプレ: {template}\n"

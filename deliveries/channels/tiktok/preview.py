@@ -5,11 +5,11 @@ from __future__ import annotations
 from datetime import datetime
 
 from backlog_bridge.body.task import ParsedTask
+from core.channels import channel_label
 from core.models import Tenant
 from deliveries.channels.models import ChannelAccount
 from deliveries.channels.preview import Preview, post_preview
 from deliveries.channels.tiktok import choices
-from deliveries.models import CHANNEL_LABELS
 
 
 def fill(preview: Preview, *, tenant: Tenant, parsed: ParsedTask, override: dict, now: datetime) -> None:
@@ -19,7 +19,7 @@ def fill(preview: Preview, *, tenant: Tenant, parsed: ParsedTask, override: dict
 
 def checked(preview: Preview, parsed: ParsedTask) -> None:
     """The creator (nickname, the privacy levels creator_info allows) and the body's choices."""
-    rules = f"{CHANNEL_LABELS[ChannelAccount.Channel.TIKTOK]} の投稿ルール"
+    rules = f"{channel_label(ChannelAccount.Channel.TIKTOK)} の投稿ルール"
     checks = preview.checks
     preview.problems += [p for p in checks.problems if not p.startswith(rules) and p not in preview.problems]
     if preview.post is not None and not choices.missing_choices(parsed.tiktok, preview.post["type"]):

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from backlog_bridge.body.channels import CHANNELS, DEFAULT_CHANNEL
+from core.channels import CHANNELS, DEFAULT_CHANNEL
 from core.models import Tenant
 from deliveries.channels.rendering import ImportResult, template_import
 

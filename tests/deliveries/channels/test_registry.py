@@ -7,12 +7,11 @@ from __future__ import annotations
 
 import pytest
 
-from backlog_bridge.body.channels import CHANNELS
 from backlog_bridge.client import BacklogClient
-from deliveries.channels.models import ChannelAccount
-from deliveries.channels.registry import CHANNEL_PACKAGES, channel_part, kind_of
+from core.channels import CHANNELS, ChannelKind
+from deliveries.channels.registry import channel_part, kind_of
 from deliveries.issues import issue_read
-from deliveries.models import CHANNEL_LABELS, ContentTask, MessageTemplate
+from deliveries.models import ContentTask, MessageTemplate
 from deliveries.preview import preview_build, preview_comment
 from tests.helpers.backlog import texts
 from tests.helpers.deliveries import DUE, approve_issue, fire
@@ -55,21 +54,19 @@ def missing_answers(kind: str, parts: dict[str, tuple[str, ...]]) -> list[str]:
     ]
 
 
-def test_it_names_one_package_for_each_channel_of_the_list():
-    assert set(CHANNEL_PACKAGES) == set(CHANNELS)
+def test_each_channel_of_the_list_has_its_package_in_deliveries_channels():
+    assert [c.package for c in CHANNELS.values()] == [f"deliveries.channels.{kind}" for kind in CHANNELS]
 
 
 def test_every_channel_answers_every_part():
-    accounts = set(ChannelAccount.Channel.values)
-
     missing = [
         name
-        for kind in CHANNEL_PACKAGES
+        for kind, channel in CHANNELS.items()
         for name in missing_answers(kind, PARTS)
-        + (missing_answers(kind, ACCOUNT_PARTS) if kind in accounts else [])
+        + (missing_answers(kind, ACCOUNT_PARTS) if channel.account else [])
     ]
 
-    assert len(CHANNEL_PACKAGES) == 4
+    assert len(CHANNELS) == 4
     assert missing == []
 
 
@@ -87,10 +84,8 @@ def test_it_sends_a_task_without_a_channel_of_its_own_on_the_default_channel():
 
 @pytest.fixture
 def fake_channel(monkeypatch, db):
-    """The recipe's lines outside the package: one registry line, and the channel list's."""
-    monkeypatch.setitem(CHANNEL_PACKAGES, "fake", "tests.helpers.fake_channel")
-    monkeypatch.setitem(CHANNELS, "fake", "Fake")
-    monkeypatch.setitem(CHANNEL_LABELS, "fake", "Fake")
+    """The recipe's one line outside the package: the channel's row in the list."""
+    monkeypatch.setitem(CHANNELS, "fake", ChannelKind("Fake", "tests.helpers.fake_channel"))
     MessageTemplate.objects.create(
         name="hello", rev="r1", channel="fake", messages={"type": "note", "text": "{{ title }} を公開"}
     )
