@@ -12,7 +12,7 @@ state, and while it is not ready gives the schedule row back with a later due ti
 constants of the publishers, not settings, so to keep the test short it checks the row was
 given back with that interval, then moves the row's due time to now: run_scheduler claims the
 same row again and a worker re-checks it, as it would a minute later. (The intervals
-themselves are tested with time-machine in tests/deliveries/test_channel_*.py.)
+themselves are tested with time-machine in tests/deliveries/channels/<kind>/test_channel.py.)
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Instagram / TikTok / HubSpot helpers shared by the channel, command and preview tests:
-the fakes' tokens, a template and an issue body for each channel.
+the fakes' tokens, a template and an issue body for each channel, and an approval of one.
 
 Their fixtures (the three fakes on loopback, a channel account each, `approve_channel`) are
 in tests/conftest.py.
@@ -12,6 +12,7 @@ from datetime import datetime
 from core.channels import channel_label
 from core.timeutil import JST
 from deliveries.models import MessageTemplate
+from tests.helpers.deliveries import issue_approve
 
 APPROVED_AT = datetime(2026, 12, 1, 9, 0, tzinfo=JST)
 IG_TOKEN = "ig-long-lived-token"
@@ -70,4 +71,15 @@ def channel_body(
 def channel_template(channel: str, content: dict | None = None, *, name: str = "post", rev: str = "r1"):
     return MessageTemplate.objects.create(
         name=name, rev=rev, channel=channel, messages=content or TEMPLATES[channel]
+    )
+
+
+def channel_approve(
+    fake_backlog, pump, tenant, channel: str, *, body: str | None = None, content: dict | None = None
+) -> str:
+    """An issue of `channel` with its template (`content`), approved on 2026-12-01 09:00 JST;
+    its key, whether the approval's checks registered it or refused it."""
+    channel_template(channel, content)
+    return issue_approve(
+        fake_backlog, pump, tenant, summary="新作告知", description=body or channel_body(channel)
     )

@@ -23,18 +23,28 @@ DUE = datetime(2026, 12, 10, 10, 0, tzinfo=JST)
 MULTICAST = "/v2/bot/message/multicast"
 
 
-def approve_issue(fake_backlog, pump, tenant, *, summary: str, description: str) -> str:
-    """Create an issue, approve it on 2026-12-01 09:00 JST and let automedia register it;
-    the fake's request log starts empty afterwards."""
+def issue_approve(fake_backlog, pump, tenant, *, summary: str, description: str) -> str:
+    """Create an issue, approve it on 2026-12-01 09:00 JST and let automedia take the approval
+    (registered, or refused by its checks); its key."""
     with time_machine.travel(datetime(2026, 12, 1, 9, 0, tzinfo=JST), tick=False):
         key = fake_backlog.create_issue("ACME", summary=summary, description=description, status="処理中")[
             "issueKey"
         ]
         fake_backlog.update_issue(key, status="automedia承認")
         pump(tenant)
-    assert DeliverySchedule.objects.filter(task__issue_key=key).exists()
+    return key
+
+
+def approve_issue(fake_backlog, pump, tenant, *, summary: str, description: str) -> str:
+    """`issue_approve`, and the schedule registered; the fake's request log starts empty afterwards."""
+    key = issue_approve(fake_backlog, pump, tenant, summary=summary, description=description)
+    assert scheduled(key)
     fake_backlog.reset_requests()
     return key
+
+
+def scheduled(key: str) -> bool:
+    return DeliverySchedule.objects.filter(task__issue_key=key).exists()
 
 
 def fire(key: str, *, late: float = 0.01) -> str:

@@ -4,16 +4,16 @@ kept out of the container, and the container's status read before any second med
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from functools import partial
 
 import pytest
-import time_machine
 
 from core.timeutil import JST
 from deliveries.channels.models import ChannelPost
 from deliveries.models import DeliverySchedule
 from tests.helpers.backlog import texts
-from tests.helpers.channels import channel_body, channel_template
-from tests.helpers.deliveries import DUE, fire
+from tests.helpers.channels import channel_approve, channel_body
+from tests.helpers.deliveries import DUE, fire, scheduled
 from tests.helpers.factories import ContentTaskFactory
 
 pytestmark = pytest.mark.usefixtures("ig_account")
@@ -25,23 +25,8 @@ PUBLISH = "/v25.0/17841400000000001/media_publish"
 
 @pytest.fixture
 def approve_instagram(fake_backlog, tenant, pump):
-    """Approve an Instagram issue at 2026-12-01 09:00 JST; returns its key (scheduled or not)."""
-
-    def make(*, body: str | None = None, content: dict | None = None) -> str:
-        channel_template("instagram", content)
-        with time_machine.travel(APPROVED, tick=False):
-            issue = fake_backlog.create_issue(
-                "ACME", summary="新作告知", description=body or channel_body("instagram"), status="処理中"
-            )
-            fake_backlog.update_issue(issue["issueKey"], status="automedia承認")
-            pump(tenant)
-        return issue["issueKey"]
-
-    return make
-
-
-def scheduled(key: str) -> bool:
-    return DeliverySchedule.objects.filter(task__issue_key=key).exists()
+    """Approve an Instagram issue at 2026-12-01 09:00 JST (APPROVED); returns its key."""
+    return partial(channel_approve, fake_backlog, pump, tenant, "instagram")
 
 
 def other_posts(tenant, *due_times: datetime) -> None:

@@ -3,16 +3,14 @@ the body states each one, creator_info allows it, and the init carries exactly t
 
 from __future__ import annotations
 
-from datetime import datetime
+from functools import partial
 
 import pytest
-import time_machine
 
-from core.timeutil import JST
-from deliveries.models import ContentTask, DeliverySchedule
+from deliveries.models import ContentTask
 from tests.helpers.backlog import texts
-from tests.helpers.channels import channel_body, channel_template
-from tests.helpers.deliveries import fire
+from tests.helpers.channels import channel_approve, channel_body
+from tests.helpers.deliveries import fire, scheduled
 
 pytestmark = pytest.mark.usefixtures("tt_account")
 
@@ -21,23 +19,8 @@ REFUSED = "[automedia] 承認時の確認で問題が見つかったため配信
 
 @pytest.fixture
 def approve_tiktok(fake_backlog, tenant, pump):
-    """Approve a TikTok issue on 2026-12-01 09:00 JST; returns its key (scheduled or not)."""
-
-    def make(*, body: str | None = None, content: dict | None = None) -> str:
-        channel_template("tiktok", content)
-        with time_machine.travel(datetime(2026, 12, 1, 9, 0, tzinfo=JST), tick=False):
-            issue = fake_backlog.create_issue(
-                "ACME", summary="新作告知", description=body or channel_body("tiktok"), status="処理中"
-            )
-            fake_backlog.update_issue(issue["issueKey"], status="automedia承認")
-            pump(tenant)
-        return issue["issueKey"]
-
-    return make
-
-
-def scheduled(key: str) -> bool:
-    return DeliverySchedule.objects.filter(task__issue_key=key).exists()
+    """Approve a TikTok issue on 2026-12-01 09:00 JST; returns its key."""
+    return partial(channel_approve, fake_backlog, pump, tenant, "tiktok")
 
 
 @pytest.mark.parametrize("label", ["公開範囲", "コメント", "デュエット", "スティッチ", "商用コンテンツ"])
