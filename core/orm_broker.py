@@ -8,19 +8,21 @@ docs/ARCHITECTURE.md, "django-q2's queue".
 
 On either broker (`BulkORM`, `ClaimingRedis`) the pusher makes the queued claims of each
 task it takes its own (core/due.py `prefetch`), so a cluster that dies frees them at once.
+`hand_out` is the scheduler steps' one door to the queues.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import itertools
 import logging
 import os
 import re
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import timedelta
 from pathlib import Path
 from time import sleep
@@ -29,7 +31,8 @@ from django.db import DatabaseError, connections, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 from django.utils.module_loading import import_string
-from django_q.brokers import Broker
+from django_q import tasks as broker_tasks
+from django_q.brokers import Broker, get_broker
 from django_q.brokers.orm import ORM
 from django_q.brokers.redis_broker import Redis
 from django_q.conf import Conf
@@ -243,3 +246,33 @@ def enqueued_together(broker: Broker) -> Iterator[None]:
             yield
     else:
         yield
+
+
+@functools.cache
+def queue_broker(queue: str | None) -> Broker:
+    """The broker of django-q2's queue `queue` (None: the default queue), made once per
+    process. Without it `async_task` makes one per task, and the Redis broker opens a new
+    connection each time: hundreds a second through a burst."""
+    return get_broker(queue)
+
+
+def hand_out(func: str, tasks: Iterable[tuple], *, queue: str | None = None) -> int:
+    """A scheduler step hands its claims to workers: one task of `func` (a dotted path) per
+    tuple of positional arguments in `tasks`, on `queue` (None: the default queue), through
+    the queue's one broker, enqueued together. Returns how many tasks went out. A pass with
+    none opens no transaction (on SQLite, no turn at the write lock)."""
+    tasks = list(tasks)
+    if not tasks:
+        return 0
+    broker = queue_broker(queue)
+    where = {"cluster": queue} if queue else {}  # None: django-q2's default cluster
+    with enqueued_together(broker):
+        for args in tasks:
+            broker_tasks.async_task(func, *args, broker=broker, **where)
+    return len(tasks)
+
+
+def per_token(claimed: Iterable[tuple[int, str]]) -> list[tuple[list[tuple[int, str]]]]:
+    """Claimed (pk, token) pairs as `hand_out`'s tasks, one per token: each run of rows that
+    core/due.py `claim` gave one token (its `group`) goes to one task, as its one argument."""
+    return [(list(run),) for _, run in itertools.groupby(claimed, key=lambda pair: pair[1])]

@@ -7,8 +7,6 @@ Only sends are claimed here: a row at the write-back stage belongs to the write-
 
 from __future__ import annotations
 
-import functools
-import itertools
 import math
 from collections import Counter
 from datetime import datetime
@@ -16,13 +14,11 @@ from datetime import datetime
 from django.conf import settings
 from django.db.models import Count, F, Min, Q, QuerySet, Window
 from django.db.models.functions import RowNumber
-from django_q.brokers import Broker, get_broker
-from django_q.tasks import async_task
 
 from core.due import claim, release, renew, take_over, waiting
 from core.keeper import Held, held_claim
 from core.models import Tenant
-from core.orm_broker import enqueued_together
+from core.orm_broker import hand_out, per_token
 from deliveries.models import DeliverySchedule, SchedulerHeartbeat
 
 DELIVERY_QUEUE = "deliveries"  # settings.Q_CLUSTER["ALT_CLUSTERS"]
@@ -139,25 +135,14 @@ def schedules_take(*, claims: list[tuple[int, str]], now: datetime) -> dict[int,
     }
 
 
-@functools.cache
-def delivery_broker() -> Broker:
-    """The deliveries queue's broker, made once per process for run_scheduler's steps.
-    Without it `async_task` makes one per task, and the Redis broker opens a new connection
-    each time: hundreds a second through a burst."""
-    return get_broker(DELIVERY_QUEUE)
-
-
 def schedules_step(*, now: datetime, limit: int) -> bool:
     """run_scheduler's step for due schedules: claim them and hand them to django-q2
-    `deliver_batch` tasks, spread over the deliverers' workers (`task_rows`). Rows a
-    tenant's limit leaves behind are not the loop's to watch: the tasks whose sends end
-    claim them (`deliver_batch`), and a lost task's room comes back with its lease, seen by
-    the next pass."""
+    `deliver_batch` tasks on the deliveries queue, one per token: spread over the
+    deliverers' workers (`task_rows`). Rows a tenant's limit leaves behind are not the
+    loop's to watch: the tasks whose sends end claim them (`deliver_batch`), and a lost
+    task's room comes back with its lease, seen by the next pass."""
     claimed = schedules_claim(now=now, limit=limit)
-    broker = delivery_broker()
-    with enqueued_together(broker):
-        for _, batch in itertools.groupby(claimed, key=lambda row: row[1]):  # one token per task
-            async_task("deliveries.tasks.deliver_batch", list(batch), cluster=DELIVERY_QUEUE, broker=broker)
+    hand_out("deliveries.tasks.deliver_batch", per_token(claimed), queue=DELIVERY_QUEUE)
     return bool(claimed)
 
 

@@ -10,7 +10,6 @@ the rest back due at the window's reset instead of sleeping in the worker.
 
 from __future__ import annotations
 
-import functools
 import logging
 from collections import Counter
 from datetime import datetime, timedelta
@@ -18,13 +17,11 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.db.models import Q
 from django.utils import timezone
-from django_q.brokers import Broker, get_broker
-from django_q.tasks import async_task
 
 from backlog_bridge.client import BacklogClient, paced_client
 from core.due import claim
 from core.keeper import keeper
-from core.orm_broker import enqueued_together
+from core.orm_broker import hand_out
 from deliveries.delivery import Batched, delivery_run
 from deliveries.models import DeliverySchedule
 from deliveries.scheduler import SCHEDULE_LEASE, lease_release, schedules_take
@@ -82,19 +79,11 @@ def writebacks_claim(*, now: datetime, limit: int) -> list[list[tuple[int, str]]
     return list(by_tenant.values())
 
 
-@functools.cache
-def writeback_broker() -> Broker:
-    """The default queue's broker, made once per process (see scheduler.delivery_broker)."""
-    return get_broker()
-
-
 def writebacks_step(*, now: datetime, limit: int) -> bool:
-    """run_scheduler's step for due write-backs: one `writeback_batch` task per tenant."""
+    """run_scheduler's step for due write-backs: one `writeback_batch` task per tenant (its
+    rows each under a token of their own), on the default queue, never a deliverer's."""
     batches = writebacks_claim(now=now, limit=limit)
-    broker = writeback_broker()
-    with enqueued_together(broker):
-        for rows in batches:
-            async_task("deliveries.tasks.writeback_batch", rows, broker=broker)
+    hand_out("deliveries.tasks.writeback_batch", [(rows,) for rows in batches])
     return bool(batches)
 
 

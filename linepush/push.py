@@ -19,8 +19,8 @@ from django.db.models import Count, F, Value
 from django.db.models.functions import Coalesce
 
 from core.due import Lease, any_free, due_locked, expired_claims_count, new_token, waiting
-from core.orm_broker import enqueued_together
-from deliveries.scheduler import DELIVERY_QUEUE, delivery_broker
+from core.orm_broker import hand_out
+from deliveries.scheduler import DELIVERY_QUEUE
 from deliveries.scheduler_steps import Pass
 from linepush.member_counts import member_counts_fill
 from linepush.models import LineMonthlyUsage, LinePushItem, LinePushSettings, LineSource
@@ -75,27 +75,17 @@ def push_step(*, now: datetime, limit: int) -> Pass:
     HELD when due items wait only for room under LINEPUSH_MAX_IN_FLIGHT: the workers free it
     as they start their tasks, so the loop looks again within SCHEDULER_HELD_POLL_SECONDS
     rather than its poll (at 0.5 s, the cap's 500 items a poll bounded a drain to ~1,000/s)."""
-    from django_q.tasks import async_task
-
     room = _room(now=now, limit=limit)
     if room is None:
         return Pass.IDLE
     if not room:
         return Pass.HELD
     claims = _claim(now, room)
-    broker = delivery_broker()
-    with enqueued_together(broker):
-        for claim in claims:
-            # The deliveries queue (settings Q_CLUSTER ALT_CLUSTERS): due posts, like due
-            # deliveries, never wait behind a burst of webhook processing.
-            async_task(
-                "linepush.tasks.push_send",
-                claim.item_ids,
-                claim.token,
-                claim.near_quota,
-                cluster=PUSH_QUEUE,
-                broker=broker,
-            )
+    # The deliveries queue (settings Q_CLUSTER ALT_CLUSTERS): due posts, like due deliveries,
+    # never wait behind a burst of webhook processing. A tenant's claim is one token, cut
+    # into tasks of LINEPUSH_BATCH_SIZE items.
+    tasks = [(claim.item_ids, claim.token, claim.near_quota) for claim in claims]
+    hand_out("linepush.tasks.push_send", tasks, queue=PUSH_QUEUE)
     return Pass.WORKED if claims else Pass.IDLE
 
 

@@ -1,5 +1,6 @@
 """The ORM broker of core/orm_broker.py: a pusher takes several tasks with one UPDATE, only
-tasks whose lock has passed, oldest first; a scheduler pass's tasks commit together."""
+tasks whose lock has passed, oldest first; a scheduler pass's tasks commit together, handed
+out through one door (`hand_out`) on the queue's one broker."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import uuid
 from datetime import timedelta
 from types import SimpleNamespace
 
+import django_q.tasks
 import pytest
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
@@ -19,9 +21,10 @@ from django_q.models import OrmQ
 from django_q.signing import SignedPackage
 
 import core.keeper
+import core.orm_broker
 from core.due import new_token
 from core.holders import PUSHER
-from core.orm_broker import BulkORM, ClaimingRedis, enqueued_together
+from core.orm_broker import BulkORM, ClaimingRedis, enqueued_together, hand_out, per_token, queue_broker
 from deliveries.models import DeliverySchedule
 from deliveries.scheduler import schedules_claim
 from linepush.models import LinePushItem
@@ -312,6 +315,79 @@ def test_tasks_run_at_once_in_sync_mode_are_not_inside_a_transaction(monkeypatch
     monkeypatch.setattr(Conf, "SYNC", True)  # the task would run in the pass's transaction
     with enqueued_together(BulkORM(list_key="deliveries")):
         assert transaction.get_autocommit()
+
+
+@pytest.fixture
+def brokers_made(monkeypatch):
+    """The queues' brokers made from here on (each process's first), by queue."""
+    made = []
+    real = core.orm_broker.get_broker
+    monkeypatch.setattr(core.orm_broker, "get_broker", lambda queue: made.append(queue) or real(queue))
+    queue_broker.cache_clear()
+    yield made
+    queue_broker.cache_clear()
+
+
+def test_hand_out_sends_a_passs_tasks_through_the_queues_one_broker_in_one_transaction(
+    monkeypatch, brokers_made
+):
+    monkeypatch.setattr(Conf, "SYNC", False)
+    claimed = [(1, "q-a"), (2, "q-a"), (3, "q-b"), (4, "q-c"), (5, "q-c")]
+
+    assert hand_out("deliveries.tasks.deliver_batch", per_token(claimed), queue="deliveries") == 3
+    assert hand_out("deliveries.tasks.deliver_batch", per_token([(6, "q-d")]), queue="deliveries") == 1
+
+    assert brokers_made == ["deliveries"]  # once per process: with Redis, one connection
+    tasks = [SignedPackage.loads(t.payload) for t in OrmQ.objects.filter(key="deliveries").order_by("pk")]
+    assert [t["args"] for t in tasks] == [  # a token's rows in one task, as its one argument
+        ([(1, "q-a"), (2, "q-a")],),
+        ([(3, "q-b")],),
+        ([(4, "q-c"), (5, "q-c")],),
+        ([(6, "q-d")],),
+    ]
+    assert {t["func"] for t in tasks} == {"deliveries.tasks.deliver_batch"}
+    assert {t["cluster"] for t in tasks} == {"deliveries"}
+
+
+def test_hand_out_commits_a_passs_tasks_together_or_none(monkeypatch, brokers_made):
+    monkeypatch.setattr(Conf, "SYNC", False)
+    real, calls = django_q.tasks.async_task, []
+
+    def second_fails(*args, **kwargs):
+        calls.append(args)
+        if len(calls) == 2:
+            raise RuntimeError("the pass failed at its second task")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(django_q.tasks, "async_task", second_fails)
+    with pytest.raises(RuntimeError):
+        hand_out("deliveries.tasks.deliver_batch", per_token([(1, "q-a"), (2, "q-b")]), queue="deliveries")
+
+    assert len(calls) == 2 and not OrmQ.objects.exists()  # the first was not committed alone
+
+
+def test_hand_out_passes_each_tasks_arguments_as_given_and_the_default_queue_has_no_cluster(
+    monkeypatch, brokers_made
+):
+    enqueued = []
+    monkeypatch.setattr("django_q.tasks.async_task", lambda *args, **kwargs: enqueued.append((args, kwargs)))
+
+    hand_out("linepush.tasks.push_send", [([1, 2], "q-a", False), ([3], "q-a", True)])
+
+    broker = queue_broker(None)
+    assert enqueued == [
+        (("linepush.tasks.push_send", [1, 2], "q-a", False), {"broker": broker}),
+        (("linepush.tasks.push_send", [3], "q-a", True), {"broker": broker}),
+    ]
+    assert brokers_made == [None] and broker.list_key == Conf.CLUSTER_NAME
+
+
+def test_hand_out_with_nothing_claimed_makes_no_broker_and_no_transaction(monkeypatch, brokers_made):
+    monkeypatch.setattr(Conf, "SYNC", False)  # else no transaction either
+    with CaptureQueriesContext(connection) as queries:
+        assert hand_out("deliveries.tasks.deliver_batch", per_token([]), queue="deliveries") == 0
+
+    assert brokers_made == [] and queries.captured_queries == []
 
 
 def _task(func: str, *args) -> str:

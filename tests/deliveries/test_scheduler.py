@@ -13,11 +13,10 @@ from prometheus_client import REGISTRY
 
 from core.due import QUEUED, new_token
 from core.holders import PUSHER, current, holder_token
-from core.orm_broker import claims_prefetch
+from core.orm_broker import claims_prefetch, queue_broker
 from deliveries.management.commands.run_scheduler import Command
 from deliveries.models import DeliverySchedule, SchedulerHeartbeat
 from deliveries.scheduler import (
-    delivery_broker,
     lease_release,
     lease_renew,
     next_wakeup,
@@ -135,7 +134,7 @@ def test_the_loop_step_enqueues_each_claimed_row_and_beats(monkeypatch):
     command = Command()
     command.name, command.batch = "test-scheduler", 50
 
-    with mock.patch("deliveries.scheduler.async_task") as enqueue:
+    with mock.patch("django_q.tasks.async_task") as enqueue:
         assert command.handle_one() is Pass.WORKED
         assert command.handle_one() is Pass.IDLE
 
@@ -146,8 +145,10 @@ def test_the_loop_step_enqueues_each_claimed_row_and_beats(monkeypatch):
     )
     # One broker for every task of the process: django-q2 would make one per task (with
     # Redis, a new connection each).
-    assert all(call.kwargs == {"cluster": "deliveries", "broker": delivery_broker()} for call in calls)
-    assert delivery_broker().list_key == "deliveries"
+    assert all(
+        call.kwargs == {"cluster": "deliveries", "broker": queue_broker("deliveries")} for call in calls
+    )
+    assert queue_broker("deliveries").list_key == "deliveries"
     assert SchedulerHeartbeat.objects.get(name="test-scheduler").last_beat is not None
 
 
@@ -230,7 +231,7 @@ def _tasks_of_one_pass(rows: int) -> list[list[tuple[int, str]]]:
     tenant = TenantFactory(max_concurrent_deliveries=rows)
     for _ in range(rows):
         make_schedule(tenant)
-    with mock.patch("deliveries.scheduler.async_task") as enqueue:
+    with mock.patch("django_q.tasks.async_task") as enqueue:
         assert schedules_step(now=timezone.now(), limit=50) is True
     return [call.args[1] for call in enqueue.call_args_list]
 
@@ -335,7 +336,7 @@ def test_a_tenant_at_its_limit_leaves_another_tenants_row_due_at_the_same_second
     waiting = make_schedule(other)  # due after all of busy's rows
     now = timezone.now()
 
-    with mock.patch("deliveries.scheduler.async_task"):
+    with mock.patch("django_q.tasks.async_task"):
         assert schedules_step(now=now, limit=3) is True
         claimed = set(
             DeliverySchedule.objects.filter(claimed_by__startswith=QUEUED).values_list("pk", flat=True)

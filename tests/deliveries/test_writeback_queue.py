@@ -38,7 +38,7 @@ def test_it_hands_one_tenants_write_backs_to_one_task_and_no_more_while_it_runs(
         [first] = writebacks_claim(now=timezone.now(), limit=50)
         assert len(first) == 2  # WRITEBACK_BATCH
         assert writebacks_claim(now=timezone.now(), limit=50) == []  # one tenant's write-backs in series
-        with mock.patch("deliveries.writeback_queue.async_task") as enqueue:
+        with mock.patch("django_q.tasks.async_task") as enqueue:
             assert writebacks_step(now=timezone.now(), limit=50) is False
     assert not enqueue.called
 
@@ -48,7 +48,7 @@ def test_the_write_back_step_enqueues_on_the_default_queue_not_the_deliverers(ap
 
     with (
         time_machine.travel(AFTER_DUE + timedelta(seconds=1), tick=True),
-        mock.patch("deliveries.writeback_queue.async_task") as enqueue,
+        mock.patch("django_q.tasks.async_task") as enqueue,
     ):
         assert writebacks_step(now=timezone.now(), limit=50) is True
 

@@ -19,8 +19,8 @@ import core.keeper
 from core.due import take_over
 from core.keeper import keeper
 from core.models import Tenant
+from core.orm_broker import queue_broker
 from deliveries.channels.line.transport import LineTransport
-from deliveries.scheduler import delivery_broker
 from deliveries.scheduler_steps import Pass
 from linepush.models import (
     RETRY_KEY_NAMESPACE,
@@ -567,4 +567,4 @@ def test_the_step_hands_its_claims_to_the_deliveries_queue_through_the_processs_
 
     [call] = enqueue_task.call_args_list
     assert call.args[0] == "linepush.tasks.push_send"
-    assert call.kwargs == {"cluster": "deliveries", "broker": delivery_broker()}
+    assert call.kwargs == {"cluster": "deliveries", "broker": queue_broker("deliveries")}
