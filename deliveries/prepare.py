@@ -20,6 +20,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from backlog_bridge.client import BacklogError, paced_client
+from core.due import Lease, claim
 from core.lanes import Lanes
 from core.models import Tenant
 from core.statements import rows_update
@@ -32,8 +33,10 @@ from deliveries.scheduler import SCHEDULE_LEASE
 logger = logging.getLogger(__name__)
 
 DELIVER = DeliverySchedule.Stage.DELIVER
-HOLD = timedelta(seconds=10)  # a handed-out row's next pass if its task is lost
+HOLD = timedelta(seconds=10)  # a handed-out row's next pass if its read is lost
 ISSUES_PER_READ = 100  # Backlog's issue list answers up to 100 ids per call
+# A row wanting preparing is held by its `prepare_at` alone (core/due.py, no token).
+PREPARE_HOLD = Lease(length=HOLD, until="prepare_at", owner=None)
 
 
 def prepare_from(due_at: datetime) -> datetime:
@@ -53,30 +56,29 @@ def gather() -> timedelta:
     return timedelta(seconds=settings.DELIVERY_RECHECK_SECONDS / 6)
 
 
-def _wanted(now: datetime):
-    return DeliverySchedule.objects.filter(
-        SCHEDULE_LEASE.free(now), stage=DELIVER, prepare_at__lte=now + gather(), due_at__gt=now
-    )
-
-
 def prepare_claim(*, now: datetime, limit: int) -> list[int]:
     """The rows that want preparing now, held for HOLD so no other pass hands them out too."""
     return [pk for pk, _ in _claim(now=now, limit=limit)]
 
 
 def _claim(*, now: datetime, limit: int) -> list[tuple[int, int]]:
-    """(row id, tenant id) of the rows that want preparing now, soonest due first: one read
-    when there are none, else a short transaction (rows locked on PostgreSQL; on SQLite the
-    IMMEDIATE transaction runs alone)."""
-    if not _wanted(now).exists():
-        return []
-    with transaction.atomic():
-        rows = _wanted(now).order_by("due_at")
-        if connection.vendor == "postgresql":
-            rows = rows.select_for_update(skip_locked=True)
-        found = list(rows.values_list("pk", "tenant_id")[:limit])
-        _wanted(now).filter(pk__in=[pk for pk, _ in found]).update(prepare_at=now + HOLD)
-    return found
+    """(row id, tenant id) of the rows that want preparing now, soonest due first, claimed
+    through core/due.py as at `now + gather()` (a row whose time comes within it goes with
+    those whose time has come) and held HOLD from then: one read when there are none."""
+    wanting = DeliverySchedule.objects.filter(
+        SCHEDULE_LEASE.free(now), stage=DELIVER, prepare_at__isnull=False, due_at__gt=now
+    )
+    tenant_of: dict[int, int] = {}
+
+    def noted(rows: list[DeliverySchedule]) -> list[DeliverySchedule]:
+        tenant_of.update((row.pk, row.tenant_id) for row in rows)
+        return rows
+
+    # `prepare_at` is not loaded: every row wanting preparing has one, which `claim` would
+    # count as a claim run out (`expired_claims_count`).
+    rows = wanting.only("id", "tenant_id").order_by("due_at")
+    claimed = claim(rows, now=now + gather(), lease=PREPARE_HOLD, limit=limit, choose=noted)
+    return [(pk, tenant_of[pk]) for pk, _ in claimed]
 
 
 @functools.cache

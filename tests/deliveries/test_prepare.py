@@ -9,6 +9,7 @@ import pytest
 import time_machine
 from django.utils import timezone
 from django_q.models import OrmQ
+from prometheus_client import REGISTRY
 
 from deliveries import prepare, tasks
 from deliveries.channels.models import ChannelPost
@@ -83,6 +84,28 @@ def test_a_re_read_inside_the_gathering_window_does_not_ask_for_another(approved
 
     assert DeliverySchedule.objects.get().prepare_at is None  # no second re-read at DUE - 2 s
     assert prepare_at(DUE - timedelta(seconds=2)) == []
+
+
+def test_a_row_handed_out_is_held_and_handed_out_again_once_the_hold_has_passed(approved):
+    """Its read was lost (the scheduler died): the next pass after HOLD takes it again. The
+    hold is no send's claim: no claim run out is counted."""
+    approved(body())
+    moment = DUE - timedelta(seconds=30)
+    before = claimed_again()
+    with time_machine.travel(moment, tick=False):
+        [row] = prepare_claim(now=timezone.now(), limit=200)  # its read never runs
+        assert prepare_claim(now=timezone.now(), limit=200) == []
+    with time_machine.travel(moment + prepare.HOLD - timedelta(seconds=1), tick=False):
+        assert prepare_claim(now=timezone.now(), limit=200) == []
+
+    with time_machine.travel(moment + prepare.HOLD, tick=False):
+        assert prepare_claim(now=timezone.now(), limit=200) == [row]
+    assert claimed_again() == before
+
+
+def claimed_again() -> float:
+    labels = {"queue": "deliveries.deliveryschedule"}
+    return REGISTRY.get_sample_value("automedia_claims_expired_total", labels) or 0
 
 
 def test_a_status_taken_back_after_the_first_read_still_stops_the_send(approved, fake_backlog, line):
