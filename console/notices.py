@@ -17,11 +17,11 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.core.mail import send_mail
-from django.db.models import Q
 from django.utils.translation import gettext as _
 
 from console.attention import attention_rows
 from console.models import AttentionNotice, NoticeSettings
+from core.due import Lease
 from core.models import Tenant, TenantMembership
 from deliveries.channels.base import TransportError
 from linepush.direct import direct_push
@@ -30,6 +30,7 @@ logger = logging.getLogger(__name__)
 
 NEW_WITHIN = timedelta(days=1)  # older rows are not news (and a first run sends no backlog)
 LEASE = timedelta(minutes=5)
+NOTICE_CLAIM = Lease(length=LEASE, until="claimed_until", owner="claim")  # core/due.py
 SHOWN = 20  # rows listed in one message; the rest are counted
 OFF = "通知しない設定"
 
@@ -53,7 +54,7 @@ def notices_send(*, tenant: Tenant, now: datetime) -> int:
         sent_to = _deliver(choice, tenant, _message(tenant, rows))
     except (TransportError, OSError) as exc:
         logger.warning("attention notice for %s not sent: %s", tenant.slug, exc)
-        AttentionNotice.objects.filter(claim=token).update(claim="", claimed_until=None)
+        AttentionNotice.objects.filter(claim=token).update(**NOTICE_CLAIM.freed())
         return 0
     if not sent_to:  # nobody to send to: the rows wait for a destination
         return 0
@@ -76,9 +77,8 @@ def _record_new(tenant: Tenant, now: datetime) -> None:
 
 
 def _claim(tenant: Tenant, now: datetime, token: str) -> list[AttentionNotice]:
-    free = Q(claimed_until__isnull=True) | Q(claimed_until__lt=now)
-    unsent = AttentionNotice.objects.filter(free, tenant=tenant, sent_at__isnull=True)
-    unsent.update(claim=token, claimed_until=now + LEASE)
+    unsent = AttentionNotice.objects.filter(NOTICE_CLAIM.free(now), tenant=tenant, sent_at__isnull=True)
+    unsent.update(**NOTICE_CLAIM.taken(now=now, owner=token))
     return list(AttentionNotice.objects.filter(claim=token).order_by("created_at", "pk"))
 
 

@@ -23,7 +23,7 @@ from django.db.models import F, QuerySet
 from django.utils import timezone
 from django_q import tasks as broker_tasks
 
-from core.due import Lease, claim_one
+from core.due import claim_one
 from core.keeper import held_claim, keeper
 from core.models import Tenant
 from core.records import StoredWebhookEvent
@@ -35,14 +35,7 @@ CLAIMED_ELSEWHERE = "claimed elsewhere"
 MAX_EVENT_ATTEMPTS = max_attempts("webhook_event")
 STRANDED_AFTER = timedelta(seconds=2)  # the stranded step drains events due this long
 UNSETTLED = (StoredWebhookEvent.Outcome.PENDING, StoredWebhookEvent.Outcome.FAILED)
-
-
-def _event_lease() -> timedelta:
-    """How long a worker holds an event it is processing, renewed by its keeper meanwhile."""
-    return timedelta(seconds=settings.EVENT_LEASE_SECONDS)
-
-
-EVENT_CLAIM = Lease(length=_event_lease, until="claimed_until", owner=None)
+EVENT_CLAIM = StoredWebhookEvent.CLAIM
 
 Handle = Callable[..., str]
 """Acts on one claimed event (`handle(event, **context)`); returns what was done (the detail)."""

@@ -11,15 +11,24 @@ Each concrete model keeps its own table and column names.
 
 from __future__ import annotations
 
+from datetime import timedelta
+
+from django.conf import settings
 from django.contrib import admin
 from django.db import models
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
+from core.due import Lease
 from core.redact import secrets_redact
 
 DETAIL_MAX = 2000  # an outcome's detail is a summary, not a dump
 REASON_SHOWN = 200  # of a rejected event's detail, in the admin's list
+
+
+def event_lease() -> timedelta:
+    """How long a worker holds an event it is processing, renewed by its keeper meanwhile."""
+    return timedelta(seconds=settings.EVENT_LEASE_SECONDS)
 
 
 class StoredWebhookEvent(models.Model):
@@ -44,6 +53,7 @@ class StoredWebhookEvent(models.Model):
     # A worker holds the event while it processes it; a dead worker's hold expires. A
     # failed event's is the time of its next try (core/intake.py).
     claimed_until = models.DateTimeField(_("処理中の期限"), null=True, blank=True)
+    CLAIM = Lease(length=event_lease, until="claimed_until", owner=None)  # no token: the hold alone
 
     class Meta:
         abstract = True
@@ -55,7 +65,7 @@ class StoredWebhookEvent(models.Model):
             "outcome": outcome,
             "detail": secrets_redact(detail)[:DETAIL_MAX],  # an error's text may hold a request URL
             "processed_at": timezone.now(),
-            "claimed_until": None,
+            **cls.CLAIM.freed(),
         }
 
     def is_settled(self) -> bool:

@@ -18,6 +18,7 @@ from django.db import models
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import pgettext_lazy
 
+from core.due import Lease
 from core.i18n import japanese
 from core.models import Tenant
 from core.records import OutboundAttempt
@@ -141,6 +142,11 @@ def token_space(token: LineApiToken) -> str:
 _PENDING = models.Q(status="pending")  # LinePushItem.Status.PENDING
 
 
+def lease_length() -> timedelta:
+    """How long a group post's claim holds unless its worker renews it (core/keeper.py)."""
+    return timedelta(seconds=settings.LINEPUSH_LEASE_SECONDS)
+
+
 class LinePushItem(models.Model):
     """One post into one group: seed 003's `line_push_queue` row."""
 
@@ -154,6 +160,8 @@ class LinePushItem(models.Model):
 
     OPEN = (Status.WAITING_APPROVAL, Status.PENDING, Status.HELD)
     MAX_ATTEMPTS = max_attempts("line_push")
+    # A post's claim (core/due.py): the row is held until lease_until by the token in claimed_by.
+    LEASE = Lease(length=lease_length)
 
     # No index of its own: the tenant leads the dedupe key's and the rate window's indexes.
     tenant = models.ForeignKey(

@@ -18,7 +18,7 @@ from django.db import connection, transaction
 from django.db.models import Count, F, Value
 from django.db.models.functions import Coalesce
 
-from core.due import Lease, any_free, due_locked, expired_claims_count, new_token, waiting
+from core.due import any_free, due_locked, expired_claims_count, new_token, waiting
 from core.orm_broker import hand_out
 from deliveries.scheduler import DELIVERY_QUEUE
 from deliveries.scheduler_steps import Pass
@@ -30,13 +30,7 @@ Status = LinePushItem.Status
 PUSH_QUEUE = DELIVERY_QUEUE  # group posts go to the deliveries queue (and its broker)
 # A post to a group whose member count is not known yet looks again after this.
 UNCOUNTED_WAIT = timedelta(seconds=5)
-
-
-def _lease() -> timedelta:
-    return timedelta(seconds=settings.LINEPUSH_LEASE_SECONDS)
-
-
-PUSH_LEASE = Lease(length=_lease)  # lease_until / claimed_by, as DeliverySchedule
+PUSH_LEASE = LinePushItem.LEASE  # lease_until / claimed_by, as DeliverySchedule
 
 
 # -- claiming -----------------------------------------------------------------------------

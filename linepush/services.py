@@ -257,8 +257,7 @@ def push_retry(*, item: LinePushItem) -> bool:
             attempt_count=0,
             last_error="",
             first_attempt_at=None,
-            lease_until=None,
-            claimed_by="",
+            **LinePushItem.LEASE.freed(),
         )
         == 1
     )
