@@ -296,16 +296,13 @@ INSTAGRAM_TOKEN_REFRESH_DAYS = env.int("INSTAGRAM_TOKEN_REFRESH_DAYS", default=1
 TIKTOK_API_BASE_URL = env.str("TIKTOK_API_BASE_URL", default="https://open.tiktokapis.com")
 TIKTOK_CLIENT_KEY = env.str("TIKTOK_CLIENT_KEY", default="")
 TIKTOK_CLIENT_SECRET = env.str("TIKTOK_CLIENT_SECRET", default="")
-# Refuse branded content (商用コンテンツ: ブランド) posted SELF_ONLY at approval. Third parties
-# say TikTok does not allow it; TikTok's own pages, as read, do not say so: off, TikTok's
-# answer to the post decides.
+# Refuse branded content posted SELF_ONLY at approval: only third parties say TikTok refuses it.
 TIKTOK_REFUSE_PRIVATE_BRANDED = env.bool("TIKTOK_REFUSE_PRIVATE_BRANDED", default=False)
 HUBSPOT_API_BASE_URL = env.str("HUBSPOT_API_BASE_URL", default="https://api.hubapi.com")
 PLATFORM_TIMEOUT_SECONDS = env.float("PLATFORM_TIMEOUT_SECONDS", default=15.0)
 BACKLOG_METADATA_TTL_SECONDS = env.int("BACKLOG_METADATA_TTL_SECONDS", default=300)
 
-# Invalidate revert target (seed 001): NAME is resolved per project; ID is the
-# fallback when NAME cannot be resolved, or used directly when NAME is unset.
+# Invalidate revert target (seed 001): NAME, resolved per project; else ID.
 INVALIDATE_REVERT_STATUS_NAME = env.str("INVALIDATE_REVERT_STATUS_NAME", default="")
 INVALIDATE_REVERT_STATUS_ID = env.int("INVALIDATE_REVERT_STATUS_ID", default=None)
 
