@@ -2,21 +2,29 @@
 
 Every queue (delivery schedules, group posts, Backlog and LINE events, effect reports,
 token refreshes) claims through these functions; a `Lease` names the queue's own columns.
-A claim is never held across an HTTP call: claim, commit, call, record. How leases, queued
+A claim is never held across an HTTP call: claim, commit, call, record. The scheduler
+steps hand what they claimed to django-q2 through one door, `hand_out`. How leases, queued
 tokens and take-overs fit together: docs/ARCHITECTURE.md, "The due-work kernel".
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import itertools
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from django.db import connection, transaction
 from django.db.models import Case, F, Model, Q, QuerySet, Value, When
 from django.db.models.functions import Collate
+from django_q import tasks as broker_tasks
+from django_q.brokers import Broker, get_broker
+from django_q.brokers.orm import ORM
+from django_q.conf import Conf
 
 from core import metrics
 from core.holders import PUSHER, HolderGone, new_holder_token, pusher_token
@@ -298,3 +306,48 @@ def release(
     Without an owner column the lease is freed unconditionally."""
     mine = lease.mine(owner) if owner else Q()
     return _rows(rows).filter(mine, pk=pk).update(**lease.freed(), **changes) == 1
+
+
+@contextlib.contextmanager
+def enqueued_together(broker: Broker) -> Iterator[None]:
+    """The tasks enqueued inside on `broker` are committed together when it is the ORM
+    broker (one transaction: on SQLite, one turn of the write lock); Redis is unchanged, and
+    so is `sync` (Q_SYNC, tests), where each task runs at once, in its caller."""
+    if isinstance(broker, ORM) and not Conf.SYNC:
+        # core/orm_broker.py's BulkORM wakes an idle pusher once, at the commit
+        notifying = getattr(broker, "notifying_once", None)
+        once = notifying() if notifying else contextlib.nullcontext()
+        with transaction.atomic(using=Conf.ORM), once:
+            yield
+    else:
+        yield
+
+
+@functools.cache
+def queue_broker(queue: str | None) -> Broker:
+    """The broker of django-q2's queue `queue` (None: the default queue), made once per
+    process. Without it `async_task` makes one per task, and the Redis broker opens a new
+    connection each time: hundreds a second through a burst."""
+    return get_broker(queue)
+
+
+def hand_out(func: str, tasks: Iterable[tuple], *, queue: str | None = None) -> int:
+    """A scheduler step hands its claims to workers: one task of `func` (a dotted path) per
+    tuple of positional arguments in `tasks`, on `queue` (None: the default queue), through
+    the queue's one broker, enqueued together. Returns how many tasks went out. A pass with
+    none opens no transaction (on SQLite, no turn at the write lock)."""
+    tasks = list(tasks)
+    if not tasks:
+        return 0
+    broker = queue_broker(queue)
+    where = {"cluster": queue} if queue else {}  # None: django-q2's default cluster
+    with enqueued_together(broker):
+        for args in tasks:
+            broker_tasks.async_task(func, *args, broker=broker, **where)
+    return len(tasks)
+
+
+def per_token(claimed: Iterable[tuple[int, str]]) -> list[tuple[list[tuple[int, str]]]]:
+    """Claimed (pk, token) pairs as `hand_out`'s tasks, one per token: each run of rows that
+    core/due.py `claim` gave one token (its `group`) goes to one task, as its one argument."""
+    return [(list(run),) for _, run in itertools.groupby(claimed, key=lambda pair: pair[1])]

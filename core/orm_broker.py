@@ -1,28 +1,26 @@
 """django-q2's brokers as automedia runs them.
 
 The ORM broker (the database as the queue) with fewer, larger writes: a pusher takes up to
-`bulk` tasks with one UPDATE, `enqueued_together` puts the INSERTs of several tasks into one
-transaction, and an idle pusher is woken at an enqueue's commit (NOTIFY on PostgreSQL, a
+`bulk` tasks with one UPDATE, the tasks of one pass are INSERTed in one transaction (core/due.py
+`hand_out`), and an idle pusher is woken at an enqueue's commit (NOTIFY on PostgreSQL, a
 wake file beside the database on SQLite) rather than at its next poll. Why:
 docs/ARCHITECTURE.md, "django-q2's queue".
 
 On either broker (`BulkORM`, `ClaimingRedis`) the pusher makes the queued claims of each
 task it takes its own (core/due.py `prefetch`), so a cluster that dies frees them at once.
-`hand_out` is the scheduler steps' one door to the queues.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
-import itertools
 import logging
 import os
 import re
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
 from time import sleep
@@ -31,8 +29,6 @@ from django.db import DatabaseError, connections, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 from django.utils.module_loading import import_string
-from django_q import tasks as broker_tasks
-from django_q.brokers import Broker, get_broker
 from django_q.brokers.orm import ORM
 from django_q.brokers.redis_broker import Redis
 from django_q.conf import Conf
@@ -233,46 +229,3 @@ def _touch(wake: Path) -> None:
         os.utime(wake, ns=(now, now))
     except OSError:  # a pusher not woken still looks at its queue after its poll
         logger.warning("the queue's wake file %s could not be touched", wake, exc_info=True)
-
-
-@contextlib.contextmanager
-def enqueued_together(broker: Broker) -> Iterator[None]:
-    """The tasks enqueued inside on `broker` are committed together when it is the ORM
-    broker (one transaction: on SQLite, one turn of the write lock); Redis is unchanged, and
-    so is `sync` (Q_SYNC, tests), where each task runs at once, in its caller."""
-    if isinstance(broker, ORM) and not Conf.SYNC:
-        once = broker.notifying_once() if isinstance(broker, BulkORM) else contextlib.nullcontext()
-        with transaction.atomic(using=Conf.ORM), once:
-            yield
-    else:
-        yield
-
-
-@functools.cache
-def queue_broker(queue: str | None) -> Broker:
-    """The broker of django-q2's queue `queue` (None: the default queue), made once per
-    process. Without it `async_task` makes one per task, and the Redis broker opens a new
-    connection each time: hundreds a second through a burst."""
-    return get_broker(queue)
-
-
-def hand_out(func: str, tasks: Iterable[tuple], *, queue: str | None = None) -> int:
-    """A scheduler step hands its claims to workers: one task of `func` (a dotted path) per
-    tuple of positional arguments in `tasks`, on `queue` (None: the default queue), through
-    the queue's one broker, enqueued together. Returns how many tasks went out. A pass with
-    none opens no transaction (on SQLite, no turn at the write lock)."""
-    tasks = list(tasks)
-    if not tasks:
-        return 0
-    broker = queue_broker(queue)
-    where = {"cluster": queue} if queue else {}  # None: django-q2's default cluster
-    with enqueued_together(broker):
-        for args in tasks:
-            broker_tasks.async_task(func, *args, broker=broker, **where)
-    return len(tasks)
-
-
-def per_token(claimed: Iterable[tuple[int, str]]) -> list[tuple[list[tuple[int, str]]]]:
-    """Claimed (pk, token) pairs as `hand_out`'s tasks, one per token: each run of rows that
-    core/due.py `claim` gave one token (its `group`) goes to one task, as its one argument."""
-    return [(list(run),) for _, run in itertools.groupby(claimed, key=lambda pair: pair[1])]

@@ -15,10 +15,9 @@ from django.conf import settings
 from django.db.models import Count, F, Min, Q, QuerySet, Window
 from django.db.models.functions import RowNumber
 
-from core.due import claim, release, renew, take_over, waiting
+from core.due import claim, hand_out, per_token, release, renew, take_over, waiting
 from core.keeper import Held, held_claim
 from core.models import Tenant
-from core.orm_broker import hand_out, per_token
 from deliveries.models import DeliverySchedule, SchedulerHeartbeat
 
 DELIVERY_QUEUE = "deliveries"  # settings.Q_CLUSTER["ALT_CLUSTERS"]

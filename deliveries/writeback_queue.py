@@ -19,9 +19,8 @@ from django.db.models import Q
 from django.utils import timezone
 
 from backlog_bridge.client import BacklogClient, paced_client
-from core.due import claim
+from core.due import claim, hand_out
 from core.keeper import keeper
-from core.orm_broker import hand_out
 from deliveries.delivery import Batched, delivery_run
 from deliveries.models import DeliverySchedule
 from deliveries.scheduler import SCHEDULE_LEASE, lease_release, schedules_take

@@ -18,8 +18,7 @@ from django.db import connection, transaction
 from django.db.models import Count, F, Value
 from django.db.models.functions import Coalesce
 
-from core.due import any_free, due_locked, expired_claims_count, new_token, waiting
-from core.orm_broker import hand_out
+from core.due import any_free, due_locked, expired_claims_count, hand_out, new_token, waiting
 from deliveries.scheduler import DELIVERY_QUEUE
 from deliveries.scheduler_steps import Pass
 from linepush.member_counts import member_counts_fill

@@ -20,11 +20,12 @@ from django_q.conf import Conf
 from django_q.models import OrmQ
 from django_q.signing import SignedPackage
 
+import core.due
 import core.keeper
 import core.orm_broker
-from core.due import new_token
+from core.due import enqueued_together, hand_out, new_token, per_token, queue_broker
 from core.holders import PUSHER
-from core.orm_broker import BulkORM, ClaimingRedis, enqueued_together, hand_out, per_token, queue_broker
+from core.orm_broker import BulkORM, ClaimingRedis
 from deliveries.models import DeliverySchedule
 from deliveries.scheduler import schedules_claim
 from linepush.models import LinePushItem
@@ -321,8 +322,8 @@ def test_tasks_run_at_once_in_sync_mode_are_not_inside_a_transaction(monkeypatch
 def brokers_made(monkeypatch):
     """The queues' brokers made from here on (each process's first), by queue."""
     made = []
-    real = core.orm_broker.get_broker
-    monkeypatch.setattr(core.orm_broker, "get_broker", lambda queue: made.append(queue) or real(queue))
+    real = core.due.get_broker
+    monkeypatch.setattr(core.due, "get_broker", lambda queue: made.append(queue) or real(queue))
     queue_broker.cache_clear()
     yield made
     queue_broker.cache_clear()

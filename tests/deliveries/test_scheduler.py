@@ -11,9 +11,9 @@ from django.utils import timezone
 from django_q.signing import SignedPackage
 from prometheus_client import REGISTRY
 
-from core.due import QUEUED, new_token
+from core.due import QUEUED, new_token, queue_broker
 from core.holders import PUSHER, current, holder_token
-from core.orm_broker import claims_prefetch, queue_broker
+from core.orm_broker import claims_prefetch
 from deliveries.management.commands.run_scheduler import Command
 from deliveries.models import DeliverySchedule, SchedulerHeartbeat
 from deliveries.scheduler import (

@@ -16,10 +16,9 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 import core.keeper
-from core.due import take_over
+from core.due import queue_broker, take_over
 from core.keeper import keeper
 from core.models import Tenant
-from core.orm_broker import queue_broker
 from deliveries.channels.line.transport import LineTransport
 from deliveries.scheduler_steps import Pass
 from linepush.models import (
