@@ -23,7 +23,7 @@ from console.attention import attention_rows
 from console.models import AttentionNotice, NoticeSettings
 from core.due import Lease
 from core.models import Tenant, TenantMembership
-from deliveries.channels.base import TransportError
+from core.transport import TransportError
 from linepush.direct import direct_push
 
 logger = logging.getLogger(__name__)

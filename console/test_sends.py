@@ -14,7 +14,7 @@ from console.audit import action_record
 from console.models import LineTestRecipient
 from console.services import ACTION_ERRORS, ActionResult, IssueMissing, task_preview
 from core.models import Tenant
-from deliveries.channels.base import TransportError
+from core.transport import TransportError
 from deliveries.models import ContentTask
 from linepush.direct import direct_push, marked_as_test
 from linepush.models import LinePushItem

@@ -22,7 +22,7 @@ from core.models import Tenant
 from core.quiet_hours import QuietAction, quiet_hours_apply
 from core.retry import backlog_budget_spent, backlog_delay, retry_delay
 from core.timeutil import iso_jst
-from deliveries.channels.base import TransportError
+from core.transport import TransportError
 from deliveries.channels.models import ChannelPost
 from deliveries.channels.posts import committed_post
 from deliveries.channels.publisher import ClaimLost, Context, Done, PublishFailed, Wait

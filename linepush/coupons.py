@@ -16,7 +16,7 @@ from django.utils import timezone
 from django.utils.translation import gettext
 
 from core.models import Tenant
-from deliveries.channels.base import TransportError
+from core.transport import TransportError
 from deliveries.channels.line import LineTransport, line_transport
 from linepush.coupon_models import LineCoupon
 

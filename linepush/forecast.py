@@ -13,7 +13,7 @@ from datetime import datetime
 from decimal import Decimal
 
 from core.models import Tenant
-from deliveries.channels.base import TransportError
+from core.transport import TransportError
 from deliveries.channels.line import LineTransport, line_transport
 from deliveries.models import ContentTask, DeliverySchedule
 from deliveries.quota_forecast import (

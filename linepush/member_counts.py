@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 
 from django.db.models import Exists, OuterRef
 
-from deliveries.channels.base import TransportError
+from core.transport import TransportError
 from deliveries.channels.line import line_transport
 from linepush.models import LinePushItem, LineSource
 

@@ -24,7 +24,7 @@ from core.keeper import held_claim, in_threads, keeper
 from core.models import Tenant
 from core.retry import next_retry_at
 from core.statements import rows_insert
-from deliveries.channels.base import SendResult, TransportError
+from core.transport import SendResult, TransportError
 from deliveries.channels.line import LineTransport, line_transport, token_refused
 from linepush.models import LineMonthlyUsage, LinePushAttempt, LinePushItem, LinePushSettings
 from linepush.push import PUSH_LEASE

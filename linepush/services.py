@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from backlog_bridge.audience import Audience
 from core.models import Tenant
-from deliveries.channels.base import TransportError
+from core.transport import TransportError
 from deliveries.channels.line import LineTransport, line_transport, validate_line_messages
 from linepush.models import (
     API_ORIGIN,

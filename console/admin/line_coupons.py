@@ -15,7 +15,7 @@ from console.access import TenantScopedAdmin
 from console.actions import bulk_action
 from console.services import ActionResult
 from core.access import may_act_somewhere
-from deliveries.channels.base import TransportError
+from core.transport import TransportError
 from linepush.coupons import coupon_close, coupon_create
 from linepush.models import LineCoupon
 

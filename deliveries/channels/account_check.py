@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from core.connections import CheckResult
-from deliveries.channels.base import TransportError
+from core.transport import TransportError
 from deliveries.channels.models import ChannelAccount
 
 

@@ -18,7 +18,7 @@ from backlog_bridge.client import BacklogClient, BacklogError
 from core.due import Lease, claim_one
 from core.redact import secrets_redact
 from core.retry import max_attempts, next_retry_at
-from deliveries.channels.base import TransportError
+from core.transport import TransportError
 from deliveries.channels.registry import channel_part, kind_of
 from deliveries.models import ContentTask, EffectReport
 

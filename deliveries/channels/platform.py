@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import httpx
 
-from deliveries.channels.base import HttpTransport, TransportError
+from core.transport import HttpTransport, TransportError
 
 
 class PlatformError(TransportError):

@@ -14,7 +14,7 @@ from datetime import datetime
 from core.channels import channel_label
 from core.models import Tenant
 from core.timeutil import fmt_jst
-from deliveries.channels.base import TransportError
+from core.transport import TransportError
 from deliveries.channels.effects import OFFSETS, PREFIX
 from deliveries.channels.models import ChannelAccount, ChannelPost
 from deliveries.models import ContentTask, EffectReport

@@ -15,8 +15,8 @@ from django.utils import timezone
 import core.keeper
 from core.group_commit import GroupCommit
 from core.keeper import keeper
+from core.transport import TransportError
 from deliveries import tasks
-from deliveries.channels.base import TransportError
 from deliveries.channels.line.transport import LineTransport
 from deliveries.delivery import WRITEBACK_QUEUED
 from deliveries.models import ContentTask, DeliveryAttempt, DeliveryLock, DeliverySchedule

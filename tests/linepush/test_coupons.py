@@ -12,8 +12,8 @@ from django.core.exceptions import ValidationError
 from django.utils import timezone
 
 from backlog_bridge.body.issue import parse_issue
+from core.transport import TransportError
 from deliveries.approval_checks import approval_check
-from deliveries.channels.base import TransportError
 from deliveries.models import MessageTemplate
 from linepush.coupons import AccountCoupon, account_coupons, coupon_body, coupon_close, coupon_create
 from linepush.models import LineCoupon, LinePushSettings, LineWebhookEvent

@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 from django.conf import settings
 
-from deliveries.channels.base import parse_retry_after
+from core.transport import parse_retry_after
 from deliveries.channels.platform import PlatformError, PlatformTransport, json_body
 
 CONTACTS = "/crm/v3/objects/contacts"

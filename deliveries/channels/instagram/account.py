@@ -5,8 +5,8 @@ from __future__ import annotations
 from contextlib import closing
 
 from core.connections import CheckResult
+from core.transport import TransportError
 from deliveries.channels.account_check import account_check
-from deliveries.channels.base import TransportError
 from deliveries.channels.instagram.transport import InstagramTransport
 from deliveries.channels.models import ChannelAccount
 

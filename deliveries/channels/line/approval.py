@@ -13,8 +13,8 @@ from django.conf import settings
 from backlog_bridge.audience import AudienceError, parse_audience
 from backlog_bridge.body.task import ParsedTask, TemplateRef
 from core.models import Tenant
+from core.transport import TransportError
 from deliveries.channels.approval import ApprovalChecks
-from deliveries.channels.base import TransportError
 from deliveries.channels.line.publisher import audience_plan
 from deliveries.channels.line.templates import render_messages
 from deliveries.channels.line.transport import line_transport

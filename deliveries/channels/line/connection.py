@@ -8,7 +8,7 @@ endpoint, then LINE's own test of it, whose answer is reported).
 from __future__ import annotations
 
 from core.connections import CheckResult, connection_denied
-from deliveries.channels.base import TransportError
+from core.transport import TransportError
 from deliveries.channels.line.transport import LineTransport, line_transport
 
 TOKEN_REFUSED = (

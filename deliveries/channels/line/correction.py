@@ -18,7 +18,7 @@ from django.db.models import Max
 from django.utils import timezone
 
 from core.timeutil import fmt_jst
-from deliveries.channels.base import SendResult, TransportError
+from core.transport import SendResult, TransportError
 from deliveries.channels.corrections import CorrectionResult
 from deliveries.channels.line.publisher import attempt_answer
 from deliveries.channels.line.templates import validate_line_messages

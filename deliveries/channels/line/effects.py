@@ -15,7 +15,7 @@ from __future__ import annotations
 from datetime import date, datetime, timedelta
 
 from core.timeutil import JST
-from deliveries.channels.base import TransportError
+from core.transport import TransportError
 from deliveries.channels.effects import OFFSETS, PREFIX
 from deliveries.channels.line.transport import MAX_AGGREGATION_DAYS, aggregation_unit, line_transport
 from deliveries.models import ContentTask, DeliveryAttempt, EffectReport

@@ -15,7 +15,7 @@ from datetime import timedelta
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
-from deliveries.channels.base import SendResult, TransportError
+from core.transport import SendResult, TransportError
 from deliveries.channels.line.transport import AUDIENCE_IDS_MAX, LineTransport, line_transport
 from deliveries.channels.models import ChannelPost
 from deliveries.channels.publisher import Context, Done, PublishFailed, Wait, save

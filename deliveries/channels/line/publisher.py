@@ -16,7 +16,7 @@ from datetime import datetime
 from backlog_bridge.audience import AudienceError, parse_audience
 from backlog_bridge.body.task import ParsedTask, TemplateRef
 from core.models import Tenant
-from deliveries.channels.base import SendResult, TransportError
+from core.transport import SendResult, TransportError
 from deliveries.channels.line.narrowcast import (
     narrowcast_line,
     narrowcast_post,

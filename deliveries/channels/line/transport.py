@@ -20,7 +20,7 @@ import httpx
 from django.conf import settings
 
 from core.http import ClientCache
-from deliveries.channels.base import HttpTransport, SendResult, TransportError
+from core.transport import HttpTransport, SendResult, TransportError
 
 MULTICAST_MAX = 500
 AUDIENCE_IDS_MAX = 10_000

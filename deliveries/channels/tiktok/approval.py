@@ -14,8 +14,8 @@ from datetime import datetime
 
 from backlog_bridge.body.task import ParsedTask
 from core.models import Tenant
+from core.transport import TransportError
 from deliveries.channels.approval import ApprovalChecks, post_rules
-from deliveries.channels.base import TransportError
 from deliveries.channels.models import ChannelAccount
 from deliveries.channels.tiktok.choices import (
     creator_line,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from deliveries.channels.base import TransportError
+from core.transport import TransportError
 from deliveries.channels.models import ChannelAccount, ChannelPost
 from deliveries.channels.platform_effects import (
     MISSING,

@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 from django.conf import settings
 
-from deliveries.channels.base import parse_retry_after
+from core.transport import parse_retry_after
 from deliveries.channels.platform import PlatformError, PlatformTransport, json_body
 
 CREATOR_INFO = "/v2/post/publish/creator_info/query/"

@@ -15,7 +15,7 @@ import pytest
 import respx
 
 from core.timeutil import JST
-from deliveries.channels.base import TransportError
+from core.transport import TransportError
 from deliveries.channels.line.publisher import narrowcast_key, publish
 from deliveries.channels.models import ChannelPost
 from deliveries.channels.publisher import Context, Done, PublishFailed, Wait

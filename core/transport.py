@@ -1,4 +1,5 @@
-"""What every channel transport shares: timeouts, status sorting, Retry-After."""
+"""What every outbound transport shares (the channels' and LINE's): timeouts, status sorting,
+Retry-After."""
 
 from __future__ import annotations
 
