@@ -100,14 +100,14 @@ INSTALLED_APPS = [
     "automedia_site.apps.AxesConfig",  # django-axes: admin login lockout
     "core",  # the lowest layer: tenancy, access scoping, crypto, time
     "automedia_site",
+    "line",  # LINE, the platform: below deliveries, which its channel adapter sends through
     "deliveries",
     "linepush",
     "backlog_bridge",
     "console",
 ]
 
-# Django's middleware; the browser-only ones are automedia_site.middleware's subclasses,
-# which let webhook requests (/hooks/) pass straight through.
+# Django's middleware; the browser-only ones (automedia_site.middleware) let /hooks/ requests through.
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "automedia_site.middleware.CSPMiddleware",  # CONTENT_SECURITY_POLICY (django-csp)

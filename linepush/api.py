@@ -30,7 +30,8 @@ from rest_framework.views import APIView
 from core.addresses import client_address
 from core.models import Tenant
 from core.webhooks import text_problem
-from deliveries.channels.line import MAX_MESSAGES, MESSAGE_SCHEMA, validate_line_messages
+from line.message_schema import MESSAGE_SCHEMA
+from line.messages import MAX_MESSAGES, validate_line_messages
 from linepush.inbound_models import api_token_hash
 from linepush.models import LineApiToken, LinePushItem, Trigger
 from linepush.services import PushInvalid, PushKeyTaken, push_enqueue

@@ -17,7 +17,7 @@ from django.utils.translation import gettext
 
 from core.models import Tenant
 from core.transport import TransportError
-from deliveries.channels.line import LineTransport, line_transport
+from line.transport import LineTransport, line_transport
 from linepush.coupon_models import LineCoupon
 
 # The admin shows and takes the validity in JST; LINE reads the epoch seconds in this zone.

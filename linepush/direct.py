@@ -9,7 +9,7 @@ from __future__ import annotations
 import uuid
 
 from core.models import Tenant
-from deliveries.channels.line import line_transport
+from line.transport import line_transport
 
 TEST_MARK = "【テスト配信】"
 MAX_MESSAGES = 5  # a push carries at most five message objects (Messaging API reference)

@@ -20,7 +20,7 @@ from django.utils import timezone
 from core.intake import EventIgnored, EventIntake, EventRejected
 from core.models import Tenant
 from core.transport import TransportError
-from deliveries.channels.line import LineTransport, line_transport
+from line.transport import LineTransport, line_transport
 from linepush.answers import answer_apply
 from linepush.event_shapes import line_event_fields_problem
 from linepush.models import LineContact, LineSource, LineWebhookEvent

@@ -14,7 +14,6 @@ from decimal import Decimal
 
 from core.models import Tenant
 from core.transport import TransportError
-from deliveries.channels.line import LineTransport, line_transport
 from deliveries.models import ContentTask, DeliverySchedule
 from deliveries.quota_forecast import (
     Forecast,
@@ -22,6 +21,7 @@ from deliveries.quota_forecast import (
     line_usage_keep,
     line_usage_recall,
 )
+from line.transport import LineTransport, line_transport
 from linepush.models import LineMonthlyUsage, LinePlan, LinePushItem, LinePushSettings, LineSource
 from linepush.services import month_of
 from linepush.usage import usage_observe, zone_of

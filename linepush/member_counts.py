@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 from django.db.models import Exists, OuterRef
 
 from core.transport import TransportError
-from deliveries.channels.line import line_transport
+from line.transport import line_transport
 from linepush.models import LinePushItem, LineSource
 
 logger = logging.getLogger(__name__)

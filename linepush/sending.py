@@ -25,7 +25,8 @@ from core.models import Tenant
 from core.retry import next_retry_at
 from core.statements import rows_insert
 from core.transport import SendResult, TransportError
-from deliveries.channels.line import LineTransport, line_transport, token_refused
+from deliveries.channels.line import token_refused
+from line.transport import LineTransport, line_transport
 from linepush.models import LineMonthlyUsage, LinePushAttempt, LinePushItem, LinePushSettings
 from linepush.push import PUSH_LEASE
 from linepush.services import month_of, quota_limit, quota_warn_once

@@ -19,7 +19,8 @@ from django.utils import timezone
 from backlog_bridge.audience import Audience
 from core.models import Tenant
 from core.transport import TransportError
-from deliveries.channels.line import LineTransport, line_transport, validate_line_messages
+from line.messages import validate_line_messages
+from line.transport import LineTransport, line_transport
 from linepush.models import (
     API_ORIGIN,
     LineApiToken,

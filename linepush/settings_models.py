@@ -13,6 +13,7 @@ from django.utils.translation import gettext, pgettext_lazy
 from django.utils.translation import gettext_lazy as _
 
 from core.models import Tenant
+from line.messages import validate_line_messages
 from linepush.coupons import coupon_message_problems
 
 
@@ -53,8 +54,6 @@ def validate_timezone(value: str) -> None:
 
 
 def validate_messages(value: object) -> None:
-    from deliveries.channels.line import validate_line_messages
-
     if value in ([], None):
         return
     problems = validate_line_messages(value)

@@ -19,7 +19,7 @@ from django.utils.translation import gettext_lazy as _
 
 from console.preview import bubble
 from core.transport import TransportError
-from deliveries.channels.line import TEXT_MAX, URL_MAX, validate_line_messages
+from line.messages import TEXT_MAX, URL_MAX, validate_line_messages
 from linepush.coupons import account_coupons
 from linepush.models import LinePushSettings
 

@@ -30,7 +30,7 @@ from deliveries.models import (
 
 ROOT = Path(__file__).resolve().parents[2]
 CATALOG = ROOT / "locale/en/LC_MESSAGES"
-APPS = ("automedia_site", "backlog_bridge", "console", "core", "deliveries", "linepush")
+APPS = ("automedia_site", "backlog_bridge", "console", "core", "deliveries", "line", "linepush")
 JAPANESE = re.compile(r"[\u3040-\u30ff\u4e00-\u9fff]")
 # Names that are Backlog's own (statuses, custom fields): English labels quote them as they are.
 BACKLOG_NAMES = (STATUS_APPROVED, STATUS_DELIVERED, STATUS_ERROR, FIELD_DELIVERED_AT, FIELD_PUBLISH_AT)

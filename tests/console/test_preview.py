@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from console.preview import bubble, post_card
 from core.models import Tenant
 from core.timeutil import JST
-from deliveries.channels.line import MESSAGE_TYPES
+from line.messages import MESSAGE_TYPES
 from linepush.models import LinePushItem
 from tests.helpers.backlog import body
 from tests.helpers.channels import channel_body, channel_template

@@ -17,10 +17,10 @@ from core.group_commit import GroupCommit
 from core.keeper import keeper
 from core.transport import TransportError
 from deliveries import tasks
-from deliveries.channels.line.transport import LineTransport
 from deliveries.delivery import WRITEBACK_QUEUED
 from deliveries.models import ContentTask, DeliveryAttempt, DeliveryLock, DeliverySchedule
 from deliveries.scheduler import schedules_claim
+from line.transport import LineTransport
 from tests.helpers.backlog import body
 from tests.helpers.deliveries import make_schedule, write_backs
 from tests.helpers.factories import TenantFactory

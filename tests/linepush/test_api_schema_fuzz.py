@@ -8,8 +8,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft7Validator
 
-from deliveries.channels.line import MESSAGE_SCHEMA, validate_line_messages
-from deliveries.channels.line.templates import MESSAGE_TYPES
+from line.message_schema import MESSAGE_SCHEMA
+from line.messages import MESSAGE_TYPES, validate_line_messages
 from linepush.models import LineApiToken, LinePushItem
 from tests.helpers.json_schema import from_schema
 from tests.helpers.linepush import shop

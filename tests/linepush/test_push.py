@@ -19,8 +19,8 @@ import core.keeper
 from core.due import queue_broker, take_over
 from core.keeper import keeper
 from core.models import Tenant
-from deliveries.channels.line.transport import LineTransport
 from deliveries.scheduler_steps import Pass
+from line.transport import LineTransport
 from linepush.models import (
     RETRY_KEY_NAMESPACE,
     LineMonthlyUsage,

@@ -17,12 +17,12 @@ from core.transport import TransportError
 from deliveries.channels.approval import ApprovalChecks
 from deliveries.channels.line.publisher import audience_plan
 from deliveries.channels.line.templates import render_messages
-from deliveries.channels.line.transport import line_transport
 from deliveries.channels.publisher import PublishFailed
 from deliveries.channels.rendering import template_resolve
 from deliveries.channels.templating import RenderError
 from deliveries.models import ContentTask
 from deliveries.quota_forecast import ForecastUnavailable, quota_forecast
+from line.transport import line_transport
 
 # Checks of rendered LINE messages against what an app above keeps (linepush: a `coupon`
 # message must name a running coupon of the tenant); each returns its problems.

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from core.connections import CheckResult, connection_denied
 from core.transport import TransportError
-from deliveries.channels.line.transport import LineTransport, line_transport
+from line.transport import LineTransport, line_transport
 
 TOKEN_REFUSED = (
     "LINE がチャネルアクセストークンを拒否しました（期限切れか無効）。LINE Developers コンソール → Messaging API 設定で"

@@ -21,9 +21,9 @@ from core.timeutil import fmt_jst
 from core.transport import SendResult, TransportError
 from deliveries.channels.corrections import CorrectionResult
 from deliveries.channels.line.publisher import attempt_answer
-from deliveries.channels.line.templates import validate_line_messages
-from deliveries.channels.line.transport import line_transport
 from deliveries.models import ContentTask, DeliveryAttempt, DeliveryCorrection
+from line.messages import validate_line_messages
+from line.transport import line_transport
 
 CORRECTS = True
 NOT_DELIVERED = "LINE で配信済みの課題ではないため、訂正を送れません（訂正は配信のあとに送るものです）。"

@@ -17,8 +17,8 @@ from datetime import date, datetime, timedelta
 from core.timeutil import JST
 from core.transport import TransportError
 from deliveries.channels.effects import OFFSETS, PREFIX
-from deliveries.channels.line.transport import MAX_AGGREGATION_DAYS, aggregation_unit, line_transport
 from deliveries.models import ContentTask, DeliveryAttempt, EffectReport
+from line.transport import MAX_AGGREGATION_DAYS, aggregation_unit, line_transport
 
 NULL_TEXT = "集計なし（null）"
 NULL_NOTE = (

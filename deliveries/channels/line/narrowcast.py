@@ -16,11 +16,11 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 
 from core.transport import SendResult, TransportError
-from deliveries.channels.line.transport import AUDIENCE_IDS_MAX, LineTransport, line_transport
 from deliveries.channels.models import ChannelPost
 from deliveries.channels.publisher import Context, Done, PublishFailed, Wait, save
 from deliveries.models import DeliveryAttempt
 from deliveries.quota_forecast import ForecastUnavailable, quota_forecast
+from line.transport import AUDIENCE_IDS_MAX, LineTransport, line_transport
 
 logger = logging.getLogger(__name__)
 

@@ -24,17 +24,17 @@ from deliveries.channels.line.narrowcast import (
     narrowcast_wanted,
 )
 from deliveries.channels.line.templates import render_messages
-from deliveries.channels.line.transport import (
-    MULTICAST_MAX,
-    aggregation_unit,
-    line_transport,
-    sent_messages_of,
-)
 from deliveries.channels.publisher import Context, Done, PublishFailed, Wait
 from deliveries.channels.rendering import template_resolve
 from deliveries.channels.templating import RenderError
 from deliveries.contacts import line_users_matching
 from deliveries.models import ContentTask, DeliveryAttempt
+from line.transport import (
+    MULTICAST_MAX,
+    aggregation_unit,
+    line_transport,
+    sent_messages_of,
+)
 
 RETRY_KEY_NAMESPACE = uuid.UUID("6f1c9a52-3b7e-4d2a-9c41-7a0e5d8b2f10")
 

@@ -11,8 +11,8 @@ import time_machine
 from deliveries.channels import effects
 from deliveries.channels.effects import effect_report_rows, effect_reports_run
 from deliveries.channels.line.effects import format_effect_comment
-from deliveries.channels.line.transport import LineTransport
 from deliveries.models import ContentTask, EffectReport
+from line.transport import LineTransport
 from tests.helpers.backlog import texts
 from tests.helpers.deliveries import MULTICAST, fire
 

@@ -6,9 +6,10 @@ import pytest
 import time_machine
 
 from backlog_bridge.body.task import Attachment, TemplateRef
-from deliveries.channels.line.templates import render_messages, validate_line_messages
+from deliveries.channels.line.templates import render_messages
 from deliveries.channels.rendering import template_resolve, template_rev
 from deliveries.channels.templating import RenderError, template_variables
+from line.messages import validate_line_messages
 from tests.helpers.factories import MessageTemplateFactory, TenantFactory
 
 TEXT = [{"type": "text", "text": "{{ date }} より営業開始（{{hours}}）"}]

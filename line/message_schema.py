@@ -12,7 +12,7 @@ whole push are not stated: JSON Schema has no such bound.
 
 from __future__ import annotations
 
-from deliveries.channels.line.templates import (
+from line.messages import (
     ALT_TEXT_MAX,
     FLEX_CAROUSEL_MAX_BUBBLES,
     MESSAGE_TYPES,
