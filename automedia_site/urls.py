@@ -5,9 +5,25 @@ from drf_spectacular.views import SpectacularAPIView
 
 from automedia_site.health import healthz, metrics_view
 
-# Models that moved to `core` (their admin pages follow the app label): the old admin
+# Models that moved to another app (their admin pages follow the app label): the old admin
 # addresses, bookmarked or linked, lead to the new ones.
-MOVED_ADMIN_PAGES = {"deliveries/tenant": "core/tenant", "console/tenantmembership": "core/tenantmembership"}
+LINE_MODELS = (
+    "linecontact",
+    "lineerasure",
+    "linesource",
+    "linewebhookevent",
+    "linesurveyrule",
+    "lineanswer",
+    "linecoupon",
+    "lineplan",
+    "linepushsettings",
+    "linemonthlyusage",
+)
+MOVED_ADMIN_PAGES = {
+    "deliveries/tenant": "core/tenant",
+    "console/tenantmembership": "core/tenantmembership",
+    **{f"linepush/{model}": f"line/{model}" for model in LINE_MODELS},
+}
 
 urlpatterns = [
     *(

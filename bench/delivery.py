@@ -298,7 +298,7 @@ def standard_plan(stack: Stack) -> None:
     """The standard plan, so that the approval-time quota forecast never refuses the bench's issues
     (the free plan a tenant starts on allows 200 messages a month)."""
     stack.shell(
-        "from core.models import Tenant; from linepush.models import LinePlan, LinePushSettings\n"
+        "from core.models import Tenant; from line.models import LinePlan, LinePushSettings\n"
         "for t in Tenant.objects.all():\n"
         "    LinePushSettings.objects.update_or_create(tenant=t, defaults={'plan': LinePlan.objects.get(code='standard')})"
     )

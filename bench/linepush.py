@@ -47,7 +47,8 @@ from datetime import timedelta
 from django.db import connection
 from django.utils import timezone
 from core.models import Tenant
-from linepush.models import LinePlan, LinePushItem, LinePushSettings, LineSource
+from line.models import LinePlan, LinePushSettings, LineSource
+from linepush.models import LinePushItem
 tenant = Tenant.objects.get(slug="bench")
 LinePushSettings.objects.update_or_create(tenant=tenant, defaults={{"plan": LinePlan.objects.get(code="standard")}})
 groups = [f"C{{n:032x}}" for n in range({groups})]
@@ -94,7 +95,7 @@ print(json.dumps({{
 RATE_LIMIT = """
 from django.utils import timezone
 from core.models import Tenant
-from linepush.models import LineSource
+from line.models import LineSource
 from linepush.services import push_enqueue
 tenant = Tenant.objects.get(slug="bench")
 LineSource.objects.create(tenant=tenant, group_id="C{group}", allow_outbound_push=True,

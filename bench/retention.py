@@ -81,7 +81,7 @@ def seed(events: int, attempts: int, old: float) -> None:
     from backlog_bridge.models import BacklogEvent
     from core.models import Tenant
     from deliveries.models import ContentTask, DeliveryAttempt, DeliverySchedule
-    from linepush.models import LineWebhookEvent
+    from line.models import LineWebhookEvent
 
     now = timezone.now()
     tenant = Tenant.objects.create(slug="bench", name="bench", backlog_project_key="BENCH")
@@ -202,7 +202,7 @@ def due_work(n: int) -> dict[str, dict]:
 
 PAGES = {
     "task list": "/admin/deliveries/contenttask/",
-    "LINE events": "/admin/linepush/linewebhookevent/",
+    "LINE events": "/admin/line/linewebhookevent/",
     "Backlog events": "/admin/backlog_bridge/backlogevent/",
 }
 

@@ -28,7 +28,8 @@ from console.models import DeliveryOutcome
 from core.access import may_act, scope
 from core.models import Connection
 from deliveries.models import STATUS_ERROR, ContentTask, DeliveryAttempt, unapproved_q
-from linepush.models import LinePushItem, LineSource
+from line.models import LineSource
+from linepush.models import LinePushItem
 
 DAYS = 7
 MISSED_DAYS = 30

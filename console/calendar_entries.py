@@ -30,7 +30,8 @@ from deliveries.models import (
     DeliverySchedule,
     unapproved_q,
 )
-from linepush.models import LinePushItem, LineSource, Trigger
+from line.models import LineSource, Trigger
+from linepush.models import LinePushItem
 
 SCHEDULED, SENT, FAILED, WAITING, MISSED = "scheduled", "sent", "failed", "waiting", "missed"
 GROUP_POST = "line_group"  # the channel key of a LINE group post

@@ -1,7 +1,7 @@
 """Abstract bases of the record models several apps keep alike.
 
 - `StoredWebhookEvent`: a provider's webhook event stored raw and deduplicated before
-  anything acts on it (`backlog_bridge.BacklogEvent`, `linepush.LineWebhookEvent`); a
+  anything acts on it (`backlog_bridge.BacklogEvent`, `line.LineWebhookEvent`); a
   worker takes it under a claim and records the outcome (core/intake.py, one for both).
 - `OutboundAttempt`: one outbound request, the audit log and the admin's history
   (`deliveries.DeliveryAttempt`, `linepush.LinePushAttempt`).

@@ -14,7 +14,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from core.models import Tenant
-from linepush.models import LineAnswer, LineContact, LineSurveyRule
+from line.models import LineAnswer, LineContact, LineSurveyRule
 
 
 def answer_apply(*, tenant: Tenant, user_id: str, message: dict, timestamp: int) -> str:

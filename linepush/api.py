@@ -32,8 +32,9 @@ from core.models import Tenant
 from core.webhooks import text_problem
 from line.message_schema import MESSAGE_SCHEMA
 from line.messages import MAX_MESSAGES, validate_line_messages
+from line.models import Trigger
 from linepush.inbound_models import api_token_hash
-from linepush.models import LineApiToken, LinePushItem, Trigger
+from linepush.models import LineApiToken, LinePushItem
 from linepush.services import PushInvalid, PushKeyTaken, push_enqueue
 
 GROUP_ID = re.compile(r"[CR][0-9A-Za-z_\-]{1,63}")

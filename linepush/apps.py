@@ -14,12 +14,12 @@ class LinepushConfig(AppConfig):
         from deliveries.quota_forecast import quota_forecaster_register
         from deliveries.scheduler_steps import scheduler_step_register
         from deliveries.signals import delivery_failed, task_approved, token_expired
+        from line.coupons import coupon_message_problems
         from linepush import (
             checks,  # noqa: F401 - registers the system checks
             retention,
         )
         from linepush.api import throttle_rate_require
-        from linepush.coupons import coupon_message_problems
         from linepush.events import line_events_stranded_step
         from linepush.forecast import approval_forecast
         from linepush.producers import (

@@ -17,7 +17,7 @@ from django.db.models.functions import Cast
 
 from deliveries.channels.models import ChannelPost
 from deliveries.models import DeliveryAttempt
-from linepush.models import LineAnswer, LineContact, LineErasure, LineWebhookEvent
+from line.models import LineAnswer, LineContact, LineErasure, LineWebhookEvent
 from linepush.retention import payload_blanked
 
 BATCH = 500

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 
 from core.webhooks import json_problem, text_problem
-from linepush.inbound_models import LineWebhookEvent
+from line.models import LineWebhookEvent
 
 EVENT_ID_MAX = LineWebhookEvent._meta.get_field("webhook_event_id").max_length
 TYPE_MAX = LineWebhookEvent._meta.get_field("type").max_length

@@ -20,10 +20,10 @@ from django.utils import timezone
 from core.intake import EventIgnored, EventIntake, EventRejected
 from core.models import Tenant
 from core.transport import TransportError
+from line.models import LineContact, LineSource, LineWebhookEvent
 from line.transport import LineTransport, line_transport
 from linepush.answers import answer_apply
 from linepush.event_shapes import line_event_fields_problem
-from linepush.models import LineContact, LineSource, LineWebhookEvent
 from linepush.retention import payload_blanked
 from linepush.services import push_settings
 

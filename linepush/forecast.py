@@ -21,8 +21,9 @@ from deliveries.quota_forecast import (
     line_usage_keep,
     line_usage_recall,
 )
+from line.models import LineMonthlyUsage, LinePlan, LinePushSettings, LineSource
 from line.transport import LineTransport, line_transport
-from linepush.models import LineMonthlyUsage, LinePlan, LinePushItem, LinePushSettings, LineSource
+from linepush.models import LinePushItem
 from linepush.services import month_of
 from linepush.usage import usage_observe, zone_of
 

@@ -16,8 +16,8 @@ from django.db import DataError, IntegrityError, transaction
 
 from core import metrics
 from core.models import Tenant
+from line.models import LineWebhookEvent
 from linepush.event_shapes import Intake, line_event_intake
-from linepush.models import LineWebhookEvent
 
 Outcome = LineWebhookEvent.Outcome
 

@@ -15,8 +15,9 @@ from datetime import datetime, timedelta
 from django.db.models import Exists, OuterRef
 
 from core.transport import TransportError
+from line.models import LineSource
 from line.transport import line_transport
-from linepush.models import LinePushItem, LineSource
+from linepush.models import LinePushItem
 
 logger = logging.getLogger(__name__)
 

@@ -26,7 +26,8 @@ from django.db import transaction
 from core.channels import DEFAULT_CHANNEL, channel_label
 from core.models import Tenant
 from deliveries.models import STATUS_APPROVED, STATUS_DELIVERED, STATUS_ERROR, ContentTask
-from linepush.models import LinePushItem, LineSource, Trigger
+from line.models import LineSource, Trigger
+from linepush.models import LinePushItem
 from linepush.services import (
     PushInvalid,
     PushSource,

@@ -21,8 +21,9 @@ from django.db.models.functions import Coalesce
 from core.due import any_free, due_locked, expired_claims_count, hand_out, new_token, waiting
 from deliveries.scheduler import DELIVERY_QUEUE
 from deliveries.scheduler_steps import Pass
+from line.models import LineMonthlyUsage, LinePushSettings, LineSource
 from linepush.member_counts import member_counts_fill
-from linepush.models import LineMonthlyUsage, LinePushItem, LinePushSettings, LineSource
+from linepush.models import LinePushItem
 from linepush.services import month_of, quota_limit, quota_near
 
 Status = LinePushItem.Status

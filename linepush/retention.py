@@ -17,7 +17,8 @@ from datetime import datetime
 from django.db.models import Exists, OuterRef, Q
 
 from core.retention import RetentionRule, days_ago
-from linepush.models import LineAnswer, LineContact, LinePushAttempt, LinePushItem, LineWebhookEvent
+from line.models import LineAnswer, LineContact, LineWebhookEvent
+from linepush.models import LinePushAttempt, LinePushItem
 
 # Of a message object (webhook.yml `MessageContent`), what a processed event keeps.
 MESSAGE_KEPT = ("id", "type", "quotedMessageId")

@@ -26,8 +26,9 @@ from core.retry import next_retry_at
 from core.statements import rows_insert
 from core.transport import SendResult, TransportError
 from deliveries.channels.line import token_refused
+from line.models import LineMonthlyUsage, LinePushSettings
 from line.transport import LineTransport, line_transport
-from linepush.models import LineMonthlyUsage, LinePushAttempt, LinePushItem, LinePushSettings
+from linepush.models import LinePushAttempt, LinePushItem
 from linepush.push import PUSH_LEASE
 from linepush.services import month_of, quota_limit, quota_warn_once
 

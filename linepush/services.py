@@ -20,18 +20,14 @@ from backlog_bridge.audience import Audience
 from core.models import Tenant
 from core.transport import TransportError
 from line.messages import validate_line_messages
+from line.models import LineContact, LineMonthlyUsage, LinePushSettings, LineSource, Trigger
 from line.transport import LineTransport, line_transport
 from linepush.models import (
     API_ORIGIN,
     LineApiToken,
-    LineContact,
-    LineMonthlyUsage,
     LinePushItem,
     LinePushProblem,
-    LinePushSettings,
-    LineSource,
     LineTriggerPolicy,
-    Trigger,
     token_space,
 )
 

@@ -17,7 +17,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from core.models import Tenant
-from linepush.models import LineMonthlyUsage, LinePlan, LinePushSettings
+from line.models import LineMonthlyUsage, LinePlan, LinePushSettings
 from linepush.services import month_of
 
 

@@ -14,6 +14,7 @@ from console.admin import (  # noqa: F401 - registers
     console,
     core,
     deliveries,
+    line,
     line_account,
     line_coupons,
     linepush,

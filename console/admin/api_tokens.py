@@ -12,7 +12,8 @@ from console.access import TenantScopedAdmin
 from console.actions import bulk_action
 from console.services import api_token_revoke
 from core.access import may_act_somewhere
-from linepush.models import LineApiToken, Trigger
+from line.models import Trigger
+from linepush.models import LineApiToken
 
 
 class LineApiTokenForm(forms.ModelForm):

@@ -17,7 +17,8 @@ from console.push_sources import source_html, with_source_task
 from console.results import result_label
 from console.services import push_item_approve, push_item_reject
 from core.access import may_act, may_act_somewhere
-from linepush.models import LinePushItem, LineSource
+from line.models import LineSource
+from linepush.models import LinePushItem
 
 
 def _approve(item, user):

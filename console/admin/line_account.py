@@ -14,16 +14,9 @@ from django.utils.translation import gettext_lazy as _
 
 from console.access import RecordAdmin, TenantScopedAdmin
 from console.admin.stored_events import StoredEventAdmin
+from line.models import LineContact, LineErasure, LineSource, LineSurveyRule, LineWebhookEvent, Trigger
 from linepush.erasure import line_user_erase
 from linepush.events import HANDLERS
-from linepush.models import (
-    LineContact,
-    LineErasure,
-    LineSource,
-    LineSurveyRule,
-    LineWebhookEvent,
-    Trigger,
-)
 
 
 @admin.register(LineContact)
@@ -55,7 +48,7 @@ class LineContactAdmin(TenantScopedAdmin):
                 "opts": self.model._meta,
                 "contact": contacts[0],
             }
-            return TemplateResponse(request, "admin/linepush/linecontact/erase_confirmation.html", context)
+            return TemplateResponse(request, "admin/line/linecontact/erase_confirmation.html", context)
         erasure = line_user_erase(contact=contacts[0], by=request.user)
         done = _(
             "LINE ユーザーのデータを消去しました（受信イベント %(events)d 件、配信試行 %(attempts)d 件からID を削除）。"

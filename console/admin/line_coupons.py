@@ -16,8 +16,8 @@ from console.actions import bulk_action
 from console.services import ActionResult
 from core.access import may_act_somewhere
 from core.transport import TransportError
-from linepush.coupons import coupon_close, coupon_create
-from linepush.models import LineCoupon
+from line.coupons import coupon_close, coupon_create
+from line.models import LineCoupon
 
 COUPON_FIELDS = ("tenant", "title", "description", "reward", "price", "amount", "starts_at", "ends_at")
 COUPON_FIELDS += ("max_use_per_ticket", "visibility")

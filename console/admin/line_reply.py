@@ -19,9 +19,9 @@ from django.utils.translation import gettext_lazy as _
 
 from console.preview import bubble
 from core.transport import TransportError
+from line.coupons import account_coupons
 from line.messages import TEXT_MAX, URL_MAX, validate_line_messages
-from linepush.coupons import account_coupons
-from linepush.models import LinePushSettings
+from line.models import LinePushSettings
 
 # The kinds the form writes; a reply holding any other kind (set up before the form, or by an
 # engineer) keeps those messages after the form's, unchanged.

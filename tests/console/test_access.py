@@ -7,7 +7,8 @@ from django.urls import reverse
 
 from core.models import Tenant, TenantMembership
 from deliveries.models import ContentTask, DeliverySchedule
-from linepush.models import LinePushItem, LineSource
+from line.models import LineSource
+from linepush.models import LinePushItem
 from tests.helpers.console import member, task_url
 from tests.helpers.factories import ContentTaskFactory, TenantFactory
 
@@ -52,7 +53,7 @@ def test_it_answers_404_to_an_action_on_another_tenants_task(as_manager, tasks, 
     "path",
     [
         "/admin/core/tenant/{other.pk}/change/",
-        "/admin/linepush/linesource/{group.pk}/change/",
+        "/admin/line/linesource/{group.pk}/change/",
         "/admin/linepush/linepushitem/{item.pk}/change/",
     ],
 )
@@ -76,7 +77,7 @@ def test_it_answers_404_for_another_tenants_objects(as_manager, other, path):
     ("url", "mine", "theirs"),
     [
         ("admin:core_tenant_changelist", "acme", "他社事務所"),
-        ("admin:linepush_linesource_changelist", "自社グループ", "他社グループ"),
+        ("admin:line_linesource_changelist", "自社グループ", "他社グループ"),
         ("admin:linepush_linepushitem_changelist", "自社グループ", "他社グループ"),
         ("admin:console_pushapproval_changelist", "自社グループ", "他社グループ"),
     ],
@@ -136,7 +137,7 @@ def test_it_gives_a_viewer_no_list_toggles_or_approvals(client, viewer, tenant):
     LineSource.objects.create(tenant=tenant, group_id="Cacme", name="自社グループ")
     client.force_login(viewer)
 
-    groups = client.get(reverse("admin:linepush_linesource_changelist")).content.decode()
+    groups = client.get(reverse("admin:line_linesource_changelist")).content.decode()
     waiting = client.get(reverse("admin:console_pushapproval_changelist"))
 
     assert 'name="form-0-allow_outbound_push"' not in groups
@@ -154,7 +155,7 @@ def test_it_lets_a_manager_act_only_where_they_manage(client, tenant, other, tas
 
 
 def test_it_offers_only_managed_tenants_when_adding(as_manager, tenant, other):
-    page = as_manager.get(reverse("admin:linepush_linesurveyrule_add")).content.decode()
+    page = as_manager.get(reverse("admin:line_linesurveyrule_add")).content.decode()
 
     assert "acme 事務所" in page and "他社事務所" not in page
 

@@ -25,7 +25,7 @@ def staff(client, django_user_model):
         "/admin/deliveries/deliveryschedule/",
         "/admin/deliveries/messagetemplate/",
         "/admin/backlog_bridge/backlogevent/",
-        "/admin/linepush/linecontact/",
+        "/admin/line/linecontact/",
     ],
 )
 def test_it_renders_each_list(staff, path):

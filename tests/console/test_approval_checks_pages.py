@@ -7,7 +7,7 @@ import pytest
 from django.urls import reverse
 
 from deliveries.models import ContentTask, DeliverySchedule, MessageTemplate
-from linepush.models import LinePlan, LinePushSettings
+from line.models import LinePlan, LinePushSettings
 from tests.helpers.backlog import status_of
 from tests.helpers.console import messages_of, mirrored_issue, task_url
 
@@ -31,7 +31,7 @@ def settings_form(row, **changes) -> dict:
 
 
 def change_url(row) -> str:
-    return reverse("admin:linepush_linepushsettings_change", args=[row.pk])
+    return reverse("admin:line_linepushsettings_change", args=[row.pk])
 
 
 def test_the_task_page_shows_what_the_approval_checked(as_manager, approved, line):

@@ -20,7 +20,8 @@ from deliveries.models import (
     STATUS_APPROVED,
     DeliverySchedule,
 )
-from linepush.models import LinePushItem, LineSource
+from line.models import LineSource
+from linepush.models import LinePushItem
 from tests.helpers.browser import BANNER_URL, PASSWORD, log_in, shoot
 from tests.helpers.console import member
 from tests.helpers.factories import ContentTaskFactory
@@ -83,7 +84,7 @@ def test_it_lets_a_manager_run_the_day_from_the_admin(page: Page, live_server, s
     assert (waiting.status, waiting.approved_by) == (LinePushItem.Status.PENDING, manager)
 
     # toggle a group's outbound pushes and an opted-in trigger in the list
-    page.goto(f"{url}/admin/linepush/linesource/")
+    page.goto(f"{url}/admin/line/linesource/")
     expect(page.locator("#result_list")).not_to_contain_text("他社のグループ")
     page.check("input[name=form-0-allow_outbound_push]")
     page.check("input[name=form-0-push_opt_in_triggers][value=reminder]")
@@ -91,7 +92,7 @@ def test_it_lets_a_manager_run_the_day_from_the_admin(page: Page, live_server, s
     expect(page.locator(".messagelist")).to_be_visible()
     group = LineSource.objects.get(pk=scene["group"].pk)
     assert (group.allow_outbound_push, group.push_opt_in_triggers) == (True, ["reminder"])
-    page.goto(f"{url}/admin/linepush/linesource/{group.pk}/change/")
+    page.goto(f"{url}/admin/line/linesource/{group.pk}/change/")
     expect(page.locator(".field-audit_trail")).to_contain_text("yamada")
 
 
@@ -110,7 +111,7 @@ def test_it_shows_another_tenants_manager_none_of_it(page: Page, live_server, sc
     for path in (
         f"/admin/deliveries/contenttask/{task.pk}/change/",
         f"/admin/deliveries/contenttask/{task.pk}/preview/",
-        f"/admin/linepush/linesource/{scene['group'].pk}/change/",
+        f"/admin/line/linesource/{scene['group'].pk}/change/",
         f"/admin/linepush/linepushitem/{scene['waiting'].pk}/change/",
     ):
         assert page.goto(url + path).status == 404, path
@@ -118,7 +119,7 @@ def test_it_shows_another_tenants_manager_none_of_it(page: Page, live_server, sc
     page.goto(f"{url}/admin/console/pushapproval/")
     expect(page.locator("#result_list")).to_contain_text("他社の承認待ち")
     expect(page.locator("#result_list")).not_to_contain_text("配信エラーのまま")
-    page.goto(f"{url}/admin/linepush/linesource/")
+    page.goto(f"{url}/admin/line/linesource/")
     expect(page.locator("#result_list")).not_to_contain_text("タレント連絡グループ")
     assert not DeliverySchedule.objects.filter(task=task).exists()
 

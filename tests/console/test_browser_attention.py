@@ -15,7 +15,8 @@ from playwright.sync_api import Page, expect
 from console.models import DeliveryOutcome
 from core.timeutil import JST
 from deliveries.models import STATUS_APPROVED, STATUS_ERROR, DeliveryAttempt, DeliverySchedule
-from linepush.models import LinePushItem, LinePushSettings, LineSource
+from line.models import LinePushSettings, LineSource
+from linepush.models import LinePushItem
 from tests.helpers.backlog import approve, body, status_of
 from tests.helpers.browser import LAPTOP, clipped_cells, manager_logged_in, shoot
 from tests.helpers.console import mirrored_issue
@@ -207,10 +208,10 @@ def test_it_shows_one_line_usage_figure_everywhere(
     expect(page.locator("#quota")).to_contain_text("今月 6 / 5,000 通")
     expect(page.locator("#quota")).not_to_contain_text("上限不明")
 
-    page.goto(f"{live_server.url}/admin/linepush/linepushsettings/{settings.pk}/change/")
+    page.goto(f"{live_server.url}/admin/line/linepushsettings/{settings.pk}/change/")
     expect(page.locator(".field-month_usage_detail")).to_contain_text("今月 6 / 5,000 通")
     expect(page.locator(".field-plan_label")).to_contain_text("プラン未設定（LINE の上限だけで判定）")
-    page.goto(f"{live_server.url}/admin/linepush/linepushsettings/")
+    page.goto(f"{live_server.url}/admin/line/linepushsettings/")
     expect(page.locator("#result_list")).to_contain_text("今月 6 / 5,000 通")
 
 

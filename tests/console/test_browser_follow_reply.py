@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import Page, expect
 
-from linepush.models import LinePushSettings
+from line.models import LinePushSettings
 from tests.helpers.browser import BANNER_URL, LAPTOP, manager_logged_in, shoot
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -22,7 +22,7 @@ def test_a_manager_writes_the_follow_reply_and_sees_it_as_line_shows_it(
     coupon_id = line.add_coupon("友だち限定 10% オフ")
     manager_logged_in(page, live_server, tenant)
     page.set_viewport_size(LAPTOP)
-    page.goto(f"{live_server.url}/admin/linepush/linepushsettings/{row.pk}/change/")
+    page.goto(f"{live_server.url}/admin/line/linepushsettings/{row.pk}/change/")
     expect(page.locator("#push-preview")).to_have_count(0)  # no reply yet
     expect(page.locator("textarea[name=registration_messages]")).to_have_count(0)
 

@@ -11,7 +11,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from core.models import TenantMembership
-from linepush.models import LineSource
+from line.models import LineSource
 from tests.helpers.browser import LAPTOP, clipped_cells, manager_logged_in, shoot
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -45,7 +45,7 @@ def test_it_fits_the_line_groups_with_names_on_one_line_and_their_member_count(
     scene,  # noqa: F811
 ):
     LineSource.objects.filter(pk=scene["group"].pk).update(member_count=6)
-    laptop.goto(f"{live_server.url}/admin/linepush/linesource/")
+    laptop.goto(f"{live_server.url}/admin/line/linesource/")
     row = laptop.locator("#result_list tbody tr", has_text="タレント連絡グループ")
     expect(row.locator("td.field-member_count")).to_have_text("6")
     expect(row.locator(".am-id")).to_have_attribute("title", "C" + "a" * 32)

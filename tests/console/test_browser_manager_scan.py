@@ -20,13 +20,8 @@ from backlog_bridge.models import AIReview, CommandRun
 from console.models import AttentionNotice, LineTestRecipient, NoticeSettings
 from deliveries.channels.models import ChannelAccount, ChannelPost
 from deliveries.models import ContentTask
-from linepush.models import (
-    LineCoupon,
-    LinePushProblem,
-    LineSurveyRule,
-    LineTriggerPolicy,
-    LineWebhookEvent,
-)
+from line.models import LineCoupon, LineSurveyRule, LineWebhookEvent
+from linepush.models import LinePushProblem, LineTriggerPolicy
 from tests.helpers.browser import LAPTOP, manager_logged_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

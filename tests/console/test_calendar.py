@@ -19,7 +19,8 @@ from deliveries.models import (
     DeliveryAttempt,
     DeliverySchedule,
 )
-from linepush.models import LinePushItem, LineSource
+from line.models import LineSource
+from linepush.models import LinePushItem
 from tests.helpers.console import messages_of
 from tests.helpers.factories import ContentTaskFactory
 

@@ -16,7 +16,8 @@ from console.models import DeliveryOutcome, ScanRun
 from core.timeutil import JST
 from deliveries.models import ContentTask, DeliveryAttempt, DeliverySchedule, SchedulerHeartbeat
 from deliveries.tasks import scan_daily
-from linepush.models import LineMonthlyUsage, LinePlan, LinePushItem, LinePushSettings
+from line.models import LineMonthlyUsage, LinePlan, LinePushSettings
+from linepush.models import LinePushItem
 from tests.helpers.factories import ContentTaskFactory
 
 NOW = datetime(2026, 12, 1, 9, 0, tzinfo=JST)

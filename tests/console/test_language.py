@@ -12,7 +12,9 @@ from django.utils import timezone, translation
 
 from core.timeutil import JST
 from deliveries.models import DeliveryAttempt
-from linepush.models import LinePushItem, LineSource, validate_triggers
+from line.models import LineSource
+from line.settings_models import validate_triggers
+from linepush.models import LinePushItem
 from tests.helpers.backlog import texts
 from tests.helpers.console import messages_of, mirrored_issue, task_url
 from tests.helpers.factories import ContentTaskFactory

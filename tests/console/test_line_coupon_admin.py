@@ -6,12 +6,12 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from linepush.models import LineCoupon
+from line.models import LineCoupon
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("httpx_engine")]
 
-ADD = reverse("admin:linepush_linecoupon_add")
-LIST = reverse("admin:linepush_linecoupon_changelist")
+ADD = reverse("admin:line_linecoupon_add")
+LIST = reverse("admin:line_linecoupon_changelist")
 
 
 def form(tenant, **fields) -> dict:
@@ -97,7 +97,7 @@ def test_a_coupon_that_breaks_a_rule_is_refused_before_line_is_asked(as_manager,
 def test_a_created_coupon_cannot_be_edited(as_manager, tenant, line):
     as_manager.post(ADD, form(tenant))
     coupon = LineCoupon.objects.get()
-    change = reverse("admin:linepush_linecoupon_change", args=[coupon.pk])
+    change = reverse("admin:line_linecoupon_change", args=[coupon.pk])
 
     as_manager.post(change, form(tenant, title="書き換え"))
 
@@ -146,7 +146,7 @@ def test_another_tenants_manager_cannot_see_or_create_for_the_tenant(client, oth
     )
     client.force_login(other_manager)
 
-    assert client.get(reverse("admin:linepush_linecoupon_change", args=[coupon.pk])).status_code == 404
+    assert client.get(reverse("admin:line_linecoupon_change", args=[coupon.pk])).status_code == 404
     response = client.post(ADD, form(tenant))
     assert response.status_code == 200 and "tenant" in response.context["adminform"].form.errors
     assert coupon_posts(line) == []

@@ -6,12 +6,12 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from linepush.models import LineContact, LineErasure, LineWebhookEvent
+from line.models import LineContact, LineErasure, LineWebhookEvent
 
 pytestmark = pytest.mark.django_db
 
 USER = "U" + "c" * 32
-CHANGELIST = "admin:linepush_linecontact_changelist"
+CHANGELIST = "admin:line_linecontact_changelist"
 
 
 @pytest.fixture
@@ -75,6 +75,6 @@ def test_the_erasures_list_shows_who_and_when(client, superuser, contact):
     client.force_login(superuser)
     erase(client, contact, confirmed=True)
 
-    page = client.get(reverse("admin:linepush_lineerasure_changelist")).content.decode()
+    page = client.get(reverse("admin:line_lineerasure_changelist")).content.decode()
 
     assert "root" in page and USER not in page and "山田花子" not in page

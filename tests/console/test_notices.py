@@ -12,7 +12,8 @@ from console.models import AttentionNotice, DeliveryOutcome, NoticeSettings
 from console.notices import notices_send
 from console.tasks import attention_notices
 from deliveries.models import STATUS_ERROR
-from linepush.models import LinePushItem, Trigger
+from line.models import Trigger
+from linepush.models import LinePushItem
 from tests.helpers.factories import ContentTaskFactory
 
 pytestmark = pytest.mark.django_db

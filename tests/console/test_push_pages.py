@@ -9,7 +9,8 @@ from django.utils import timezone
 
 from core.models import TenantMembership
 from core.timeutil import fmt_jst
-from linepush.models import LineApiToken, LinePushAttempt, LinePushItem, LineSource, token_space
+from line.models import LineSource
+from linepush.models import LineApiToken, LinePushAttempt, LinePushItem, token_space
 from tests.helpers.console import member, messages_of
 from tests.helpers.factories import ContentTaskFactory
 
@@ -155,10 +156,10 @@ def test_it_shows_where_each_item_came_from(as_manager, tenant, group):
 
 
 def test_a_manager_neither_adds_nor_deletes_a_group_row(as_manager, group):
-    add = as_manager.get(reverse("admin:linepush_linesource_add"))
-    delete = as_manager.post(reverse("admin:linepush_linesource_delete", args=[group.pk]), {"post": "yes"})
+    add = as_manager.get(reverse("admin:line_linesource_add"))
+    delete = as_manager.post(reverse("admin:line_linesource_delete", args=[group.pk]), {"post": "yes"})
     bulk = as_manager.post(
-        reverse("admin:linepush_linesource_changelist"),
+        reverse("admin:line_linesource_changelist"),
         {"action": "delete_selected", "_selected_action": [group.pk], "post": "yes"},
     )
 
@@ -169,7 +170,7 @@ def test_a_manager_neither_adds_nor_deletes_a_group_row(as_manager, group):
 def test_a_group_rows_id_stays_when_its_page_is_saved(client, superuser, group):
     """Not even a superuser moves a row onto another group's id (its member count would go with it)."""
     client.force_login(superuser)
-    url = reverse("admin:linepush_linesource_change", args=[group.pk])
+    url = reverse("admin:line_linesource_change", args=[group.pk])
     form = {
         "tenant": group.tenant_id,
         "group_id": "C" + "9" * 32,
@@ -189,8 +190,8 @@ def test_a_group_rows_id_stays_when_its_page_is_saved(client, superuser, group):
 def test_a_superuser_adds_and_deletes_a_group_row(client, superuser, tenant, group):
     client.force_login(superuser)
 
-    assert client.get(reverse("admin:linepush_linesource_add")).status_code == 200
-    client.post(reverse("admin:linepush_linesource_delete", args=[group.pk]), {"post": "yes"})
+    assert client.get(reverse("admin:line_linesource_add")).status_code == 200
+    client.post(reverse("admin:line_linesource_delete", args=[group.pk]), {"post": "yes"})
     assert not LineSource.objects.filter(pk=group.pk).exists()
 
 
@@ -208,7 +209,7 @@ def toggle_form(group: LineSource, *, allow: bool, triggers: list[str]) -> dict:
 
 
 def test_it_toggles_a_group_in_the_list(as_manager, manager, group):
-    url = reverse("admin:linepush_linesource_changelist")
+    url = reverse("admin:line_linesource_changelist")
     assert 'name="form-0-allow_outbound_push"' in as_manager.get(url).content.decode()
 
     response = as_manager.post(url, toggle_form(group, allow=True, triggers=["reminder", "escalation"]))
@@ -218,12 +219,12 @@ def test_it_toggles_a_group_in_the_list(as_manager, manager, group):
     assert (group.allow_outbound_push, group.push_opt_in_triggers) == (True, ["reminder", "escalation"])
     entry = LogEntry.objects.get(object_id=str(group.pk))
     assert entry.user == manager
-    page = as_manager.get(reverse("admin:linepush_linesource_change", args=[group.pk])).content.decode()
+    page = as_manager.get(reverse("admin:line_linesource_change", args=[group.pk])).content.decode()
     assert "yamada" in page and "自動投稿を許可" in page  # the audit trail on the group's page
 
 
 def test_it_refuses_an_unknown_trigger(as_manager, group):
-    url = reverse("admin:linepush_linesource_changelist")
+    url = reverse("admin:line_linesource_changelist")
 
     response = as_manager.post(url, toggle_form(group, allow=True, triggers=["anything"]))
 
@@ -252,7 +253,7 @@ def test_it_refuses_a_list_edit_of_a_group_the_user_only_views(client, tenant, o
     client.force_login(user)
 
     response = client.post(
-        reverse("admin:linepush_linesource_changelist"), toggle_form(group, allow=True, triggers=[])
+        reverse("admin:line_linesource_changelist"), toggle_form(group, allow=True, triggers=[])
     )
 
     assert response.status_code == 200 and "閲覧のみのテナントの行" in response.content.decode()

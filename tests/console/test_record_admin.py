@@ -9,7 +9,8 @@ from django.utils import timezone
 from backlog_bridge.models import BacklogEvent, CommandRun
 from console.models import DeliveryOutcome
 from deliveries.models import DeliverySchedule
-from linepush.models import LineMonthlyUsage, LinePushAttempt, LinePushItem, LineWebhookEvent
+from line.models import LineMonthlyUsage, LineWebhookEvent
+from linepush.models import LinePushAttempt, LinePushItem
 from tests.helpers.factories import ContentTaskFactory
 
 pytestmark = pytest.mark.django_db
@@ -87,7 +88,7 @@ def test_it_offers_a_manager_no_bulk_delete_of_records(as_manager, tenant):
 
 def test_it_refuses_a_managers_edit_of_the_months_usage(as_manager, tenant):
     usage = LineMonthlyUsage.objects.create(tenant=tenant, month="2026-12", messages=900)
-    url = reverse("admin:linepush_linemonthlyusage_change", args=[usage.pk])
+    url = reverse("admin:line_linemonthlyusage_change", args=[usage.pk])
 
     response = as_manager.post(url, {"tenant": str(tenant.pk), "month": "2026-12", "messages": "0"})
 

@@ -9,12 +9,12 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from backlog_bridge.models import BacklogEvent
-from linepush.models import LineWebhookEvent
+from line.models import LineWebhookEvent
 from tests.helpers.factories import TenantFactory
 
 pytestmark = pytest.mark.django_db
 
-LISTS = ["admin:linepush_linewebhookevent_changelist", "admin:backlog_bridge_backlogevent_changelist"]
+LISTS = ["admin:line_linewebhookevent_changelist", "admin:backlog_bridge_backlogevent_changelist"]
 
 
 def store(count: int, start: int) -> None:

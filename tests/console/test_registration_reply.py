@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from linepush.models import LinePushSettings
+from line.models import LinePushSettings
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("httpx_engine")]
 
@@ -20,7 +20,7 @@ def settings_row(tenant):
 
 
 def settings_url(row) -> str:
-    return reverse("admin:linepush_linepushsettings_change", args=[row.pk])
+    return reverse("admin:line_linepushsettings_change", args=[row.pk])
 
 
 def settings_form(row, **changes) -> dict:

@@ -8,7 +8,8 @@ import pytest
 from django.urls import reverse
 
 from core.models import Tenant
-from linepush.models import LineApiToken, LinePlan, LinePushSettings, LineSource
+from line.models import LinePlan, LinePushSettings, LineSource
+from linepush.models import LineApiToken
 from tests.helpers.console import messages_of
 
 pytestmark = pytest.mark.django_db
@@ -64,7 +65,7 @@ def group_form(group: LineSource, **changes) -> dict:
 
 
 def test_it_lets_no_manager_delete_the_line_post_settings(as_manager, settings_row):
-    url = reverse("admin:linepush_linepushsettings_delete", args=[settings_row.pk])
+    url = reverse("admin:line_linepushsettings_delete", args=[settings_row.pk])
 
     response = as_manager.post(url, {"post": "yes"})
 
@@ -74,7 +75,7 @@ def test_it_lets_no_manager_delete_the_line_post_settings(as_manager, settings_r
 
 def test_it_lets_no_manager_add_line_post_settings(as_manager, tenant):
     response = as_manager.post(
-        reverse("admin:linepush_linepushsettings_add"),
+        reverse("admin:line_linepushsettings_add"),
         {"tenant": tenant.pk, "tenant_rate_window_seconds": 300, "timezone": "Asia/Tokyo", "digest_hour": 8},
     )
 
@@ -83,7 +84,7 @@ def test_it_lets_no_manager_add_line_post_settings(as_manager, tenant):
 
 
 def test_a_superuser_deletes_the_line_post_settings(as_superuser, settings_row):
-    url = reverse("admin:linepush_linepushsettings_delete", args=[settings_row.pk])
+    url = reverse("admin:line_linepushsettings_delete", args=[settings_row.pk])
 
     response = as_superuser.post(url, {"post": "yes"})
 
@@ -95,7 +96,7 @@ def test_a_superuser_deletes_the_line_post_settings(as_superuser, settings_row):
 
 
 def test_it_ignores_a_managers_change_of_a_groups_member_count(as_manager, group):
-    url = reverse("admin:linepush_linesource_change", args=[group.pk])
+    url = reverse("admin:line_linesource_change", args=[group.pk])
     assert 'name="member_count"' not in as_manager.get(url).content.decode()
 
     response = as_manager.post(url, group_form(group, member_count=1, name="新しい名前"))
@@ -184,7 +185,7 @@ def test_it_bounds_the_concurrency_a_superuser_sets(as_superuser, tenant):
     ("field", "value"), [("rate_limit_count", 4_000_000), ("rate_limit_window_seconds", 10**9)]
 )
 def test_it_bounds_a_groups_rate_limit(as_manager, group, field, value):
-    url = reverse("admin:linepush_linesource_change", args=[group.pk])
+    url = reverse("admin:line_linesource_change", args=[group.pk])
 
     response = as_manager.post(url, group_form(group, **{field: value}))
 
@@ -194,7 +195,7 @@ def test_it_bounds_a_groups_rate_limit(as_manager, group, field, value):
 
 
 def test_it_bounds_the_digest_hour(as_manager, settings_row):
-    url = reverse("admin:linepush_linepushsettings_change", args=[settings_row.pk])
+    url = reverse("admin:line_linepushsettings_change", args=[settings_row.pk])
     form = {
         "tenant": settings_row.tenant_id,
         "tenant_rate_limit": "",

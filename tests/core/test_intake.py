@@ -18,7 +18,7 @@ from core.intake import (
     EventIntake,
     EventRejected,
 )
-from linepush.models import LineWebhookEvent
+from line.models import LineWebhookEvent
 from tests.helpers.factories import TenantFactory
 
 pytestmark = pytest.mark.django_db

@@ -4,19 +4,15 @@ entries and permissions follow the moved models' content types."""
 
 from __future__ import annotations
 
-import uuid
-from datetime import date
-
 import pytest
 from django.apps import apps as current_apps
 from django.contrib.admin.models import CHANGE, LogEntry
 from django.contrib.auth.models import Permission
 from django.contrib.contenttypes.models import ContentType
-from django.db import connection, models
-from django.db.migrations.executor import MigrationExecutor
 from django.utils import timezone
 
 from core.models import Tenant
+from tests.helpers.migrations import as_stored, leaf_nodes, migrate, row_maker
 
 # The heads of main before the move (and core not there yet).
 BEFORE = [
@@ -29,68 +25,19 @@ BEFORE = [
 MOVED = {
     ("deliveries", "Tenant"): ("core", "Tenant"),
     ("console", "TenantMembership"): ("core", "TenantMembership"),
+    # Moved later, from linepush to line (tests/line/test_migrations.py).
+    **{
+        ("linepush", name): ("line", name)
+        for name in ("LineContact", "LineMonthlyUsage", "LinePlan", "LinePushSettings", "LineSource")
+        + ("LineSurveyRule", "LineWebhookEvent")
+    },
 }
-
-
-def migrate(targets):
-    executor = MigrationExecutor(connection)
-    executor.loader.build_graph()
-    executor.migrate(targets)
-    ContentType.objects.clear_cache()
-    # Django's own apps at their latest state (the old heads do not depend on all of it).
-    django_apps = [node for node in leaf_nodes() if node[0] in ("admin", "auth", "contenttypes")]
-    return MigrationExecutor(connection).loader.project_state([t for t in targets if t[1]] + django_apps).apps
-
-
-def leaf_nodes():
-    return MigrationExecutor(connection).loader.graph.leaf_nodes()
 
 
 @pytest.fixture
 def old_apps(transactional_db):
     yield migrate(BEFORE)
     migrate(leaf_nodes())
-
-
-def value_for(field: models.Field, make):
-    """A value for a required field of a historical model (one row per model: no clashes)."""
-    if field.is_relation:
-        return make(field.related_model)
-    if field.choices:
-        return field.choices[0][0]
-    if isinstance(field, models.DateTimeField):
-        return timezone.now()
-    if isinstance(field, models.DateField):
-        return date(2026, 12, 1)
-    if isinstance(field, models.UUIDField):
-        return uuid.uuid4()
-    if isinstance(field, models.JSONField):
-        return {"kept": "値"}
-    if isinstance(field, models.BooleanField):
-        return True
-    if isinstance(field, models.IntegerField | models.FloatField | models.DecimalField):
-        return 7
-    if isinstance(field, models.CharField | models.TextField):
-        return "v"[: field.max_length or 1]
-    raise AssertionError(f"no test value for {field.model.__name__}.{field.name} ({type(field).__name__})")
-
-
-def required(field: models.Field) -> bool:
-    auto_time = getattr(field, "auto_now", False) or getattr(field, "auto_now_add", False)
-    return field.concrete and not (field.primary_key or field.null or field.has_default() or auto_time)
-
-
-def row_maker(apps):
-    made: dict[type, models.Model] = {}
-
-    def make(model):
-        if model not in made:
-            made[model] = model.objects.create(
-                **{f.name: value_for(f, make) for f in model._meta.fields if required(f)}
-            )
-        return made[model]
-
-    return make, made
 
 
 def tenant_models(apps) -> list:
@@ -102,11 +49,6 @@ def tenant_models(apps) -> list:
         if not model._meta.proxy  # console's PushApproval is LinePushItem's rows
         and any(f.is_relation and f.related_model is tenant for f in model._meta.fields)
     ]
-
-
-def as_stored(model) -> list[dict]:
-    names = [f.attname for f in model._meta.concrete_fields]
-    return list(model.objects.order_by("pk").values(*names))
 
 
 @pytest.mark.django_db(transaction=True)

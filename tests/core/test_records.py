@@ -7,7 +7,8 @@ import pytest
 from backlog_bridge.models import BacklogEvent
 from core.records import OutboundAttempt, StoredWebhookEvent
 from deliveries.models import DeliveryAttempt
-from linepush.models import LinePushAttempt, LineWebhookEvent
+from line.models import LineWebhookEvent
+from linepush.models import LinePushAttempt
 
 
 @pytest.mark.parametrize(

@@ -19,7 +19,8 @@ from backlog_bridge.models import AIReview, BacklogEvent, CommandRun
 from console.models import DeliveryOutcome
 from core.retention import RetentionRule, records_prune, retention_rules
 from deliveries.models import DeliveryAttempt, DeliverySchedule
-from linepush.models import LinePushAttempt, LinePushItem, LineWebhookEvent
+from line.models import LineWebhookEvent
+from linepush.models import LinePushAttempt, LinePushItem
 from tests.helpers.factories import ContentTaskFactory, TenantFactory
 
 pytestmark = pytest.mark.django_db

@@ -15,7 +15,7 @@ import time_machine
 
 from core.timeutil import JST
 from deliveries.models import STATUS_ERROR, ContentTask, DeliverySchedule, MessageTemplate
-from linepush.models import LinePlan, LinePushSettings
+from line.models import LinePlan, LinePushSettings
 from tests.helpers.backlog import approve, body, reply_to, status_of, texts
 from tests.helpers.channels import channel_body, channel_template
 

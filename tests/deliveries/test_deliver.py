@@ -16,7 +16,7 @@ from deliveries.delivery import Run
 from deliveries.locks import lock_take
 from deliveries.models import ContentTask, DeliveryAttempt, DeliveryLock, DeliverySchedule, MessageTemplate
 from deliveries.scheduler import schedules_claim, schedules_take
-from linepush.models import LinePlan, LinePushSettings
+from line.models import LinePlan, LinePushSettings
 from tests.helpers.backlog import body, texts
 from tests.helpers.deliveries import DUE, MULTICAST, fire, make_schedule
 from tests.helpers.factories import LineContactFactory

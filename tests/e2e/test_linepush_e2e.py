@@ -42,7 +42,7 @@ def test_a_post_queued_through_the_api_reaches_the_group(tmp_path):
         assert answer.status_code == 200 and answer.json()["accepted"] == 1
         stack.wait_for(lambda: _group_members(stack) == "4", 20, 0.2, "the worker to record the group")
         stack.shell(
-            "from linepush.models import LineSource; "
+            "from line.models import LineSource; "
             f"LineSource.objects.filter(group_id='{GROUP}').update(allow_outbound_push=True, push_opt_in_triggers=['task_approved'])"
         )
 
@@ -75,6 +75,6 @@ def _join_event() -> dict:
 
 def _group_members(stack: Stack) -> str:
     return stack.shell(
-        "from linepush.models import LineSource; "
+        "from line.models import LineSource; "
         f"s = LineSource.objects.filter(group_id='{GROUP}').first(); print(s.member_count if s else '')"
     )

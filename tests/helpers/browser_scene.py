@@ -16,7 +16,8 @@ from deliveries.models import (
     DeliverySchedule,
     SchedulerHeartbeat,
 )
-from linepush.models import LineMonthlyUsage, LinePlan, LinePushItem, LinePushSettings, LineSource
+from line.models import LineMonthlyUsage, LinePlan, LinePushSettings, LineSource
+from linepush.models import LinePushItem
 from tests.helpers.backlog import body
 from tests.helpers.browser import BANNER_URL
 from tests.helpers.console import mirrored_issue

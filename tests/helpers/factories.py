@@ -9,7 +9,7 @@ import factory
 from core.models import Tenant
 from deliveries.channels.models import ChannelAccount, ChannelPost
 from deliveries.models import ContentTask, EffectReport, MessageTemplate
-from linepush.models import LineContact
+from line.models import LineContact
 
 
 class TenantFactory(factory.django.DjangoModelFactory):

@@ -12,7 +12,8 @@ import json
 
 from deliveries.management.commands.run_scheduler import Command
 from deliveries.scheduler_steps import Pass
-from linepush.models import LinePushItem, LineSource, Trigger
+from line.models import LineSource, Trigger
+from linepush.models import LinePushItem
 from linepush.services import push_enqueue
 from tests.helpers.backlog import load_fixture
 from tests.helpers.factories import TenantFactory

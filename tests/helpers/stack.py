@@ -73,7 +73,7 @@ def start_schedulers(stack: Stack, *names: str) -> None:
 
 
 STANDARD_PLAN = (
-    "from core.models import Tenant; from linepush.models import LinePlan, LinePushSettings\n"
+    "from core.models import Tenant; from line.models import LinePlan, LinePushSettings\n"
     "for t in Tenant.objects.all():\n"
     "    LinePushSettings.objects.update_or_create(tenant=t, defaults={'plan': LinePlan.objects.get(code='standard')})"
 )

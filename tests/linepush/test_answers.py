@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from linepush.models import LineAnswer, LineContact, LineSurveyRule, LineWebhookEvent
+from line.models import LineAnswer, LineContact, LineSurveyRule, LineWebhookEvent
 from tests.helpers.linepush import USER, deliver, fixture, shop
 
 pytestmark = pytest.mark.django_db

@@ -57,7 +57,7 @@ def test_it_skips_a_group_that_does_not_allow_pushes(tenant):
 
 
 def test_groups_default_to_no_pushes_and_no_triggers(tenant):
-    from linepush.models import LineSource
+    from line.models import LineSource
 
     source = LineSource.objects.create(tenant=tenant, group_id="Cdefault")
 
@@ -172,15 +172,15 @@ def test_the_admin_lists_and_shows_items(client, manager, tenant):
 
     assert client.get(reverse("admin:linepush_linepushitem_changelist")).status_code == 200
     assert client.get(reverse("admin:linepush_linepushitem_change", args=[item.pk])).status_code == 200
-    for name in (
-        "linesource",
-        "linepushsettings",
-        "lineplan",
-        "linemonthlyusage",
-        "linetriggerpolicy",
-        "lineapitoken",
-        "linewebhookevent",
-        "linesurveyrule",
-        "linecontact",
+    for app, name in (
+        ("line", "linesource"),
+        ("line", "linepushsettings"),
+        ("line", "lineplan"),
+        ("line", "linemonthlyusage"),
+        ("linepush", "linetriggerpolicy"),
+        ("linepush", "lineapitoken"),
+        ("line", "linewebhookevent"),
+        ("line", "linesurveyrule"),
+        ("line", "linecontact"),
     ):
-        assert client.get(reverse(f"admin:linepush_{name}_changelist")).status_code == 200, name
+        assert client.get(reverse(f"admin:{app}_{name}_changelist")).status_code == 200, name

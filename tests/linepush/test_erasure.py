@@ -14,8 +14,8 @@ from django.utils import timezone
 from core.retention import records_prune
 from deliveries.channels.models import ChannelPost
 from deliveries.models import DeliveryAttempt
+from line.models import LineAnswer, LineContact, LineErasure, LineWebhookEvent
 from linepush.erasure import line_user_erase
-from linepush.models import LineAnswer, LineContact, LineErasure, LineWebhookEvent
 from tests.helpers.factories import ContentTaskFactory, TenantFactory
 from tests.helpers.linepush import USER, deliver, fixture, shop
 

@@ -11,8 +11,8 @@ import time_machine
 
 from core.timeutil import JST
 from deliveries.models import DeliverySchedule
+from line.models import LineMonthlyUsage, LinePlan, LinePushSettings
 from linepush.forecast import approval_forecast
-from linepush.models import LineMonthlyUsage, LinePlan, LinePushSettings
 from tests.helpers.factories import ContentTaskFactory
 from tests.helpers.linepush import enqueue, group, shop
 

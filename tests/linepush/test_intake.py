@@ -14,7 +14,7 @@ from django.db import DataError
 from django.urls import reverse
 from prometheus_client import REGISTRY
 
-from linepush.models import LineContact, LineSurveyRule, LineWebhookEvent
+from line.models import LineContact, LineSurveyRule, LineWebhookEvent
 from tests.helpers.linepush import USER, deliver, fixture, shop
 
 pytestmark = pytest.mark.django_db
@@ -213,7 +213,7 @@ def test_an_odd_event_is_counted_in_metrics_and_shown_in_the_admin(
     assert 'automedia_webhook_events_received_total{result="rejected",source="line"}' in (
         client.get("/metrics").content.decode()
     )
-    page = admin_client.get(reverse("admin:linepush_linewebhookevent_changelist"), {"outcome": "rejected"})
+    page = admin_client.get(reverse("admin:line_linewebhookevent_changelist"), {"outcome": "rejected"})
     assert "`message.type` and `message.text` must be strings" in page.content.decode()
 
 

@@ -13,6 +13,7 @@ from django.utils import timezone
 from core.due import claim_one
 from core.intake import CLAIMED_ELSEWHERE, EVENT_CLAIM
 from core.keeper import keeper
+from line.models import LineWebhookEvent
 from linepush import events
 from linepush.events import (
     LINE_EVENTS,
@@ -21,7 +22,6 @@ from linepush.events import (
     line_events_retry,
     line_events_stranded_step,
 )
-from linepush.models import LineWebhookEvent
 from tests.helpers.factories import TenantFactory
 
 pytestmark = pytest.mark.django_db

@@ -8,8 +8,9 @@ import pytest
 import time_machine
 from django.utils import timezone
 
+from line.models import LineMonthlyUsage, LineSource
 from linepush import member_counts
-from linepush.models import LineMonthlyUsage, LinePushItem, LineSource
+from linepush.models import LinePushItem
 from tests.helpers.linepush import PUSH, enqueue, group, reload, shop, step
 
 pytestmark = pytest.mark.django_db

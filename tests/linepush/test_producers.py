@@ -13,8 +13,9 @@ from backlog_bridge.models import BacklogEvent
 from core.models import TenantMembership
 from core.timeutil import JST
 from deliveries.scheduler_steps import Pass
+from line.models import LinePushSettings
 from linepush import producers
-from linepush.models import LinePushItem, LinePushProblem, LinePushSettings
+from linepush.models import LinePushItem, LinePushProblem
 from linepush.producers import digests_produce, escalations_produce, reminders_produce
 from linepush.services import PushInvalid, push_enqueue
 from tests.helpers.backlog import body, texts

@@ -20,15 +20,9 @@ from core.due import queue_broker, take_over
 from core.keeper import keeper
 from core.models import Tenant
 from deliveries.scheduler_steps import Pass
+from line.models import LineMonthlyUsage, LinePlan, LinePushSettings
 from line.transport import LineTransport
-from linepush.models import (
-    RETRY_KEY_NAMESPACE,
-    LineMonthlyUsage,
-    LinePlan,
-    LinePushAttempt,
-    LinePushItem,
-    LinePushSettings,
-)
+from linepush.models import RETRY_KEY_NAMESPACE, LinePushAttempt, LinePushItem
 from linepush.push import PUSH_LEASE, push_claim, push_step
 from linepush.sending import lane_of, push_items, push_send
 from linepush.services import month_of

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from django.core import mail
 
-from linepush.models import LineMonthlyUsage, LinePlan, LinePushItem, LinePushSettings
+from line.models import LineMonthlyUsage, LinePlan, LinePushSettings
+from linepush.models import LinePushItem
 from linepush.tasks import quota_check_daily
 from tests.helpers.linepush import PUSH, enqueue, group, reload, shop, step
 

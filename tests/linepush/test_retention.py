@@ -11,7 +11,7 @@ import time_machine
 from django.utils import timezone
 
 from core.retention import records_prune
-from linepush.models import LineAnswer, LineContact, LineSurveyRule, LineWebhookEvent
+from line.models import LineAnswer, LineContact, LineSurveyRule, LineWebhookEvent
 from linepush.retention import payload_blanked
 from tests.helpers.linepush import USER, deliver, fixture, shop
 

@@ -9,7 +9,7 @@ from django.core.exceptions import ValidationError
 from django.urls import reverse
 
 from core.models import TenantMembership
-from linepush.models import LineContact, LineSurveyRule, LineWebhookEvent
+from line.models import LineContact, LineSurveyRule, LineWebhookEvent
 from tests.helpers.console import member
 from tests.helpers.linepush import USER, deliver, fixture, shop
 
@@ -54,9 +54,7 @@ def test_it_answers_a_catastrophic_backtracking_pattern(tenant):
 
 
 def test_it_refuses_a_lookahead_pattern_in_the_admin_form(as_manager, tenant):
-    response = as_manager.post(
-        reverse("admin:linepush_linesurveyrule_add"), rule_form(tenant, r"参加(?=します)")
-    )
+    response = as_manager.post(reverse("admin:line_linesurveyrule_add"), rule_form(tenant, r"参加(?=します)"))
 
     assert response.status_code == 200  # the form again, with the reason
     page = response.content.decode()
@@ -75,9 +73,7 @@ def test_it_refuses_a_backreference_pattern_on_the_model(tenant):
 
 
 def test_it_saves_an_re2_pattern_from_the_admin_form(as_manager, tenant):
-    response = as_manager.post(
-        reverse("admin:linepush_linesurveyrule_add"), rule_form(tenant, r"^参加\p{Nd}+")
-    )
+    response = as_manager.post(reverse("admin:line_linesurveyrule_add"), rule_form(tenant, r"^参加\p{Nd}+"))
 
     assert response.status_code == 302
     assert LineSurveyRule.objects.get().pattern == r"^参加\p{Nd}+"

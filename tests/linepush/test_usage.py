@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from linepush.models import LineMonthlyUsage, LinePlan, LinePushSettings
+from line.models import LineMonthlyUsage, LinePlan, LinePushSettings
 from linepush.usage import line_usage, usage_observe
 from tests.helpers.linepush import shop
 

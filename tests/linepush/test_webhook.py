@@ -16,14 +16,8 @@ from jsonschema import Draft4Validator  # noqa: F401 - the validator below exten
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT4
 
-from linepush.models import (
-    LineContact,
-    LinePushItem,
-    LinePushSettings,
-    LineSource,
-    LineSurveyRule,
-    LineWebhookEvent,
-)
+from line.models import LineContact, LinePushSettings, LineSource, LineSurveyRule, LineWebhookEvent
+from linepush.models import LinePushItem
 from tests.contracts.openapi import OpenApi30Validator, load_spec, with_discriminator_bases
 from tests.helpers.linepush import USER, deliver, enqueue, fixture, reload, shop, sign
 

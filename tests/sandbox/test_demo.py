@@ -17,7 +17,8 @@ from console.models import LineTestRecipient
 from core.models import Tenant, TenantMembership
 from core.timeutil import JST
 from deliveries.channels.models import ChannelAccount
-from linepush.models import LinePushItem, LineSource
+from line.models import LineSource
+from linepush.models import LinePushItem
 from sandbox.backlog import FakeBacklog
 from sandbox.demo import Sandbox, demo_publish_at
 from sandbox.line import FakeLine
@@ -137,7 +138,7 @@ def test_it_seeds_line_groups_and_posts_that_the_admin_shows(page: Page, live_se
     expect(page.locator("#attention tr[data-kind=push_failed]")).to_contain_text("タレント連絡グループ")
     page.goto(f"{live_server.url}/admin/console/pushapproval/")
     expect(page.locator("#result_list")).to_contain_text("配信前チェック")
-    page.goto(f"{live_server.url}/admin/linepush/linesource/")
+    page.goto(f"{live_server.url}/admin/line/linesource/")
     expect(page.locator("#result_list")).to_contain_text("撮影チーム")
 
 

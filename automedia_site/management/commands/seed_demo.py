@@ -14,7 +14,8 @@ from console.models import LineTestRecipient
 from core.models import Tenant, TenantMembership
 from deliveries.channels.models import ChannelAccount
 from deliveries.services import tenant_webhook_urls
-from linepush.models import LineContact, LinePushItem, LineSource
+from line.models import LineContact, LineSource
+from linepush.models import LinePushItem
 
 DEMO_SLUG = "demo"
 DEMO_PROJECT = "DEMO"

@@ -21,7 +21,7 @@ from deliveries.channels.models import ChannelPost
 from deliveries.channels.publisher import Context, Done, PublishFailed, Wait
 from deliveries.models import DeliveryAttempt
 from deliveries.outcome_comments import success_comment
-from linepush.models import LineContact
+from line.models import LineContact
 from tests.helpers.backlog import texts
 from tests.helpers.deliveries import fire
 from tests.helpers.factories import ContentTaskFactory, LineContactFactory, TenantFactory

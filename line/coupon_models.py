@@ -1,8 +1,8 @@
 """A tenant's LINE coupons, created through the Messaging API coupon endpoints and sent as a
 `coupon` message (`couponId`). LINE keeps the coupon; this row is what was asked of LINE
 and what LINE answered; what the account has (coupons made in LINE Official Account Manager
-too) is read from LINE (linepush/coupons.py). A coupon cannot be edited once created: close it
-and create another. Django loads this model through linepush/models.py (app label `linepush`).
+too) is read from LINE (line/coupons.py). A coupon cannot be edited once created: close it
+and create another. Django loads this model through line/models.py.
 
 Fields: messaging-api.yml `CouponCreateRequest` (title ≤ 60, description ≤ 1,000, start and
 end in epoch seconds with a `timezone`, `maxUseCountPerTicket` 1 or -1 for no limit,
@@ -68,6 +68,7 @@ class LineCoupon(models.Model):
         verbose_name_plural = pgettext_lazy("models", "LINE クーポン")
         ordering = ["-created_at"]
         constraints = [models.UniqueConstraint(fields=["tenant", "coupon_id"], name="uniq_line_coupon")]
+        db_table = "linepush_linecoupon"  # made by linepush's migrations, kept when the model moved
 
     def __str__(self) -> str:
         return f"{self.title} ({self.coupon_id or '-'})"

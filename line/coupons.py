@@ -17,8 +17,8 @@ from django.utils.translation import gettext
 
 from core.models import Tenant
 from core.transport import TransportError
+from line.coupon_models import LineCoupon
 from line.transport import LineTransport, line_transport
-from linepush.coupon_models import LineCoupon
 
 # The admin shows and takes the validity in JST; LINE reads the epoch seconds in this zone.
 COUPON_TIMEZONE = "ASIA_TOKYO"

@@ -15,8 +15,8 @@ from backlog_bridge.body.issue import parse_issue
 from core.transport import TransportError
 from deliveries.approval_checks import approval_check
 from deliveries.models import MessageTemplate
-from linepush.coupons import AccountCoupon, account_coupons, coupon_body, coupon_close, coupon_create
-from linepush.models import LineCoupon, LinePushSettings, LineWebhookEvent
+from line.coupons import AccountCoupon, account_coupons, coupon_body, coupon_close, coupon_create
+from line.models import LineCoupon, LinePushSettings, LineWebhookEvent
 from tests.helpers.backlog import body
 from tests.helpers.linepush import deliver, fixture, shop
 
