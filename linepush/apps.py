@@ -9,12 +9,10 @@ class LinepushConfig(AppConfig):
     def ready(self) -> None:
         # linepush reacts to the delivery lifecycle below it, which imports nothing of linepush.
         from core.retention import retention_rule_register
-        from deliveries.channels.line import line_message_check_register
         from deliveries.contacts import line_contacts_register
         from deliveries.quota_forecast import quota_forecaster_register
         from deliveries.scheduler_steps import scheduler_step_register
         from deliveries.signals import delivery_failed, task_approved, token_expired
-        from line.coupons import coupon_message_problems
         from linepush import (
             checks,  # noqa: F401 - registers the system checks
             retention,
@@ -38,5 +36,4 @@ class LinepushConfig(AppConfig):
         line_contacts_register(contacts_matching)
         quota_forecaster_register(approval_forecast)
         retention_rule_register(*retention.RULES)
-        line_message_check_register(coupon_message_problems)
         throttle_rate_require()

@@ -1,11 +1,10 @@
 """LINE at approval time: LINE's verdict on the messages as the publisher will render them,
-the checks an app above registers (linepush: coupons), and the quota forecast of
+the coupons they name (line/coupons.py), and the quota forecast of
 deliveries/quota_forecast.py.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import datetime
 
 from django.conf import settings
@@ -22,16 +21,8 @@ from deliveries.channels.rendering import template_resolve
 from deliveries.channels.templating import RenderError
 from deliveries.models import ContentTask
 from deliveries.quota_forecast import ForecastUnavailable, quota_forecast
+from line.coupons import coupon_message_problems
 from line.transport import line_transport
-
-# Checks of rendered LINE messages against what an app above keeps (linepush: a `coupon`
-# message must name a running coupon of the tenant); each returns its problems.
-LINE_MESSAGE_CHECKS: list[Callable[..., list[str]]] = []
-
-
-def line_message_check_register(check: Callable[..., list[str]]) -> None:
-    if check not in LINE_MESSAGE_CHECKS:  # ready() may run more than once in tests
-        LINE_MESSAGE_CHECKS.append(check)
 
 
 def check(
@@ -49,9 +40,7 @@ def check(
         return
     expression = override.get("audience") or parsed.audience
     _validate(checks, tenant, messages, expression)
-    checks.problems += [
-        p for rule in LINE_MESSAGE_CHECKS for p in rule(tenant_id=tenant.pk, messages=messages)
-    ]
+    checks.problems += coupon_message_problems(tenant_id=tenant.pk, messages=messages)
     _quota(checks, tenant, expression, due_at, now, task)
 
 
