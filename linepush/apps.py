@@ -9,7 +9,6 @@ class LinepushConfig(AppConfig):
     def ready(self) -> None:
         # linepush reacts to the delivery lifecycle below it, which imports nothing of linepush.
         from core.retention import retention_rule_register
-        from deliveries.contacts import line_contacts_register
         from deliveries.quota_forecast import quota_forecaster_register
         from deliveries.scheduler_steps import scheduler_step_register
         from deliveries.signals import delivery_failed, task_approved, token_expired
@@ -26,14 +25,12 @@ class LinepushConfig(AppConfig):
             token_expired_received,
         )
         from linepush.push import push_step
-        from linepush.services import contacts_matching
 
         scheduler_step_register(push_step)
         scheduler_step_register(line_events_stranded_step)
         task_approved.connect(task_approved_received, dispatch_uid="linepush.task_approved")
         delivery_failed.connect(delivery_failed_received, dispatch_uid="linepush.delivery_failed")
         token_expired.connect(token_expired_received, dispatch_uid="linepush.token_expired")
-        line_contacts_register(contacts_matching)
         quota_forecaster_register(approval_forecast)
         retention_rule_register(*retention.RULES)
         throttle_rate_require()

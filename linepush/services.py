@@ -16,11 +16,10 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from backlog_bridge.audience import Audience
 from core.models import Tenant
 from core.transport import TransportError
 from line.messages import validate_line_messages
-from line.models import LineContact, LineMonthlyUsage, LinePushSettings, LineSource, Trigger
+from line.models import LineMonthlyUsage, LinePushSettings, LineSource, Trigger
 from line.transport import LineTransport, line_transport
 from linepush.models import (
     API_ORIGIN,
@@ -352,9 +351,3 @@ def quota_check_all() -> dict[str, str]:
             logger.warning("LINE quota check of %s failed: %s", tenant.slug, exc.message)
             results[tenant.slug] = f"error: {exc.message}"
     return results
-
-
-def contacts_matching(*, tenant: Tenant, audience: Audience) -> list[str]:
-    """The followers a LINE delivery's tag audience reaches (deliveries.contacts' lookup)."""
-    contacts = LineContact.objects.filter(tenant=tenant, blocked=False).order_by("user_id")
-    return [c.user_id for c in contacts.only("user_id", "tags") if audience.matches(set(c.tags))]

@@ -27,8 +27,8 @@ from deliveries.channels.line.templates import render_messages
 from deliveries.channels.publisher import Context, Done, PublishFailed, Wait
 from deliveries.channels.rendering import template_resolve
 from deliveries.channels.templating import RenderError
-from deliveries.contacts import line_users_matching
 from deliveries.models import ContentTask, DeliveryAttempt
+from line.services import contacts_matching
 from line.transport import (
     MULTICAST_MAX,
     aggregation_unit,
@@ -108,7 +108,7 @@ def audience_plan(*, tenant: Tenant, expression: str) -> Plan:
         raise PublishFailed(f"対象タグを解釈できません: {exc}") from exc
     if audience.is_group_target:
         return [("push", group) for group in audience.groups]
-    users = line_users_matching(tenant=tenant, audience=audience)
+    users = contacts_matching(tenant=tenant, audience=audience)
     if not users:
         raise PublishFailed(f"対象者がいません（対象タグ: {expression}）")
     if narrowcast_wanted(len(users)):
