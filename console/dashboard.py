@@ -24,8 +24,8 @@ from core.access import scope, visible_tenant_ids
 from core.models import Tenant
 from core.timeutil import JST
 from deliveries.models import ContentTask, DeliveryAttempt, DeliverySchedule, SchedulerHeartbeat
+from line.usage import LineUsage, line_usages
 from linepush.models import LinePushItem
-from linepush.usage import LineUsage, line_usages
 
 DAYS = 7
 UPCOMING = 10
@@ -294,7 +294,7 @@ def _scan(user) -> ScanSummary | None:
 
 
 def _quotas(user, now: datetime) -> list[Quota]:
-    """This month's LINE use of each tenant: the one figure of linepush.usage."""
+    """This month's LINE use of each tenant: the one figure of line.usage."""
     tenants = list(scope(Tenant.objects.filter(is_active=True), user, ""))
     usages = line_usages(tenants=tenants, now=now)
     return [Quota(t, usages[t.pk]) for t in tenants]

@@ -27,9 +27,9 @@ from core.models import Tenant
 from deliveries.issues import issue_read
 from deliveries.lifecycle import issue_reconcile
 from deliveries.models import FIELD_DELIVERED_AT, STATUS_APPROVED, ContentTask, DeliverySchedule
-from deliveries.quota_forecast import line_usage_shared
 from deliveries.rescue import RECOVERABLE, Outcome, leaks_rescue
 from deliveries.signals import scan_finished
+from line.forecast import line_usage_shared
 
 logger = logging.getLogger(__name__)
 

@@ -22,9 +22,10 @@ from core.due import any_free, due_locked, expired_claims_count, hand_out, new_t
 from deliveries.scheduler import DELIVERY_QUEUE
 from deliveries.scheduler_steps import Pass
 from line.models import LineMonthlyUsage, LinePushSettings, LineSource
+from line.usage import month_of, quota_limit
 from linepush.member_counts import member_counts_fill
 from linepush.models import LinePushItem
-from linepush.services import month_of, quota_limit, quota_near
+from linepush.services import quota_near
 
 Status = LinePushItem.Status
 PUSH_QUEUE = DELIVERY_QUEUE  # group posts go to the deliveries queue (and its broker)

@@ -28,9 +28,10 @@ from core.transport import SendResult, TransportError
 from deliveries.channels.line import token_refused
 from line.models import LineMonthlyUsage, LinePushSettings
 from line.transport import LineTransport, line_transport
+from line.usage import month_of, quota_limit
 from linepush.models import LinePushAttempt, LinePushItem
 from linepush.push import PUSH_LEASE
-from linepush.services import month_of, quota_limit, quota_warn_once
+from linepush.services import quota_warn_once
 
 Status = LinePushItem.Status
 

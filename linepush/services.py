@@ -20,7 +20,8 @@ from core.models import Tenant
 from core.transport import TransportError
 from line.messages import validate_line_messages
 from line.models import LineMonthlyUsage, LinePushSettings, LineSource, Trigger
-from line.transport import LineTransport, line_transport
+from line.transport import LineTransport
+from line.usage import quota_limit, usage_check
 from linepush.models import (
     API_ORIGIN,
     LineApiToken,
@@ -64,21 +65,6 @@ def push_settings(*, tenant: Tenant) -> LinePushSettings:
             return LinePushSettings.objects.create(tenant=tenant)
     except IntegrityError:
         return LinePushSettings.objects.select_related("plan").get(tenant=tenant)
-
-
-def month_of(when: datetime, zone) -> str:
-    return when.astimezone(zone).strftime("%Y-%m")
-
-
-def usage_row(*, tenant: Tenant, month: str) -> LineMonthlyUsage:
-    row, _ = LineMonthlyUsage.objects.get_or_create(tenant=tenant, month=month)
-    return row
-
-
-def quota_limit(*, push: LinePushSettings, usage: LineMonthlyUsage) -> int | None:
-    """The lower of the plan's allowance and LINE's own limit; None = no known limit."""
-    limits = [n for n in (usage.line_limit, push.plan.monthly_messages if push.plan else None) if n]
-    return min(limits) if limits else None
 
 
 # -- enqueue ----------------------------------------------------------------------------
@@ -325,20 +311,11 @@ def quota_warn_once(*, tenant: Tenant, usage: LineMonthlyUsage, limit: int | Non
 def quota_check(*, tenant: Tenant, transport: LineTransport | None = None) -> QuotaReport:
     """Daily: read LINE's quota and usage, store them, warn at 80 %, release held items if room."""
     push = push_settings(tenant=tenant)
-    month = month_of(timezone.now(), push.zone)
-    transport = transport or line_transport(tenant.line_channel_token)
-    quota, consumption = transport.quota(), transport.consumption()
-    usage = usage_row(tenant=tenant, month=month)
-    line_limit = quota.get("value") if quota.get("type") == "limited" else None
-    total = int(consumption.get("totalUsage") or 0)
-    LineMonthlyUsage.objects.filter(pk=usage.pk).update(
-        line_limit=line_limit, line_total_usage=total, messages=total, checked_at=timezone.now()
-    )
-    usage.refresh_from_db()
+    usage = usage_check(tenant=tenant, push=push, transport=transport)
     limit = quota_limit(push=push, usage=usage)
     quota_warn_once(tenant=tenant, usage=usage, limit=limit)
     released = held_release(tenant=tenant) if limit is None or usage.messages < limit else 0
-    return QuotaReport(month=month, used=usage.messages, limit=limit, released=released)
+    return QuotaReport(month=usage.month, used=usage.messages, limit=limit, released=released)
 
 
 def quota_check_all() -> dict[str, str]:
@@ -351,3 +328,14 @@ def quota_check_all() -> dict[str, str]:
             logger.warning("LINE quota check of %s failed: %s", tenant.slug, exc.message)
             results[tenant.slug] = f"error: {exc.message}"
     return results
+
+
+def posts_pending(*, tenant: Tenant, start: datetime, end: datetime) -> int:
+    """Messages of the group posts due in [start, end) and not sent yet, for the LINE quota
+    forecast (line/forecast.py): a post costs its group's members, 1 if unknown."""
+    items = LinePushItem.objects.filter(
+        tenant=tenant, status__in=LinePushItem.OPEN, scheduled_at__gte=start, scheduled_at__lt=end
+    ).values_list("ext_group_id", flat=True)
+    groups = list(items)
+    costs = {g.group_id: g.cost for g in LineSource.objects.filter(tenant=tenant, group_id__in=set(groups))}
+    return sum(costs.get(group, 1) for group in groups)

@@ -12,7 +12,7 @@ from django.utils.translation import gettext_lazy as _
 from console.access import RecordAdmin, TenantScopedAdmin
 from console.admin.line_reply import LinePushSettingsForm, registration_json, registration_preview
 from line.models import LineMonthlyUsage, LinePlan, LinePushSettings
-from linepush.usage import line_usage
+from line.usage import line_usage
 
 
 @admin.register(LinePushSettings)

@@ -22,10 +22,10 @@ from core.models import Tenant
 from deliveries.scheduler_steps import Pass
 from line.models import LineMonthlyUsage, LinePlan, LinePushSettings
 from line.transport import LineTransport
+from line.usage import month_of
 from linepush.models import RETRY_KEY_NAMESPACE, LinePushAttempt, LinePushItem
 from linepush.push import PUSH_LEASE, push_claim, push_step
 from linepush.sending import lane_of, push_items, push_send
-from linepush.services import month_of
 from tests.helpers.factories import TenantFactory
 from tests.helpers.linepush import PUSH, enqueue, group, new_group_id, reload, shop, step
 from tests.helpers.waiting import STUCK_SECONDS, eventually

@@ -1,6 +1,5 @@
 """LINE at approval time: LINE's verdict on the messages as the publisher will render them,
-the coupons they name (line/coupons.py), and the quota forecast of
-deliveries/quota_forecast.py.
+the coupons they name (line/coupons.py), and the quota forecast (quota.py).
 """
 
 from __future__ import annotations
@@ -15,12 +14,12 @@ from core.models import Tenant
 from core.transport import TransportError
 from deliveries.channels.approval import ApprovalChecks
 from deliveries.channels.line.publisher import audience_plan
+from deliveries.channels.line.quota import quota_forecast
 from deliveries.channels.line.templates import render_messages
 from deliveries.channels.publisher import PublishFailed
 from deliveries.channels.rendering import template_resolve
 from deliveries.channels.templating import RenderError
 from deliveries.models import ContentTask
-from deliveries.quota_forecast import ForecastUnavailable, quota_forecast
 from line.coupons import coupon_message_problems
 from line.transport import line_transport
 
@@ -125,13 +124,7 @@ def _quota(
     except PublishFailed as exc:
         checks.lines.append(f"クォータ見込み: 未計算（{exc.reason}）")
         return
-    try:
-        forecast = quota_forecast(tenant=tenant, plan=plan, due_at=due_at, now=now, task=task)
-    except ForecastUnavailable as exc:
-        checks.lines.append(f"クォータ見込み: 未計算（{exc}）")
-        return
-    if forecast is None:
-        return
+    forecast = quota_forecast(tenant=tenant, plan=plan, due_at=due_at, now=now, task=task)
     checks.line_messages = forecast.messages
     checks.lines.append(forecast.line())
     if problem := forecast.problem():

@@ -16,10 +16,10 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 
 from core.transport import SendResult, TransportError
+from deliveries.channels.line.quota import quota_forecast
 from deliveries.channels.models import ChannelPost
 from deliveries.channels.publisher import Context, Done, PublishFailed, Wait, save
 from deliveries.models import DeliveryAttempt
-from deliveries.quota_forecast import ForecastUnavailable, quota_forecast
 from line.transport import AUDIENCE_IDS_MAX, LineTransport, line_transport
 
 logger = logging.getLogger(__name__)
@@ -175,13 +175,10 @@ def _send(ctx: Context, transport: LineTransport, post: ChannelPost) -> Done | W
 
 
 def _limit(ctx: Context, recipients: int) -> dict | None:
-    """`limit` when LINE's limit for the month is tight (or cannot be read): all or nothing."""
-    try:
-        plan = [("narrowcast", [""] * recipients)]
-        forecast = quota_forecast(tenant=ctx.tenant, plan=plan, due_at=ctx.now, now=ctx.now, task=ctx.task)
-    except ForecastUnavailable:
-        return dict(TIGHT_LIMIT)
-    if forecast is None or forecast.line_limit is None:
+    """`limit` when LINE's limit for the month is tight: all or nothing."""
+    plan = [("narrowcast", [""] * recipients)]
+    forecast = quota_forecast(tenant=ctx.tenant, plan=plan, due_at=ctx.now, now=ctx.now, task=ctx.task)
+    if forecast.line_limit is None:
         return None
     left = forecast.line_limit - forecast.used
     return dict(TIGHT_LIMIT) if left < TIGHT_FACTOR * recipients else None

@@ -1,4 +1,4 @@
-"""The one LINE usage figure (linepush/usage.py): the plan and LINE's own limit, and a tenant
+"""The one LINE usage figure (line/usage.py): the plan and LINE's own limit, and a tenant
 without a plan counted against LINE's limit alone."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from line.models import LineMonthlyUsage, LinePlan, LinePushSettings
-from linepush.usage import line_usage, usage_observe
+from line.usage import line_usage, usage_observe
 from tests.helpers.linepush import shop
 
 pytestmark = pytest.mark.django_db

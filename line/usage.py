@@ -1,5 +1,5 @@
 """The month's LINE message use of a tenant: one figure for the dashboard, the settings and
-the approval comment.
+the approval comment, and the daily check that reads LINE's own count.
 
 `used`: the tenant's `LineMonthlyUsage` row of the month, LINE's own count whenever
 automedia asks LINE (`line_used`, read at `checked_at`) plus automedia's group posts since
@@ -18,7 +18,7 @@ from django.utils.translation import gettext as _
 
 from core.models import Tenant
 from line.models import LineMonthlyUsage, LinePlan, LinePushSettings
-from linepush.services import month_of
+from line.transport import LineTransport, line_transport
 
 
 @dataclass(frozen=True)
@@ -59,10 +59,19 @@ class LineUsage:
         return _("今月 %(used)s / %(limit)s 通") % {"used": f"{self.used:,}", "limit": f"{self.limit:,}"}
 
 
+def month_of(when: datetime, zone) -> str:
+    return when.astimezone(zone).strftime("%Y-%m")
+
+
 def usage_limit(*, plan: LinePlan | None, line_limit: int | None) -> int | None:
     """The lower of the plan's allowance and LINE's own limit; None = no known limit."""
     limits = [n for n in (line_limit, plan.monthly_messages if plan else None) if n]
     return min(limits) if limits else None
+
+
+def quota_limit(*, push: LinePushSettings, usage: LineMonthlyUsage) -> int | None:
+    """The month's limit of a tenant's settings and usage row."""
+    return usage_limit(plan=push.plan, line_limit=usage.line_limit)
 
 
 def zone_of(push: LinePushSettings | None) -> ZoneInfo:
@@ -94,9 +103,9 @@ def line_usage(*, tenant: Tenant, now: datetime | None = None) -> LineUsage:
     return line_usages(tenants=[tenant], now=now)[tenant.pk]
 
 
-def usage_observe(*, tenant: Tenant, month: str, used: int, line_limit: int | None) -> None:
+def usage_observe(*, tenant: Tenant, month: str, used: int, line_limit: int | None) -> LineMonthlyUsage:
     """LINE's count of the month as it answered now: the figure everyone reads from here on."""
-    LineMonthlyUsage.objects.update_or_create(
+    row, _ = LineMonthlyUsage.objects.update_or_create(
         tenant=tenant,
         month=month,
         defaults={
@@ -106,3 +115,21 @@ def usage_observe(*, tenant: Tenant, month: str, used: int, line_limit: int | No
             "checked_at": timezone.now(),
         },
     )
+    return row
+
+
+def month_read(transport: LineTransport) -> tuple[int, int | None]:
+    """LINE's count of this month's messages and its target limit (None: LINE states none);
+    raises TransportError. messaging-api.yml getMessageQuota, getMessageQuotaConsumption."""
+    quota, used = transport.quota(), int(transport.consumption().get("totalUsage") or 0)
+    return used, quota.get("value") if quota.get("type") == "limited" else None
+
+
+def usage_check(
+    *, tenant: Tenant, push: LinePushSettings, transport: LineTransport | None = None
+) -> LineMonthlyUsage:
+    """The daily check: LINE's count and limit of this month, read and stored; raises
+    TransportError when LINE cannot be asked."""
+    month = month_of(timezone.now(), push.zone)
+    used, line_limit = month_read(transport or line_transport(tenant.line_channel_token))
+    return usage_observe(tenant=tenant, month=month, used=used, line_limit=line_limit)

@@ -1,5 +1,6 @@
-"""The quota forecast linepush gives the approval-time checks (linepush/forecast.py), against
-the fake LINE: what a send costs, what the month has used and holds, the plan's allowance."""
+"""The quota forecast of the approval-time checks (line/forecast.py, with the deliveries
+counted by deliveries/channels/line/quota.py and the group posts by linepush), against the
+fake LINE: what a send costs, what the month has used and holds, the plan's allowance."""
 
 from __future__ import annotations
 
@@ -10,9 +11,9 @@ import pytest
 import time_machine
 
 from core.timeutil import JST
+from deliveries.channels.line.quota import quota_forecast
 from deliveries.models import DeliverySchedule
 from line.models import LineMonthlyUsage, LinePlan, LinePushSettings
-from linepush.forecast import approval_forecast
 from tests.helpers.factories import ContentTaskFactory
 from tests.helpers.linepush import enqueue, group, shop
 
@@ -34,7 +35,7 @@ def tenant(db):
 
 
 def forecast(tenant, plan, *, due_at=datetime(2026, 12, 10, 10, 0, tzinfo=JST), task=None):
-    return approval_forecast(tenant=tenant, plan=plan, due_at=due_at, now=NOW, task=task)
+    return quota_forecast(tenant=tenant, plan=plan, due_at=due_at, now=NOW, task=task)
 
 
 def scheduled_delivery(tenant, messages: int, due_at: datetime) -> None:
