@@ -37,6 +37,7 @@ urlpatterns = [
     path("healthz", healthz, name="healthz"),
     path("metrics", metrics_view, name="metrics"),
     path("", include("backlog_bridge.urls")),
+    path("", include("line.urls")),
     path("", include("linepush.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
 ]

@@ -19,7 +19,7 @@ RECURRING = {
     },
     # Instagram / TikTok token refresh before expiry (deliveries/channels/tokens.py).
     "automedia-channel-tokens": {"func": "deliveries.tasks.channel_tokens", "schedule_type": "D"},
-    # LINE group posts (linepush): producers, the quota check, lost webhook events.
+    # LINE group posts (linepush): producers, the quota check.
     "automedia-linepush-reminders": {"func": "linepush.tasks.reminders_hourly", "schedule_type": "H"},
     "automedia-linepush-escalations": {"func": "linepush.tasks.escalations_daily", "schedule_type": "D"},
     # Hourly: each tenant's digest is queued for 08:00 in its own time zone.
@@ -36,8 +36,9 @@ RECURRING = {
         "schedule_type": "I",
         "minutes": 1,
     },
+    # Lost LINE webhook events (line/events.py); the name is older than the line app.
     "automedia-linepush-event-retry": {
-        "func": "linepush.tasks.retry_line_events",
+        "func": "line.tasks.retry_line_events",
         "schedule_type": "I",
         "minutes": 5,
     },

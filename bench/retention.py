@@ -185,7 +185,7 @@ def due_work(n: int) -> dict[str, dict]:
     from backlog_bridge.events import BACKLOG_EVENTS
     from backlog_bridge.services import pending_events_retry
     from deliveries.scheduler_steps import scheduler_steps_run
-    from linepush.events import LINE_EVENTS, line_events_retry
+    from line.events import LINE_EVENTS, line_events_retry
 
     def scheduler_pass():
         # Every pass checks the stranded events (their own 2 s throttle skips most passes).

@@ -18,7 +18,6 @@ class LinepushConfig(AppConfig):
             retention,
         )
         from linepush.api import throttle_rate_require
-        from linepush.events import line_events_stranded_step
         from linepush.producers import (
             delivery_failed_received,
             task_approved_received,
@@ -28,7 +27,6 @@ class LinepushConfig(AppConfig):
         from linepush.services import posts_pending
 
         scheduler_step_register(push_step)
-        scheduler_step_register(line_events_stranded_step)
         task_approved.connect(task_approved_received, dispatch_uid="linepush.task_approved")
         delivery_failed.connect(delivery_failed_received, dispatch_uid="linepush.delivery_failed")
         token_expired.connect(token_expired_received, dispatch_uid="linepush.token_expired")

@@ -27,6 +27,7 @@ from core.channels import DEFAULT_CHANNEL, channel_label
 from core.models import Tenant
 from deliveries.models import STATUS_APPROVED, STATUS_DELIVERED, STATUS_ERROR, ContentTask
 from line.models import LineSource, Trigger
+from line.services import push_settings
 from linepush.models import LinePushItem
 from linepush.services import (
     PushInvalid,
@@ -34,7 +35,6 @@ from linepush.services import (
     push_enqueue,
     push_problem_clear,
     push_problem_record,
-    push_settings,
 )
 
 logger = logging.getLogger(__name__)

@@ -1,7 +1,7 @@
 """Workflows of the group push queue: enqueue, approve / reject, settings, quota (seed 003).
 
 Sending (claim → push → record) is in `linepush.push` and `linepush.sending`; producers of items in
-`linepush.producers`; the LINE webhook in `linepush.events`.
+`linepush.producers`; the LINE webhook in `line.events`.
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ from django.utils import timezone
 from core.models import Tenant
 from core.transport import TransportError
 from line.messages import validate_line_messages
-from line.models import LineMonthlyUsage, LinePushSettings, LineSource, Trigger
+from line.models import LineMonthlyUsage, LineSource, Trigger
+from line.services import push_settings
 from line.transport import LineTransport
 from line.usage import quota_limit, usage_check
 from linepush.models import (
@@ -51,20 +52,6 @@ class PushKeyTaken(ValueError):
         super().__init__(
             "この dedupe_key は別の発生元（automedia 自身の投稿か別のトークン）が使用しています。"
         )
-
-
-# -- settings -------------------------------------------------------------------------
-
-
-def push_settings(*, tenant: Tenant) -> LinePushSettings:
-    found = LinePushSettings.objects.select_related("plan").filter(tenant=tenant).first()
-    if found is not None:
-        return found
-    try:
-        with transaction.atomic():
-            return LinePushSettings.objects.create(tenant=tenant)
-    except IntegrityError:
-        return LinePushSettings.objects.select_related("plan").get(tenant=tenant)
 
 
 # -- enqueue ----------------------------------------------------------------------------

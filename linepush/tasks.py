@@ -5,7 +5,10 @@ from __future__ import annotations
 from django.utils import timezone
 
 from core.due import handed
-from linepush.events import line_event_process, line_events_drain, line_events_retry
+
+# The LINE webhook's tasks are line's (line/tasks.py): those queued before they moved name
+# these paths.
+from line.tasks import process_line_event, process_line_events, retry_line_events  # noqa: F401
 from linepush.models import LinePushItem
 from linepush.producers import digests_produce, escalations_produce, reminders_produce
 from linepush.push import PUSH_LEASE
@@ -17,20 +20,6 @@ from linepush.services import quota_check_all
 def push_send(item_ids: list[int], token: str, near_quota: bool = True) -> dict[str, int]:
     # A task queued before `near_quota` was passed checks the quota, as it did then.
     return _push_send(item_ids=item_ids, token=token, near_quota=near_quota)
-
-
-def process_line_event(event_id: int) -> str:
-    return line_event_process(event_id=event_id)
-
-
-def process_line_events() -> int:
-    """Every due LINE event (run_scheduler's stranded-events step enqueues this)."""
-    return line_events_drain()
-
-
-def retry_line_events() -> int:
-    """Every 5 minutes: accepted LINE events the broker lost, or that failed, run again."""
-    return line_events_retry()
 
 
 def reminders_hourly() -> int:

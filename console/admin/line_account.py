@@ -14,9 +14,9 @@ from django.utils.translation import gettext_lazy as _
 
 from console.access import RecordAdmin, TenantScopedAdmin
 from console.admin.stored_events import StoredEventAdmin
+from line.erasure import line_user_erase
+from line.events import HANDLERS
 from line.models import LineContact, LineErasure, LineSource, LineSurveyRule, LineWebhookEvent, Trigger
-from linepush.erasure import line_user_erase
-from linepush.events import HANDLERS
 
 
 @admin.register(LineContact)

@@ -14,8 +14,8 @@ from django.db import transaction
 from hypothesis import given
 from hypothesis import strategies as st
 
+from line.events import line_events_drain
 from line.models import LineSurveyRule, LineWebhookEvent
-from linepush.events import line_events_drain
 from tests.helpers.backlog import FIXTURES
 from tests.helpers.fuzz import json_leaves, json_values, webhook_fuzz
 from tests.helpers.linepush import deliver, shop

@@ -1,4 +1,4 @@
-"""linepush/erasure.py: a LINE user's data erased on request removes the contact and the
+"""line/erasure.py: a LINE user's data erased on request removes the contact and the
 user's id from every stored event and LINE delivery attempt, and records who and when."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from django.utils import timezone
 from core.retention import records_prune
 from deliveries.channels.models import ChannelPost
 from deliveries.models import DeliveryAttempt
+from line.erasure import line_user_erase
 from line.models import LineAnswer, LineContact, LineErasure, LineWebhookEvent
-from linepush.erasure import line_user_erase
 from tests.helpers.factories import ContentTaskFactory, TenantFactory
 from tests.helpers.linepush import USER, deliver, fixture, shop
 

@@ -1,5 +1,5 @@
 """The LINE webhook's intake: verify the signature, store each event of a body once
-(webhookEventId), on its own, and enqueue the valid ones for linepush/events.py.
+(webhookEventId), on its own, and enqueue the valid ones for line/events.py.
 
 Event shapes: webhook.yml of line/line-openapi, `CallbackRequest`, `Event`.
 """
@@ -16,8 +16,8 @@ from django.db import DataError, IntegrityError, transaction
 
 from core import metrics
 from core.models import Tenant
+from line.event_shapes import Intake, line_event_intake
 from line.models import LineWebhookEvent
-from linepush.event_shapes import Intake, line_event_intake
 
 Outcome = LineWebhookEvent.Outcome
 
@@ -72,7 +72,7 @@ def _listed(reasons: list[str]) -> list[str]:
 def _enqueue(pk: int) -> None:
     from django_q.tasks import async_task
 
-    enqueue = lambda: async_task("linepush.tasks.process_line_event", pk)  # noqa: E731
+    enqueue = lambda: async_task("line.tasks.process_line_event", pk)  # noqa: E731
     if settings.REDIS_URL:
         transaction.on_commit(enqueue)  # Redis is outside the transaction
     else:

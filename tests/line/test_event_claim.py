@@ -13,15 +13,15 @@ from django.utils import timezone
 from core.due import claim_one
 from core.intake import CLAIMED_ELSEWHERE, EVENT_CLAIM
 from core.keeper import keeper
-from line.models import LineWebhookEvent
-from linepush import events
-from linepush.events import (
+from line import events
+from line.events import (
     LINE_EVENTS,
     line_event_process,
     line_events_drain,
     line_events_retry,
     line_events_stranded_step,
 )
+from line.models import LineWebhookEvent
 from tests.helpers.factories import TenantFactory
 
 pytestmark = pytest.mark.django_db
@@ -99,7 +99,7 @@ def test_the_scheduler_step_drains_events_no_worker_took(stored, monkeypatch):
         line_events_stranded_step(now=later, limit=50)
         line_events_stranded_step(now=later, limit=50)  # looks again only after 2 s
 
-    enqueue.assert_called_once_with("linepush.tasks.process_line_events")
+    enqueue.assert_called_once_with("line.tasks.process_line_events")
 
 
 def test_the_line_events_step_is_registered():

@@ -13,9 +13,9 @@ import time_machine
 from django.utils import timezone
 
 from core.intake import MAX_EVENT_ATTEMPTS
+from line import events
+from line.events import line_event_process, line_events_drain, line_events_retry
 from line.models import LineWebhookEvent
-from linepush import events
-from linepush.events import line_event_process, line_events_drain, line_events_retry
 from tests.helpers.linepush import shop
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("httpx_engine")]  # respx sees only httpx

@@ -132,7 +132,7 @@ def test_it_stores_raw_events_and_answers_before_processing(client, tenant, line
         "pending",
     )
     assert event.payload == fixture("follow")["events"][0]
-    enqueue_task.assert_called_once_with("linepush.tasks.process_line_event", event.pk)
+    enqueue_task.assert_called_once_with("line.tasks.process_line_event", event.pk)
     assert line.requests == []  # nothing slow happened in the request
 
 
@@ -298,7 +298,7 @@ def test_it_answers_503_and_stores_nothing_when_the_database_is_unreachable(clie
     def unreachable(**kwargs):
         raise OperationalError("connection refused")
 
-    monkeypatch.setattr("linepush.views.line_events_accept", unreachable)
+    monkeypatch.setattr("line.views.line_events_accept", unreachable)
 
     response = deliver(client, fixture("follow"))
 

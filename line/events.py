@@ -1,8 +1,8 @@
-"""The LINE webhook's events, acted on in a worker once linepush/intake.py stored them,
+"""The LINE webhook's events, acted on in a worker once line/intake.py stored them,
 under the shared intake's claim (core/intake.py, `LINE_EVENTS`).
 
 `HANDLERS`: follow → the contact and its registration (coupon) reply; unfollow → blocked; a
-text message or its edit → the survey rules (linepush/answers.py); a group's join, leave and
+text message or its edit → the survey rules (line/answers.py); a group's join, leave and
 member changes → the group (`LineSource`) and its member count; other types are ignored.
 Shapes: `Event` in webhook.yml of https://github.com/line/line-openapi (tests/contracts/ has a copy).
 """
@@ -20,12 +20,12 @@ from django.utils import timezone
 from core.intake import EventIgnored, EventIntake, EventRejected
 from core.models import Tenant
 from core.transport import TransportError
+from line.answers import answer_apply
+from line.event_shapes import line_event_fields_problem
 from line.models import LineContact, LineSource, LineWebhookEvent
+from line.retention import payload_blanked
+from line.services import push_settings
 from line.transport import LineTransport, line_transport
-from linepush.answers import answer_apply
-from linepush.event_shapes import line_event_fields_problem
-from linepush.retention import payload_blanked
-from linepush.services import push_settings
 
 logger = logging.getLogger(__name__)
 
@@ -44,7 +44,7 @@ def _handle(event: LineWebhookEvent, transport: LineTransport | None = None) -> 
 def _settled(event: LineWebhookEvent) -> dict:
     """A message's content blanked as the event ends: nothing processes it again. Only a
     message's payload is written back, so no other event's can undo an erasure
-    (linepush/erasure.py) that ran while it was processed."""
+    (line/erasure.py) that ran while it was processed."""
     blanked = payload_blanked(event.payload)
     return {} if blanked is event.payload else {"payload": blanked}
 
@@ -52,7 +52,7 @@ def _settled(event: LineWebhookEvent) -> dict:
 LINE_EVENTS = EventIntake(
     model=LineWebhookEvent,
     handle=_handle,
-    drain_task="linepush.tasks.process_line_events",
+    drain_task="line.tasks.process_line_events",
     name="LINE event",
     on_settled=_settled,
 )

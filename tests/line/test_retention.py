@@ -1,4 +1,4 @@
-"""linepush/retention.py: a message's content blanked once its event is processed (ids and
+"""line/retention.py: a message's content blanked once its event is processed (ids and
 types kept, pending events whole), and a blocked user's profile removed after the grace
 period, keeping the id and the blocked flag."""
 
@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from core.retention import records_prune
 from line.models import LineAnswer, LineContact, LineSurveyRule, LineWebhookEvent
-from linepush.retention import payload_blanked
+from line.retention import payload_blanked
 from tests.helpers.linepush import USER, deliver, fixture, shop
 
 pytestmark = pytest.mark.django_db

@@ -2,7 +2,7 @@
 
 LINE does not resend a body answered with a 4xx, so only a body that is not a callback at
 all (not JSON, not an object with an `events` list) is refused; each event of a callback
-is stored on its own, an odd one `rejected` with its reason (linepush/event_shapes.py).
+is stored on its own, an odd one `rejected` with its reason (line/event_shapes.py).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from rest_framework.response import Response
 
 from core.models import Tenant
 from core.webhooks import WebhookView, body_size_refusal, json_parse
-from linepush.intake import line_events_accept, signature_valid
+from line.intake import line_events_accept, signature_valid
 
 # Never a channel secret: an unknown tenant's body is checked against it, so that it
 # takes the same work and gets the same answer as a bad signature.

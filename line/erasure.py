@@ -1,7 +1,9 @@
 """A LINE user's data erased on their request (Japan's APPI): the contact row and their
 survey answers, and their id wherever automedia stored it: the LINE webhook events (any
 field, a mention or a member list too, with the message content blanked, and the text of
-their outcome), the recipients of LINE delivery attempts and a narrowcast's user list. The erasure itself is recorded as who and when (`LineErasure`), never whose.
+their outcome) here, and through `line_user_erasing` what the apps above stored (the LINE
+channel's delivery attempts and narrowcast lists: deliveries/channels/line/erasure.py). The
+erasure itself is recorded as who and when (`LineErasure`), never whose.
 
 Rows are rewritten in batches, each its own short transaction; run again, an erasure
 finds nothing left and removes what arrived in between.
@@ -15,10 +17,9 @@ from django.db import transaction
 from django.db.models import TextField
 from django.db.models.functions import Cast
 
-from deliveries.channels.models import ChannelPost
-from deliveries.models import DeliveryAttempt
 from line.models import LineAnswer, LineContact, LineErasure, LineWebhookEvent
-from linepush.retention import payload_blanked
+from line.retention import payload_blanked
+from line.signals import line_user_erasing
 
 BATCH = 500
 ERASED = ""  # what an erased id becomes: LINE's ids are never empty
@@ -28,12 +29,11 @@ ERASED_TEXT = "[消去済み]"  # what an erased id becomes inside a text
 def line_user_erase(*, contact: LineContact, by) -> LineErasure:
     """Erase `contact` and every stored trace of its user id; returns the record."""
     tenant_id, user_id = contact.tenant_id, contact.user_id
-    events = _rewrite(LineWebhookEvent, "payload", tenant_id, user_id, _event_scrubbed)
+    events = records_rewrite(LineWebhookEvent, "payload", tenant_id, user_id, _event_scrubbed)
     # Outcomes written before handlers stopped naming users ("blocked U…").
-    _rewrite(LineWebhookEvent, "detail", tenant_id, user_id, _text_scrubbed)
-    attempts = _rewrite(DeliveryAttempt, "request_summary", tenant_id, user_id, _recipients_scrubbed)
-    attempts += _rewrite(DeliveryAttempt, "error", tenant_id, user_id, _text_scrubbed)
-    _rewrite(ChannelPost, "details", tenant_id, user_id, _audience_scrubbed)
+    records_rewrite(LineWebhookEvent, "detail", tenant_id, user_id, text_scrubbed)
+    erased = line_user_erasing.send(sender=LineContact, tenant_id=tenant_id, user_id=user_id)
+    attempts = sum(count for _, count in erased)
     with transaction.atomic():
         # The admin's history of the contact names it (its display name or id).
         LogEntry.objects.filter(
@@ -50,7 +50,7 @@ def line_user_erase(*, contact: LineContact, by) -> LineErasure:
         )
 
 
-def _rewrite(model, field: str, tenant_id: int, user_id: str, scrub) -> int:
+def records_rewrite(model, field: str, tenant_id: int, user_id: str, scrub) -> int:
     """Every row of the tenant whose `field` holds `user_id`, rewritten by `scrub`."""
     holding = (
         model.objects.filter(tenant_id=tenant_id)
@@ -73,37 +73,17 @@ def _rewrite(model, field: str, tenant_id: int, user_id: str, scrub) -> int:
     return done
 
 
-def _replaced(value, user_id: str):
+def ids_replaced(value, user_id: str):
     if isinstance(value, dict):
-        return {key: _replaced(item, user_id) for key, item in value.items()}
+        return {key: ids_replaced(item, user_id) for key, item in value.items()}
     if isinstance(value, list):
-        return [_replaced(item, user_id) for item in value]
+        return [ids_replaced(item, user_id) for item in value]
     return ERASED if value == user_id else value
 
 
 def _event_scrubbed(payload: dict, user_id: str) -> dict:
-    return payload_blanked(_replaced(payload, user_id))
+    return payload_blanked(ids_replaced(payload, user_id))
 
 
-def _text_scrubbed(text: str, user_id: str) -> str:
+def text_scrubbed(text: str, user_id: str) -> str:
     return text.replace(user_id, ERASED_TEXT)
-
-
-def _audience_scrubbed(details: dict, user_id: str) -> dict:
-    """The user leaves a narrowcast's list; one not uploaded yet is never uploaded, and the
-    upload's place in the list stays on the next id."""
-    users = details.get("users") if isinstance(details, dict) else None
-    if not isinstance(users, list) or user_id not in users:
-        return details
-    uploaded = details.get("uploaded", 0)
-    if users.index(user_id) < uploaded:
-        uploaded -= 1
-    return {**details, "users": [u for u in users if u != user_id], "uploaded": uploaded}
-
-
-def _recipients_scrubbed(summary: dict, user_id: str) -> dict:
-    """The user leaves the recipients (a correction goes to the others); the count stays."""
-    scrubbed = _replaced(summary, user_id)
-    if isinstance(scrubbed.get("to"), list):
-        scrubbed["to"] = [to for to in scrubbed["to"] if to != ERASED]
-    return scrubbed

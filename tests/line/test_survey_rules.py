@@ -85,7 +85,7 @@ def test_it_skips_a_stored_pattern_re2_refuses_and_applies_the_others(client, te
     regex_rule(tenant, r"参加", name="参加", add_tags=["shoot_yes"])
     message = {"id": "1", "type": "text", "quoteToken": "q", "text": "参加します"}
 
-    with caplog.at_level(logging.WARNING, logger="linepush.models"):
+    with caplog.at_level(logging.WARNING, logger="line.inbound_models"):
         deliver(client, fixture("message_text", message=message))
 
     assert LineContact.objects.get(user_id=USER).tags == ["shoot_yes"]
