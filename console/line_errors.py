@@ -1,7 +1,7 @@
 """LINE's English error text, explained in Japanese for managers (superusers also see the raw text).
 
 An error is kept as automedia wrote it: a Japanese head (`リクエストが拒否されました（400）`),
-then LINE's `message` and its `details` (`property: message`, deliveries/channels/line/transport.py).
+then LINE's `message` and its `details` (`property: message`, line/transport.py).
 The words LINE uses are in its reference: the error response
 (https://developers.line.biz/en/reference/messaging-api/#error-responses) and the status codes
 (https://developers.line.biz/en/reference/messaging-api/#status-codes). A message this table does

@@ -24,7 +24,7 @@ from console.models import AttentionNotice, NoticeSettings
 from core.due import Lease
 from core.models import Tenant, TenantMembership
 from core.transport import TransportError
-from linepush.direct import direct_push
+from line.direct import direct_push
 
 logger = logging.getLogger(__name__)
 

@@ -16,7 +16,7 @@ from console.services import ACTION_ERRORS, ActionResult, IssueMissing, task_pre
 from core.models import Tenant
 from core.transport import TransportError
 from deliveries.models import ContentTask
-from linepush.direct import direct_push, marked_as_test
+from line.direct import direct_push, marked_as_test
 from linepush.models import LinePushItem
 
 

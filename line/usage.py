@@ -125,11 +125,9 @@ def month_read(transport: LineTransport) -> tuple[int, int | None]:
     return used, quota.get("value") if quota.get("type") == "limited" else None
 
 
-def usage_check(
-    *, tenant: Tenant, push: LinePushSettings, transport: LineTransport | None = None
-) -> LineMonthlyUsage:
+def usage_check(*, tenant: Tenant, push: LinePushSettings) -> LineMonthlyUsage:
     """The daily check: LINE's count and limit of this month, read and stored; raises
     TransportError when LINE cannot be asked."""
     month = month_of(timezone.now(), push.zone)
-    used, line_limit = month_read(transport or line_transport(tenant.line_channel_token))
+    used, line_limit = month_read(line_transport(tenant.line_channel_token))
     return usage_observe(tenant=tenant, month=month, used=used, line_limit=line_limit)

@@ -176,7 +176,7 @@ def _text_problem_in(value: object) -> str:
 
 # The published schema states the rules the view applies, so a client generated from it
 # sends requests the view accepts: the group id's pattern, 1–5 messages, each of LINE's
-# types with the fields the view checks (deliveries/channels/line/message_schema.py).
+# types with the fields the view checks (line/message_schema.py).
 GROUP_ID_SCHEMA = {"type": "string", "pattern": f"^{GROUP_ID.pattern}$", "minLength": 2, "maxLength": 64}
 MESSAGES_SCHEMA = {
     "type": "array",

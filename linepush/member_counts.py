@@ -16,7 +16,7 @@ from django.db.models import Exists, OuterRef
 
 from core.transport import TransportError
 from line.models import LineSource
-from line.transport import line_transport
+from line.services import member_count_read
 from linepush.models import LinePushItem
 
 logger = logging.getLogger(__name__)
@@ -51,9 +51,8 @@ def member_counts_fill(*, now: datetime) -> int:
 def member_count_ask(*, source: LineSource, now: datetime) -> int | None:
     """LINE's count for one group or room, stored; None when LINE did not give one (its due
     posts then wait, or fail when LINE refuses for good, e.g. 404 for a group the bot left)."""
-    transport = line_transport(source.tenant.line_channel_token)
     try:
-        count = transport.member_count(source.group_id, room=source.kind == LineSource.Kind.ROOM)
+        count = member_count_read(source=source)
     except TransportError as exc:
         _unanswered(source, now, exc.message, permanent=exc.permanent)
         return None

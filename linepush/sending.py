@@ -25,9 +25,8 @@ from core.models import Tenant
 from core.retry import next_retry_at
 from core.statements import rows_insert
 from core.transport import SendResult, TransportError
-from deliveries.channels.line import token_refused
 from line.models import LineMonthlyUsage, LinePushSettings
-from line.transport import LineTransport, line_transport
+from line.services import message_push, token_refused
 from line.usage import month_of, quota_limit
 from linepush.models import LinePushAttempt, LinePushItem
 from linepush.push import PUSH_LEASE
@@ -98,20 +97,19 @@ def lane_of(group_id: str) -> int:
 
 
 def _push_lane(items: list[LinePushItem]) -> list[Outcome]:
-    return [_push_one(line_transport(item.tenant.line_channel_token), item) for item in items]
+    return [_push_one(item) for item in items]
 
 
-def _push_one(transport: LineTransport, item: LinePushItem) -> Outcome:
+def _push_one(item: LinePushItem) -> Outcome:
     key = item.retry_key
     if not item.tenant.line_channel_token:
         error = TransportError("LINE チャネルアクセストークンが設定されていません", permanent=True, auth=True)
         return Outcome(item, key, error=error)
     try:
-        return Outcome(
-            item, key, result=transport.push(to=item.ext_group_id, messages=item.payload, retry_key=key)
-        )
+        result = message_push(tenant=item.tenant, to=item.ext_group_id, messages=item.payload, retry_key=key)
     except TransportError as exc:
         return Outcome(item, key, error=exc)
+    return Outcome(item, key, result=result)
 
 
 # -- recording ----------------------------------------------------------------------------

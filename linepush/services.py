@@ -21,7 +21,6 @@ from core.transport import TransportError
 from line.messages import validate_line_messages
 from line.models import LineMonthlyUsage, LineSource, Trigger
 from line.services import push_settings
-from line.transport import LineTransport
 from line.usage import quota_limit, usage_check
 from linepush.models import (
     API_ORIGIN,
@@ -295,10 +294,10 @@ def quota_warn_once(*, tenant: Tenant, usage: LineMonthlyUsage, limit: int | Non
     return True
 
 
-def quota_check(*, tenant: Tenant, transport: LineTransport | None = None) -> QuotaReport:
+def quota_check(*, tenant: Tenant) -> QuotaReport:
     """Daily: read LINE's quota and usage, store them, warn at 80 %, release held items if room."""
     push = push_settings(tenant=tenant)
-    usage = usage_check(tenant=tenant, push=push, transport=transport)
+    usage = usage_check(tenant=tenant, push=push)
     limit = quota_limit(push=push, usage=usage)
     quota_warn_once(tenant=tenant, usage=usage, limit=limit)
     released = held_release(tenant=tenant) if limit is None or usage.messages < limit else 0

@@ -7,19 +7,9 @@ endpoint, then LINE's own test of it, whose answer is reported).
 
 from __future__ import annotations
 
-from core.connections import CheckResult, connection_denied
+from core.connections import CheckResult
 from core.transport import TransportError
 from line.transport import LineTransport, line_transport
-
-TOKEN_REFUSED = (
-    "LINE がチャネルアクセストークンを拒否しました（期限切れか無効）。LINE Developers コンソール → Messaging API 設定で"
-    "長期のチャネルアクセストークンを発行し、テナント設定（LINE チャネルアクセストークン）で保存してください。"
-)
-
-
-def token_refused(*, tenant_id: int) -> None:
-    """LINE refused the channel token at run time (401/403): the connection fails until a check passes."""
-    connection_denied(tenant_id=tenant_id, platform="line", problem=TOKEN_REFUSED)
 
 
 class Refused(Exception):

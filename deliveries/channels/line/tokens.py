@@ -7,8 +7,8 @@ from django.core.mail import mail_admins
 from django.utils import timezone
 
 from core.models import Tenant
-from deliveries.channels.line.connection import token_refused
 from deliveries.signals import token_expired as token_expired_signal
+from line.services import token_refused
 
 
 def token_expired(*, tenant: Tenant, issue_key: str, reason: str) -> None:

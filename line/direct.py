@@ -9,7 +9,7 @@ from __future__ import annotations
 import uuid
 
 from core.models import Tenant
-from line.transport import line_transport
+from line.services import message_push
 
 TEST_MARK = "【テスト配信】"
 MAX_MESSAGES = 5  # a push carries at most five message objects (Messaging API reference)
@@ -34,6 +34,4 @@ def _as_line(message: dict) -> dict:
 
 def direct_push(*, tenant: Tenant, to: str, messages: list[dict]) -> None:
     """One push; raises TransportError as any LINE send."""
-    line_transport(tenant.line_channel_token or "-").push(
-        to=to, messages=messages, retry_key=str(uuid.uuid4())
-    )
+    message_push(tenant=tenant, to=to, messages=messages, retry_key=str(uuid.uuid4()))

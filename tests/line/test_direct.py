@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from linepush.direct import marked_as_test
+from line.direct import marked_as_test
 
 
 def test_it_marks_the_first_text():
