@@ -60,6 +60,8 @@ def test_it_lets_a_manager_run_the_day_from_the_admin(page: Page, live_server, s
     held = page.locator(f".am-bubble[data-kind=image] .am-image-held[data-src='{BANNER_URL}']")
     expect(held).to_contain_text("example.jp")
     expect(page.locator(f"img[src='{BANNER_URL}']")).to_have_count(0)
+    # The button's handler is console.js, a deferred script: a click before it ran does nothing.
+    page.wait_for_load_state("domcontentloaded")
     held.locator(".am-image-load").click()
     expect(page.locator(f".am-bubble[data-kind=image] img[src='{BANNER_URL}']")).to_be_visible()
     expect(page.locator("#preview-audience")).to_contain_text("3 人")
