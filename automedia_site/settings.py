@@ -260,15 +260,15 @@ SPECTACULAR_SETTINGS = {
 }
 
 # Outbound services: every base URL is a setting so the same code talks to a fake.
-# The HTTP engine of every outbound call (core/http.py): "curl" (libcurl; the default) or
-# "httpx" (respx, in tests, sees only httpx).
+# The engine of every outbound call (core/http.py): "curl" (default) or "httpx" (seen by respx).
 OUTBOUND_HTTP_CLIENT = env.str("OUTBOUND_HTTP_CLIENT", default="curl")
 if OUTBOUND_HTTP_CLIENT not in ("curl", "httpx"):
     raise ImproperlyConfigured(f"OUTBOUND_HTTP_CLIENT must be curl or httpx, not {OUTBOUND_HTTP_CLIENT!r}")
 LINE_API_BASE_URL = env.str("LINE_API_BASE_URL", default="https://api.line.me")
 LINE_TIMEOUT_SECONDS = env.float("LINE_TIMEOUT_SECONDS", default=10.0)
-# A tag of at least this many LINE followers goes out by narrowcast (0: never). LINE fails a
-# narrowcast to fewer than 50 later (errorCode 4), so a lower figure is refused.
+# Refuse a push body over 2 MB before sending: only third parties' copies of LINE's docs say so.
+LINE_REFUSE_OVER_2MB = env.bool("LINE_REFUSE_OVER_2MB", default=False)
+# A tag of at least this many followers goes by narrowcast (0: never); LINE fails one to <50.
 LINE_NARROWCAST_MIN_RECIPIENTS = env.int("LINE_NARROWCAST_MIN_RECIPIENTS", default=0)
 if LINE_NARROWCAST_MIN_RECIPIENTS and LINE_NARROWCAST_MIN_RECIPIENTS < 50:
     raise ImproperlyConfigured("LINE_NARROWCAST_MIN_RECIPIENTS must be 0 (off) or at least 50")

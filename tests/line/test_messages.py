@@ -177,7 +177,7 @@ def test_it_counts_a_text_message_in_utf16_units_as_line_does():
     ]
 
 
-def test_it_refuses_messages_over_the_2_mb_of_one_push():
+def big_imagemaps() -> list[dict]:
     # Each imagemap is within its own checks; together they exceed what LINE takes in one request.
     imagemap = {
         "type": "imagemap",
@@ -189,7 +189,18 @@ def test_it_refuses_messages_over_the_2_mb_of_one_push():
         ],
     }
 
-    problems = validate_line_messages([imagemap] * 5)
+    return [imagemap] * 5
+
+
+def test_it_leaves_the_2_mb_of_one_push_to_line_by_default():
+    # Only third parties' copies of LINE's docs give the 2 MB: it is not a default.
+    assert validate_line_messages(big_imagemaps()) == []
+
+
+def test_it_refuses_messages_over_the_2_mb_of_one_push_when_asked(settings):
+    settings.LINE_REFUSE_OVER_2MB = True
+
+    problems = validate_line_messages(big_imagemaps())
 
     assert len(problems) == 1
     assert problems[0].startswith("メッセージ全体が 2,50")

@@ -43,11 +43,22 @@ def test_it_answers_400_naming_the_message_and_the_limit_for_a_2_mb_flex(client,
     response = post(client, token, item(team, [{"type": "text", "text": "新着"}, flex("x" * 2_000_000)]))
 
     assert response.status_code == 400
-    bubble, whole = response.json()["payload"]
+    [bubble] = response.json()["payload"]
     assert bubble.startswith("2 件目のメッセージ: contents（bubble）の JSON が 2,000,")
     assert bubble.endswith("バイトあります（LINE の上限は 30 KB = 30,000 バイト）。")
-    assert whole.endswith("バイトあります（LINE の 1 回の送信の上限は 1,999,800 バイト）。")
     assert not LinePushItem.objects.exists()
+
+
+def test_it_also_names_the_2_mb_of_one_push_when_asked(client, tenant, token, settings):
+    settings.LINE_REFUSE_OVER_2MB = True
+    team = group(tenant)
+
+    response = post(client, token, item(team, [{"type": "text", "text": "新着"}, flex("x" * 2_000_000)]))
+
+    assert response.status_code == 400
+    bubble, whole = response.json()["payload"]
+    assert bubble.endswith("バイトあります（LINE の上限は 30 KB = 30,000 バイト）。")
+    assert whole.endswith("バイトあります（LINE の 1 回の送信の上限は 1,999,800 バイト）。")
 
 
 def test_it_answers_400_for_a_template_text_over_lines_limit(client, tenant, token):
