@@ -39,11 +39,6 @@ ISSUES_PER_READ = 100  # Backlog's issue list answers up to 100 ids per call
 PREPARE_HOLD = Lease(length=HOLD, until="prepare_at", owner=None)
 
 
-def prepare_from(due_at: datetime) -> datetime:
-    """When a send due at `due_at` is first prepared (a time already past: at once)."""
-    return due_at - timedelta(seconds=settings.DELIVERY_PREPARE_SECONDS)
-
-
 def _recheck_at(due_at: datetime) -> datetime:
     return due_at - timedelta(seconds=settings.DELIVERY_RECHECK_SECONDS * 2 / 3)
 

@@ -24,8 +24,7 @@ from deliveries.approval_checks import approval_check_counts_others
 from deliveries.issues import IssueState, issue_state
 from deliveries.lifecycle import ConcurrentChange, issue_reconcile, task_mirror
 from deliveries.models import ContentTask, DeliverySchedule
-from deliveries.prepare import prepare_from
-from deliveries.services import approval_fields, schedule_due_at
+from deliveries.services import approval_fields, prepare_from, schedule_due_at
 
 RECOVERABLE = (BacklogError, BacklogConfigError, ConcurrentChange)
 Outcome = str | Exception  # what issue_reconcile returned, or the RECOVERABLE error it raised

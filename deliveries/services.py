@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+from django.conf import settings
 from django.db.models import F
 
 from core.models import Tenant
 from deliveries.issues import IssueState
 from deliveries.models import ContentTask, DeliverySchedule
-from deliveries.prepare import prepare_from
 
 # seed 000: a delivery is scheduled at(max(投稿日時, now+5s)); "send now" is at(now+5s),
 # through the same scheduler.
@@ -25,6 +25,12 @@ def publish_passed(*, publish_at: datetime | None, due_at: datetime, now: dateti
     """Whether an approval's 投稿日時 had passed and the schedule sends it at once (now + MIN_LEAD):
     the comment and the admin say so. A passed time the quiet hours deferred is not sent at once."""
     return publish_at is not None and publish_at < now and due_at <= now + MIN_LEAD
+
+
+def prepare_from(due_at: datetime) -> datetime:
+    """When a send due at `due_at` is first prepared (a time already past: at once): every
+    registration sets it, and the prepare step (deliveries/prepare.py) takes it from there."""
+    return due_at - timedelta(seconds=settings.DELIVERY_PREPARE_SECONDS)
 
 
 def schedule_upsert(*, task: ContentTask, due_at: datetime, reason: str) -> DeliverySchedule:
