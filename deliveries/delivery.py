@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from django.utils import timezone
 
@@ -29,13 +29,13 @@ from deliveries.channels.publisher import ClaimLost, Context, Done, PublishFaile
 from deliveries.channels.publishing import content_render, outcome_fields, publish_step
 from deliveries.channels.registry import kind_of
 from deliveries.channels.tokens import channel_token_expired
+from deliveries.claimed import SCHEDULE_LEASE, issue_lock_take, lease_release, lease_renew
 from deliveries.issues import IssueState, issue_read, issue_state
 from deliveries.lifecycle import issue_reconcile
-from deliveries.locks import lock_release, lock_take
+from deliveries.locks import lock_release
 from deliveries.models import ContentTask, DeliverySchedule, lease_length
-from deliveries.scheduler import SCHEDULE_LEASE, lease_release, lease_renew
 from deliveries.sent import Moved, Sent, sends_record, to_writeback
-from deliveries.writeback import writeback_run
+from deliveries.writeback import writeback_claimed
 
 logger = logging.getLogger(__name__)
 
@@ -113,17 +113,22 @@ class Batched:
     writes: GroupCommit = field(default_factory=GroupCommit)
 
 
-def delivery_run(
-    *, schedule_id: int, token: str, batch: Batched | None = None, backlog: BacklogClient | None = None
-) -> str:
+def delivery_run(*, schedule_id: int, token: str, batch: Batched | None = None) -> str:
     """Run one claimed schedule. `batch`: what its batch already did for it (`Batched`);
-    without it, the run reads its row and does the rest itself. `backlog`: the client to
-    use (the write-backs' queue passes a paced one). Every write of the run checks the
-    claim's token."""
+    without it, the run reads its row and does the rest itself. Every write of the run
+    checks the claim's token."""
     batch = batch or _read(schedule_id, token)
     if batch is None:
         return "not claimed"  # deleted, or the lease passed to another scheduler
     schedule = batch.schedule
+    if schedule.stage == DeliverySchedule.Stage.WRITEBACK:  # the send is done: only its write-back is left
+        return writeback_claimed(
+            schedule=schedule,
+            token=token,
+            backlog=shared_client(schedule.tenant),
+            locked=batch.locked,
+            writes=batch.writes,
+        )
     run = Run(
         schedule=schedule,
         token=token,
@@ -134,21 +139,16 @@ def delivery_run(
         writes=batch.writes,
     )
     first_try = schedule.attempts == 0 and schedule.backlog_failing_since is None
-    if schedule.stage == DeliverySchedule.Stage.DELIVER and first_try:
+    if first_try:
         metrics.fired((run.now - schedule.due_at).total_seconds())
-    issue_key = schedule.task.issue_key
-    if not batch.locked and not lock_take(tenant=run.tenant, issue_key=issue_key, owner=token, now=run.now):
-        run.release(due_at=run.now + timedelta(seconds=5))
+    if not batch.locked and not issue_lock_take(schedule=schedule, token=token, now=run.now):
         return "locked"
     run.holds_lock = True
     try:
-        backlog = backlog or shared_client(run.tenant)
-        if schedule.stage == DeliverySchedule.Stage.WRITEBACK:
-            return _writeback(run, backlog)
-        return _deliver(run, backlog)
+        return _deliver(run, shared_client(run.tenant))
     finally:
         if run.holds_lock:
-            lock_release(tenant=run.tenant, issue_key=issue_key, owner=token)
+            lock_release(tenant=run.tenant, issue_key=schedule.task.issue_key, owner=token)
 
 
 def _read(schedule_id: int, token: str) -> Batched | None:
@@ -330,10 +330,3 @@ def _fail(run: Run, exc: DeliveryFailed) -> str:
 
 def _token_expired(run: Run, reason: str) -> None:
     channel_token_expired(tenant=run.tenant, channel=run.channel, issue_key=run.task.issue_key, reason=reason)
-
-
-# -- Backlog write-back (deliveries/writeback.py) --------------------------------------
-
-
-def _writeback(run: Run, backlog: BacklogClient) -> str:
-    return writeback_run(schedule=run.schedule, token=run.token, backlog=backlog, writes=run.writes)

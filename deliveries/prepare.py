@@ -26,9 +26,9 @@ from core.models import Tenant
 from core.statements import rows_update
 from deliveries.channels.publisher import Context, PublishFailed
 from deliveries.channels.publishing import content_render, prepare_send, prepares
+from deliveries.claimed import SCHEDULE_LEASE
 from deliveries.issues import issue_state
 from deliveries.models import DeliverySchedule
-from deliveries.scheduler import SCHEDULE_LEASE
 
 logger = logging.getLogger(__name__)
 

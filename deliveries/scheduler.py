@@ -15,13 +15,12 @@ from django.conf import settings
 from django.db.models import Count, F, Min, Q, QuerySet, Window
 from django.db.models.functions import RowNumber
 
-from core.due import claim, hand_out, per_token, release, renew, take_over, waiting
-from core.keeper import Held, held_claim
+from core.due import claim, hand_out, per_token, waiting
 from core.models import Tenant
+from deliveries.claimed import SCHEDULE_LEASE
 from deliveries.models import DeliverySchedule, SchedulerHeartbeat
 
 DELIVERY_QUEUE = "deliveries"  # settings.Q_CLUSTER["ALT_CLUSTERS"]
-SCHEDULE_LEASE = DeliverySchedule.LEASE  # lease_until / claimed_by
 
 
 class Capacity:
@@ -121,19 +120,6 @@ def task_rows(claimed: int) -> int:
     return min(task_size(), max(1, math.ceil(claimed / workers)))
 
 
-def schedules_take(*, claims: list[tuple[int, str]], now: datetime) -> dict[int, Held]:
-    """A task's start: {schedule id: the claim as this worker now holds it} for each row
-    it was handed that is still its own or still queued (core/due.py `take_over`: one
-    UPDATE for the batch, one token for all its rows)."""
-    pks = [schedule_id for schedule_id, _ in claims]
-    mine, taken = take_over(
-        DeliverySchedule, pks=pks, now=now, lease=SCHEDULE_LEASE, token=[token for _, token in claims]
-    )
-    return {
-        pk: held_claim(DeliverySchedule, pk=pk, lease=SCHEDULE_LEASE, now=now, owner=mine) for pk in taken
-    }
-
-
 def schedules_step(*, now: datetime, limit: int) -> bool:
     """run_scheduler's step for due schedules: claim them and hand them to django-q2
     `deliver_batch` tasks on the deliveries queue, one per token: spread over the
@@ -160,16 +146,6 @@ def _limits(tenant_ids: set[int]) -> dict[int, int]:
     if not tenant_ids:
         return {}
     return dict(Tenant.objects.filter(pk__in=tenant_ids).values_list("pk", "max_concurrent_deliveries"))
-
-
-def lease_renew(*, schedule_id: int, token: str, now: datetime) -> bool:
-    """Extend a claim before each slow step; False when the claim was lost."""
-    return renew(DeliverySchedule, pk=schedule_id, now=now, lease=SCHEDULE_LEASE, owner=token)
-
-
-def lease_release(*, schedule_id: int, token: str, **changes) -> bool:
-    """Give the row back (optionally with a new due time, error, …) if we still hold it."""
-    return release(DeliverySchedule, pk=schedule_id, lease=SCHEDULE_LEASE, owner=token, **changes)
 
 
 def next_wakeup(*, now: datetime, poll: float) -> float:

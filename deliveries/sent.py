@@ -14,9 +14,9 @@ from datetime import datetime
 from django.utils import timezone
 
 from core.statements import rows_insert, rows_update
+from deliveries.claimed import SCHEDULE_LEASE
 from deliveries.locks import locks_release
 from deliveries.models import ContentTask, DeliveryAttempt, DeliverySchedule
-from deliveries.scheduler import SCHEDULE_LEASE
 
 
 class ClaimsChanged(Exception):

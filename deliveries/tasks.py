@@ -14,12 +14,13 @@ from core.models import Tenant
 from deliveries.batch_reads import issues_prefetch, sent_before
 from deliveries.channels.effects import effect_reports_run
 from deliveries.channels.tokens import channel_tokens_upkeep
+from deliveries.claimed import SCHEDULE_LEASE, schedules_take
 from deliveries.delivery import Batched, delivery_run
 from deliveries.locks import locks_take
 from deliveries.models import DeliverySchedule
 from deliveries.prepare import prepare_run, prepared_issue
 from deliveries.scan import scan_alert, scan_run, scan_totals
-from deliveries.scheduler import SCHEDULE_LEASE, others_waiting, schedules_claim, schedules_take, task_size
+from deliveries.scheduler import others_waiting, schedules_claim, task_size
 from deliveries.signals import delivery_finished
 from deliveries.writeback_queue import writebacks_run
 

@@ -14,7 +14,9 @@ from core.group_commit import GroupCommit, Together
 from core.retry import writeback_delay
 from core.statements import rows_insert, rows_update
 from deliveries.channels.effects import effect_report_rows
+from deliveries.claimed import issue_lock_take, lease_release
 from deliveries.issues import issue_read
+from deliveries.locks import lock_release
 from deliveries.models import (
     FIELD_DELIVERED_AT,
     STATUS_DELIVERED,
@@ -23,10 +25,27 @@ from deliveries.models import (
     DeliverySchedule,
 )
 from deliveries.outcome_comments import failure_comment, success_comment
-from deliveries.scheduler import lease_release
 from deliveries.signals import delivery_failed
 
 logger = logging.getLogger(__name__)
+
+
+def writeback_claimed(
+    *,
+    schedule: DeliverySchedule,
+    token: str,
+    backlog: BacklogClient,
+    locked: bool = False,
+    writes: GroupCommit | None = None,
+) -> str:
+    """A claimed row at the write-back stage, written back under its issue's delivery lock
+    (`locked`: its batch took the lock already). The lock is given back at the end."""
+    if not locked and not issue_lock_take(schedule=schedule, token=token, now=timezone.now()):
+        return "locked"
+    try:
+        return writeback_run(schedule=schedule, token=token, backlog=backlog, writes=writes)
+    finally:
+        lock_release(tenant=schedule.tenant, issue_key=schedule.task.issue_key, owner=token)
 
 
 def writeback_run(

@@ -21,10 +21,10 @@ from django.utils import timezone
 from backlog_bridge.client import BacklogClient, paced_client
 from core.due import claim, hand_out
 from core.keeper import keeper
-from deliveries.delivery import Batched, delivery_run
+from deliveries.claimed import SCHEDULE_LEASE, lease_release, schedules_take
 from deliveries.models import DeliverySchedule
-from deliveries.scheduler import SCHEDULE_LEASE, lease_release, schedules_take
 from deliveries.signals import delivery_finished
+from deliveries.writeback import writeback_claimed
 
 logger = logging.getLogger(__name__)
 
@@ -102,9 +102,7 @@ def writebacks_run(claims: list[tuple[int, str]]) -> list[str]:
             if wait := _budget_wait(backlog):
                 results.append(_later(schedule, taken[pk].owner, wait))
                 continue
-            result = delivery_run(
-                schedule_id=pk, token=taken[pk].owner, batch=Batched(schedule=schedule), backlog=backlog
-            )
+            result = writeback_claimed(schedule=schedule, token=taken[pk].owner, backlog=backlog)
             keeper.drop(taken[pk])
             # The dashboard's outcome per day (console keeps "delivered" and "failed").
             delivery_finished.send(

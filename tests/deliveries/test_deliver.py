@@ -12,10 +12,11 @@ from django.utils import timezone
 from core.models import Tenant
 from core.timeutil import JST, fmt_jst
 from deliveries.channels.line.publisher import retry_key
+from deliveries.claimed import schedules_take
 from deliveries.delivery import Run
 from deliveries.locks import lock_take
 from deliveries.models import ContentTask, DeliveryAttempt, DeliveryLock, DeliverySchedule, MessageTemplate
-from deliveries.scheduler import schedules_claim, schedules_take
+from deliveries.scheduler import schedules_claim
 from line.models import LinePlan, LinePushSettings
 from tests.helpers.backlog import body, texts
 from tests.helpers.deliveries import DUE, MULTICAST, fire, make_schedule

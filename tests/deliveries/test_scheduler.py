@@ -14,17 +14,10 @@ from prometheus_client import REGISTRY
 from core.due import QUEUED, new_token, queue_broker
 from core.holders import PUSHER, current, holder_token
 from core.orm_broker import claims_prefetch
+from deliveries.claimed import lease_release, lease_renew, schedules_take
 from deliveries.management.commands.run_scheduler import Command
 from deliveries.models import DeliverySchedule, SchedulerHeartbeat
-from deliveries.scheduler import (
-    lease_release,
-    lease_renew,
-    next_wakeup,
-    others_waiting,
-    schedules_claim,
-    schedules_step,
-    schedules_take,
-)
+from deliveries.scheduler import next_wakeup, others_waiting, schedules_claim, schedules_step
 from deliveries.scheduler_steps import Pass
 from tests.helpers.deliveries import make_schedule
 from tests.helpers.factories import TenantFactory
