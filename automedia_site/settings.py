@@ -345,13 +345,13 @@ SCHEDULER_BATCH = env.int("SCHEDULER_BATCH", default=200)
 # many each: a task's own cost (django-q2's, its batch's reads, its refill) is paid once
 # for its rows.
 DELIVERY_TASK_SIZE = env.int("DELIVERY_TASK_SIZE", default=50)
-# Preparing a send (deliveries/prepare.py): from this many seconds before it is due, and the
+# Preparing a send (deliveries/prepare/ahead.py): from this many seconds before it is due, and the
 # oldest issue read a send relies on (read again shortly before the second).
 DELIVERY_PREPARE_SECONDS = env.int("DELIVERY_PREPARE_SECONDS", default=30)
 DELIVERY_RECHECK_SECONDS = env.float("DELIVERY_RECHECK_SECONDS", default=3.0)
 # run_scheduler's Backlog readers: a tenant's reads in series, this many tenants at once.
 PREPARE_THREADS = env.int("PREPARE_THREADS", default=4)
-# A tenant's write-backs per task, in series on the default queue (deliveries/writeback_queue.py).
+# A tenant's write-backs per task, in series on the default queue (deliveries/writeback/queue.py).
 WRITEBACK_BATCH = env.int("WRITEBACK_BATCH", default=20)
 HEALTH_HEARTBEAT_MAX_AGE = env.int("HEALTH_HEARTBEAT_MAX_AGE", default=30)
 HEALTH_OVERDUE_MAX_SECONDS = env.int("HEALTH_OVERDUE_MAX_SECONDS", default=60)

@@ -1,5 +1,5 @@
 """The 接続状況 page of a tenant: each platform it uses, OK or what failed (with the fix), and
-when it was last checked. The checks themselves run in deliveries/connections.py."""
+when it was last checked. The checks themselves run in deliveries/setup/connections.py."""
 
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ from datetime import datetime
 from console.models import DeliveryOutcome, ScanRun
 from core.retention import RetentionRule, days_ago
 
-# `delivery_run`'s final results (deliveries.delivery); anything else is not an end
+# `delivery_run`'s final results (deliveries.publish.delivery); anything else is not an end
 # (a retry, a deferral, a lost claim, a write-back still pending).
 ENDINGS = {
     "delivered": DeliveryOutcome.Kind.SENT,
@@ -40,7 +40,7 @@ def refusal_record(*, task, message: str) -> DeliveryOutcome:
 
 
 def scan_record(*, results: list, totals: dict[str, int], dry_run: bool) -> ScanRun:
-    """`results`: deliveries.scan.ScanResult per tenant."""
+    """`results`: deliveries.safety_net.scan.ScanResult per tenant."""
     return ScanRun.objects.create(dry_run=dry_run, totals=totals, results=[r.to_json() for r in results])
 
 

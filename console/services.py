@@ -25,13 +25,13 @@ from backlog_bridge.statuses import BacklogConfigError, status_id_require
 from console.audit import action_record
 from console.results import result_label
 from core.timeutil import fmt_jst
+from deliveries.approve.lifecycle import ConcurrentChange, issue_reconcile
+from deliveries.approve.preview import preview_build
 from deliveries.channels.corrections import correction_send
 from deliveries.channels.preview import Preview
-from deliveries.commands.run import OWN_PREFIX, schedule_cancel
+from deliveries.comment_commands.run import OWN_PREFIX, schedule_cancel
 from deliveries.issues import issue_read
-from deliveries.lifecycle import ConcurrentChange, issue_reconcile
 from deliveries.models import STATUS_APPROVED, STATUS_ERROR, ContentTask, DeliverySchedule
-from deliveries.preview import preview_build
 from deliveries.services import publish_passed
 from linepush.models import LineApiToken, LinePushItem
 from linepush.services import push_approve, push_dismiss, push_reject, push_resume, push_retry

@@ -1,7 +1,7 @@
 """Calls in lanes: one lane per key (a Backlog user) runs its calls in series, in the order
 given; lanes run side by side on a few threads, taking turns, so a lane with many calls
 never holds back another's. The scheduler's read-ahead of Backlog runs here
-(deliveries/prepare.py), off the default queue and off the deliverers.
+(deliveries/prepare/ahead.py), off the default queue and off the deliverers.
 """
 
 from __future__ import annotations

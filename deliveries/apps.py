@@ -19,13 +19,14 @@ class DeliveriesConfig(AppConfig):
         from backlog_bridge.events import event_handlers_register, events_stranded_step
         from backlog_bridge.signals import issues_listed
         from core.retention import retention_rule_register
-        from deliveries import lifecycle, retention
+        from deliveries import retention
+        from deliveries.approve import lifecycle
         from deliveries.channels.line import line_user_erasing_received
-        from deliveries.commands import run
-        from deliveries.prepare import prepare_step
-        from deliveries.scheduler import schedules_step
+        from deliveries.comment_commands import run
+        from deliveries.prepare.ahead import prepare_step
+        from deliveries.publish.scheduler import schedules_step
         from deliveries.scheduler_steps import scheduler_step_register
-        from deliveries.writeback_queue import writebacks_step
+        from deliveries.writeback.queue import writebacks_step
         from line.events import line_events_stranded_step
         from line.signals import line_user_erasing
 

@@ -68,7 +68,7 @@ class ContentTask(models.Model):
     approved_publish_at = models.DateTimeField(null=True, blank=True)
     approved_template_ref = models.CharField(max_length=200, blank=True)
     approval_seq = models.PositiveIntegerField(_("承認回数"), default=0)
-    # The approval-time checks of the last approval (deliveries/approval_checks.py): what was
+    # The approval-time checks of the last approval (deliveries/approve/checks.py): what was
     # checked, and the LINE messages the send uses, which later quota forecasts count.
     approval_checks = models.JSONField(_("承認時の確認"), default=dict, blank=True)
     deleted_at = models.DateTimeField(_("削除日時"), null=True, blank=True)
@@ -139,7 +139,7 @@ class DeliverySchedule(models.Model):
     backlog_failing_since = models.DateTimeField(_("Backlog 障害の開始"), null=True, blank=True)
     # What to write back to Backlog once delivery has ended (kept until Backlog accepts it).
     outcome = models.JSONField(_("配信結果"), default=dict, blank=True)
-    # Preparing ahead of the due second (deliveries/prepare.py): when the row next wants a
+    # Preparing ahead of the due second (deliveries/prepare/ahead.py): when the row next wants a
     # preparing pass (None: nothing more before it is due), and what the last one found
     # (the issue as Backlog answered it, and when).
     prepare_at = models.DateTimeField(_("事前準備の予定"), null=True, blank=True, db_index=True)

@@ -29,7 +29,7 @@ def publish_passed(*, publish_at: datetime | None, due_at: datetime, now: dateti
 
 def prepare_from(due_at: datetime) -> datetime:
     """When a send due at `due_at` is first prepared (a time already past: at once): every
-    registration sets it, and the prepare step (deliveries/prepare.py) takes it from there."""
+    registration sets it, and the prepare step (deliveries/prepare/ahead.py) takes it from there."""
     return due_at - timedelta(seconds=settings.DELIVERY_PREPARE_SECONDS)
 
 

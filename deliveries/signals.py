@@ -10,7 +10,7 @@ from django.dispatch import Signal
 task_approved = Signal()
 
 # Sent after each scan (the daily job or manage.py scan_backlog), for the dashboard;
-# kwargs: results (list of deliveries.scan.ScanResult), totals (dict), dry_run (bool).
+# kwargs: results (list of deliveries.safety_net.scan.ScanResult), totals (dict), dry_run (bool).
 scan_finished = Signal()
 
 # A delivery task finished one claimed schedule. Keywords: tenant_id, task_id, result

@@ -11,18 +11,18 @@ from core.due import handed
 from core.group_commit import GroupCommit
 from core.keeper import Held, in_threads, keeper
 from core.models import Tenant
-from deliveries.batch_reads import issues_prefetch, sent_before
 from deliveries.channels.effects import effect_reports_run
 from deliveries.channels.tokens import channel_tokens_upkeep
 from deliveries.claimed import SCHEDULE_LEASE, schedules_take
-from deliveries.delivery import Batched, delivery_run
 from deliveries.locks import locks_take
 from deliveries.models import DeliverySchedule
-from deliveries.prepare import prepare_run, prepared_issue
-from deliveries.scan import scan_alert, scan_run, scan_totals
-from deliveries.scheduler import others_waiting, schedules_claim, task_size
+from deliveries.prepare.ahead import prepare_run, prepared_issue
+from deliveries.publish.batch_reads import issues_prefetch, sent_before
+from deliveries.publish.delivery import Batched, delivery_run
+from deliveries.publish.scheduler import others_waiting, schedules_claim, task_size
+from deliveries.safety_net.scan import scan_alert, scan_run, scan_totals
 from deliveries.signals import delivery_finished
-from deliveries.writeback_queue import writebacks_run
+from deliveries.writeback.queue import writebacks_run
 
 logger = logging.getLogger(__name__)
 
@@ -84,7 +84,7 @@ class _Batch:
         self.schedules = {row.pk: row for row in rows if row.claimed_by == taken[row.pk].owner}
         tenants = Tenant.objects.in_bulk({row.tenant_id for row in self.schedules.values()})
         self.owners, self.sends, to_read, now = {}, set(), {}, timezone.now()
-        self.issues = {}  # read ahead of the due second (deliveries/prepare.py), else now
+        self.issues = {}  # read ahead of the due second (deliveries/prepare/ahead.py), else now
         for pk, row in self.schedules.items():
             row.tenant = tenants[row.tenant_id]
             self.owners[pk] = (row.tenant_id, row.task_id)
@@ -140,12 +140,12 @@ class _Batch:
 @handed(DeliverySchedule, SCHEDULE_LEASE)
 def writeback_batch(claims: list[tuple[int, str]]) -> list[str]:
     """One tenant's due write-backs, written back in order on the default queue
-    (deliveries/writeback_queue.py)."""
+    (deliveries/writeback/queue.py)."""
     return writebacks_run(claims)
 
 
 def prepare_batch(ids: list[int]) -> int:
-    """Sends due soon, prepared ahead of their second on the default queue (deliveries/prepare.py)."""
+    """Sends due soon, prepared ahead of their second on the default queue (deliveries/prepare/ahead.py)."""
     return prepare_run(ids)
 
 

@@ -19,7 +19,7 @@ from django.db.models import Count, F, Value
 from django.db.models.functions import Coalesce
 
 from core.due import any_free, due_locked, expired_claims_count, hand_out, new_token, waiting
-from deliveries.scheduler import DELIVERY_QUEUE
+from deliveries.publish.scheduler import DELIVERY_QUEUE
 from deliveries.scheduler_steps import Pass
 from line.models import LineMonthlyUsage, LinePushSettings, LineSource
 from line.usage import month_of, quota_limit

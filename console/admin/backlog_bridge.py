@@ -22,7 +22,7 @@ from console.access import RecordAdmin
 from console.admin.stored_events import StoredEventAdmin
 from console.filters import fixed_values_filter
 from console.results import result_label
-from deliveries.commands.parse import VERBS
+from deliveries.comment_commands.parse import VERBS
 
 # What each Backlog activity type means (https://developer.nulab.com/docs/backlog/api/2/get-recent-updates/).
 BACKLOG_TYPE_LABELS = {

@@ -18,7 +18,7 @@ from console.filters import ChannelFilter
 from core.channels import channel_label
 from core.crypto import mask
 from deliveries.channels.models import ChannelAccount, ChannelPost
-from deliveries.connections import account_check, connections_record
+from deliveries.setup.connections import account_check, connections_record
 
 CHANNEL_SECRET_FIELDS = ("access_token", "refresh_token")
 

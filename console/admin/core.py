@@ -20,7 +20,7 @@ from console.widgets import OperatorsWidget, QuietHoursWidget, plain_label
 from core.access import may_act, require_act
 from core.crypto import mask
 from core.models import Tenant, TenantMembership, validate_max_concurrent_deliveries
-from deliveries.connections import connections_check, connections_record, tenant_checks, tenant_setup
+from deliveries.setup.connections import connections_check, connections_record, tenant_checks, tenant_setup
 
 SECRET_FIELDS = ("backlog_api_key", "line_channel_token", "line_channel_secret")
 ENDPOINT_FIELDS = ("backlog_base_url", "backlog_project_key")

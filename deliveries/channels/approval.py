@@ -3,7 +3,7 @@ template rules of the channels that publish one post from an account.
 
 Each channel's `approval` module answers `check(checks, …)` (what would fail at publish
 time, said at approval) and `counts_others(tenant)` (whether its verdict depends on what
-other approvals scheduled); deliveries/approval_checks.py runs them.
+other approvals scheduled); deliveries/approve/checks.py runs them.
 """
 
 from __future__ import annotations

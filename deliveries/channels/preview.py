@@ -4,7 +4,7 @@ channels that publish one post from the tenant's account, in words for people.
 Each channel's `preview` module answers `fill(preview, …)` (what it will send, from which
 account, to whom), `checked(preview, parsed)` (what the approval-time checks add) and
 `target(audience)` (who a send reaches, for the reply of `/automedia send`);
-deliveries/preview.py builds the rest (when, quiet hours, the review, the comment).
+deliveries/approve/preview.py builds the rest (when, quiet hours, the review, the comment).
 """
 
 from __future__ import annotations

@@ -58,7 +58,7 @@ def publish_step(*, channel: str, ctx: Context) -> Done | Wait:
 
 
 def prepares(channel: str | None) -> bool:
-    """Whether the channel has work to do ahead of the due second (deliveries/prepare.py)."""
+    """Whether the channel has work to do ahead of the due second (deliveries/prepare/ahead.py)."""
     return channel in CHANNELS and hasattr(channel_part(channel, "publisher"), "prepare")
 
 

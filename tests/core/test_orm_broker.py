@@ -27,7 +27,7 @@ from core.due import enqueued_together, hand_out, new_token, per_token, queue_br
 from core.holders import PUSHER
 from core.orm_broker import BulkORM, ClaimingRedis
 from deliveries.models import DeliverySchedule
-from deliveries.scheduler import schedules_claim
+from deliveries.publish.scheduler import schedules_claim
 from linepush.models import LinePushItem
 from tests.helpers.deliveries import make_schedule
 from tests.helpers.factories import TenantFactory

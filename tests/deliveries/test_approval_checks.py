@@ -1,4 +1,4 @@
-"""Approval-time checks (deliveries/approval_checks.py): LINE's validate endpoint, the quota
+"""Approval-time checks (deliveries/approve/checks.py): LINE's validate endpoint, the quota
 forecast and the platform rules, on every way in (webhook approval, `/automedia send`,
 preview). LINE is mocked with respx (the exact requests are asserted); Backlog is the fake
 on loopback, which respx lets through."""

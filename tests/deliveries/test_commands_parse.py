@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from deliveries.commands.parse import Command, commands_parse, correction_section
+from deliveries.comment_commands.parse import Command, commands_parse, correction_section
 
 
 def verbs(text: str) -> list[str]:

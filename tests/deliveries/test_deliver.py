@@ -13,10 +13,10 @@ from core.models import Tenant
 from core.timeutil import JST, fmt_jst
 from deliveries.channels.line.publisher import retry_key
 from deliveries.claimed import schedules_take
-from deliveries.delivery import Run
 from deliveries.locks import lock_take
 from deliveries.models import ContentTask, DeliveryAttempt, DeliveryLock, DeliverySchedule, MessageTemplate
-from deliveries.scheduler import schedules_claim
+from deliveries.publish.delivery import Run
+from deliveries.publish.scheduler import schedules_claim
 from line.models import LinePlan, LinePushSettings
 from tests.helpers.backlog import body, texts
 from tests.helpers.deliveries import DUE, MULTICAST, fire, make_schedule
@@ -316,7 +316,7 @@ def test_it_retries_the_write_back_without_sending_again(approved, fake_backlog,
 def test_it_does_not_comment_twice_after_a_crash_between_patch_and_cleanup(approved, fake_backlog, line):
     key = approved()
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr("deliveries.writeback._finish", lambda *args, **kwargs: "crashed")
+        patch.setattr("deliveries.writeback.issue_update._finish", lambda *args, **kwargs: "crashed")
         fire(key)
     DeliverySchedule.objects.filter(task__issue_key=key).update(lease_until=None, claimed_by="")
 

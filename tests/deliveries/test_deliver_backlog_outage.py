@@ -19,9 +19,9 @@ from django.utils import timezone
 
 from core import metrics
 from core.retry import BACKLOG_BUDGET, BACKLOG_CAP, BACKLOG_JITTER
-from deliveries.delivery import delivery_run
 from deliveries.models import ContentTask, DeliveryAttempt, DeliverySchedule
-from deliveries.scheduler import schedules_claim
+from deliveries.publish.delivery import delivery_run
+from deliveries.publish.scheduler import schedules_claim
 from deliveries.services import schedule_upsert
 from tests.helpers.backlog import texts
 from tests.helpers.deliveries import DUE, MULTICAST, fire, make_schedule, write_backs, written_back

@@ -17,9 +17,9 @@ from core.group_commit import GroupCommit
 from core.keeper import keeper
 from core.transport import TransportError
 from deliveries import tasks
-from deliveries.delivery import WRITEBACK_QUEUED
 from deliveries.models import ContentTask, DeliveryAttempt, DeliveryLock, DeliverySchedule
-from deliveries.scheduler import schedules_claim
+from deliveries.publish.delivery import WRITEBACK_QUEUED
+from deliveries.publish.scheduler import schedules_claim
 from line.transport import LineTransport
 from tests.helpers.backlog import body
 from tests.helpers.deliveries import make_schedule, write_backs

@@ -11,13 +11,14 @@ from django.utils import timezone
 from django_q.models import OrmQ
 from prometheus_client import REGISTRY
 
-from deliveries import prepare, tasks
+from deliveries import tasks
 from deliveries.channels.models import ChannelPost
 from deliveries.channels.tiktok.transport import CREATOR_INFO, VIDEO_INIT
-from deliveries.delivery import WRITEBACK_QUEUED
 from deliveries.models import DeliverySchedule
-from deliveries.prepare import prepare_claim, prepare_run
-from deliveries.scheduler import schedules_claim
+from deliveries.prepare import ahead
+from deliveries.prepare.ahead import prepare_claim, prepare_run
+from deliveries.publish.delivery import WRITEBACK_QUEUED
+from deliveries.publish.scheduler import schedules_claim
 from tests.helpers.backlog import body
 from tests.helpers.deliveries import DUE, MULTICAST
 from tests.helpers.factories import TenantFactory
@@ -95,10 +96,10 @@ def test_a_row_handed_out_is_held_and_handed_out_again_once_the_hold_has_passed(
     with time_machine.travel(moment, tick=False):
         [row] = prepare_claim(now=timezone.now(), limit=200)  # its read never runs
         assert prepare_claim(now=timezone.now(), limit=200) == []
-    with time_machine.travel(moment + prepare.HOLD - timedelta(seconds=1), tick=False):
+    with time_machine.travel(moment + ahead.HOLD - timedelta(seconds=1), tick=False):
         assert prepare_claim(now=timezone.now(), limit=200) == []
 
-    with time_machine.travel(moment + prepare.HOLD, tick=False):
+    with time_machine.travel(moment + ahead.HOLD, tick=False):
         assert prepare_claim(now=timezone.now(), limit=200) == [row]
     assert claimed_again() == before
 
@@ -185,7 +186,7 @@ def test_tiktoks_creator_info_is_read_ahead_and_at_the_second_only_the_init_is_l
 
 
 class LanesSeen:
-    """deliveries.prepare.readers() as a recorder: (lane key, the call's row ids), in order."""
+    """deliveries.prepare.ahead.readers() as a recorder: (lane key, the call's row ids), in order."""
 
     def __init__(self) -> None:
         self.calls: list[tuple[int, list[int]]] = []
@@ -199,8 +200,8 @@ def test_the_scheduler_reads_ahead_in_its_tenants_lanes_100_ids_a_call_not_on_a_
     approved, fake_backlog, line, tenant, monkeypatch
 ):
     seen = LanesSeen()
-    monkeypatch.setattr(prepare, "readers", lambda: seen)
-    monkeypatch.setattr(prepare, "ISSUES_PER_READ", 2)
+    monkeypatch.setattr(ahead, "readers", lambda: seen)
+    monkeypatch.setattr(ahead, "ISSUES_PER_READ", 2)
     keys = [approved(body()) for _ in range(3)]
     rows = {s.task.issue_key: s.pk for s in DeliverySchedule.objects.select_related("task")}
     neighbour = TenantFactory(slug="neighbour")
@@ -208,7 +209,7 @@ def test_the_scheduler_reads_ahead_in_its_tenants_lanes_100_ids_a_call_not_on_a_
     fake_backlog.reset_requests()
 
     with time_machine.travel(DUE - timedelta(seconds=30), tick=False):
-        assert prepare.prepare_step(now=timezone.now(), limit=200)
+        assert ahead.prepare_step(now=timezone.now(), limit=200)
 
     assert seen.calls == [(tenant.pk, [rows[keys[0]], rows[keys[1]]]), (neighbour.pk, [rows[keys[2]]])]
     assert [len(r.query["id[]"]) for r in issue_reads(fake_backlog)] == [2]  # the neighbour's: its own space

@@ -21,7 +21,7 @@ from backlog_bridge.schedules import RECURRING
 from core.timeutil import JST
 from deliveries.management.commands.scan_backlog import ProgressBar
 from deliveries.models import ContentTask, DeliverySchedule
-from deliveries.scan import scan_all, scan_tenant
+from deliveries.safety_net.scan import scan_all, scan_tenant
 from deliveries.tasks import scan_daily
 from tests.helpers.backlog import approve, body, second_tenant, texts
 
@@ -313,7 +313,7 @@ def test_it_reports_progress_page_by_page(fake_backlog, tenant):
 def test_the_daily_job_alerts_admins_and_logs_an_error_on_leaks(fake_backlog, tenant, caplog):
     key = leak(fake_backlog)
 
-    with caplog.at_level(logging.ERROR, logger="deliveries.scan"):
+    with caplog.at_level(logging.ERROR, logger="deliveries.safety_net.scan"):
         totals = scan_daily()
 
     assert (totals["leaks"], totals["rescued"]) == (1, 1)
@@ -325,7 +325,7 @@ def test_the_daily_job_alerts_admins_and_logs_an_error_on_leaks(fake_backlog, te
 
 
 def test_the_daily_job_is_silent_without_leaks(fake_backlog, tenant, scheduled, caplog):
-    with caplog.at_level(logging.WARNING, logger="deliveries.scan"):
+    with caplog.at_level(logging.WARNING, logger="deliveries.safety_net.scan"):
         totals = scan_daily()
 
     assert (totals["approved"], totals["leaks"]) == (1, 0)
@@ -430,7 +430,7 @@ def test_a_second_paced_scan_changes_nothing(fake_backlog, tenant, monkeypatch):
 
 
 def test_it_runs_the_work_in_forked_processes_and_keeps_the_order():
-    from deliveries.scan import _parallel
+    from deliveries.safety_net.scan import _parallel
 
     pids = list(_parallel(_pid_of, [3, 1, 2], workers=2))
 
@@ -450,7 +450,7 @@ def test_it_scans_each_tenant_once_with_workers_and_reports_progress_per_tenant(
     jobs = []
     # The test database lives in this process: the children's work runs here, in order.
     monkeypatch.setattr(
-        "deliveries.scan._parallel", lambda work, js, workers: (jobs.extend(js), map(work, js))[1]
+        "deliveries.safety_net.scan._parallel", lambda work, js, workers: (jobs.extend(js), map(work, js))[1]
     )
     seen = []
 

@@ -1,4 +1,4 @@
-"""The scan's rescue of a page of leaks (deliveries/rescue.py): new registrations written
+"""The scan's rescue of a page of leaks (deliveries/safety_net/rescue.py): new registrations written
 together, everything else through issue_reconcile, one re-read and one comment each."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from django.test.utils import CaptureQueriesContext
 
 from backlog_bridge.client import BacklogClient
 from core.timeutil import JST
-from deliveries import rescue
 from deliveries.models import ContentTask, DeliverySchedule
-from deliveries.scan import scan_all, scan_tenant
+from deliveries.safety_net import rescue
+from deliveries.safety_net.scan import scan_all, scan_tenant
 from linepush.models import LinePushItem
 from tests.helpers.backlog import body, second_tenant, texts
 from tests.helpers.linepush import group

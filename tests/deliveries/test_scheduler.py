@@ -17,7 +17,7 @@ from core.orm_broker import claims_prefetch
 from deliveries.claimed import lease_release, lease_renew, schedules_take
 from deliveries.management.commands.run_scheduler import Command
 from deliveries.models import DeliverySchedule, SchedulerHeartbeat
-from deliveries.scheduler import next_wakeup, others_waiting, schedules_claim, schedules_step
+from deliveries.publish.scheduler import next_wakeup, others_waiting, schedules_claim, schedules_step
 from deliveries.scheduler_steps import Pass
 from tests.helpers.deliveries import make_schedule
 from tests.helpers.factories import TenantFactory

@@ -1,5 +1,5 @@
-"""The records of sends and write-backs made together (deliveries/sent.py, the end of
-deliveries/writeback.py): one statement per table for a commit group's rows, each row's
+"""The records of sends and write-backs made together (deliveries/publish/sent.py, the end of
+deliveries/writeback/issue_update.py): one statement per table for a commit group's rows, each row's
 own values, and a lost claim sent back to row by row."""
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from core.group_commit import Together
-from deliveries import writeback
 from deliveries.locks import locks_take
 from deliveries.models import (
     STATUS_DELIVERED,
@@ -23,7 +22,8 @@ from deliveries.models import (
     DeliverySchedule,
     EffectReport,
 )
-from deliveries.sent import ClaimsChanged, Moved, Sent, sends_record
+from deliveries.publish.sent import ClaimsChanged, Moved, Sent, sends_record
+from deliveries.writeback import issue_update
 from tests.helpers.deliveries import make_schedule
 from tests.helpers.factories import TenantFactory
 
@@ -126,16 +126,16 @@ def finished(rows: list[DeliverySchedule]) -> list:
         ok = n % 3 != 2
         outcome = {"ok": True, "recipients": 30 + n} if ok else {"ok": False, "reason": "400"}
         mirror = {"status_name": STATUS_DELIVERED if ok else STATUS_ERROR, "status_id": 5 if ok else 6}
-        ended.append(writeback._Finished(schedule=row, outcome=outcome, mirror=mirror))
+        ended.append(issue_update._Finished(schedule=row, outcome=outcome, mirror=mirror))
     return ended
 
 
 def test_the_write_backs_of_a_group_cost_the_same_statements_as_two():
     tenant = TenantFactory(slug="acme")
-    two = statements(writeback._finished, finished(claimed(tenant, 3))[1:])  # one sent, one failed
-    six = statements(writeback._finished, finished(claimed(tenant, 6)))
+    two = statements(issue_update._finished, finished(claimed(tenant, 3))[1:])  # one sent, one failed
+    six = statements(issue_update._finished, finished(claimed(tenant, 6)))
     marks = statements(
-        writeback._tried, [(row.pk, {"ok": True, "tried": True}) for row in claimed(tenant, 4)]
+        issue_update._tried, [(row.pk, {"ok": True, "tried": True}) for row in claimed(tenant, 4)]
     )
 
     assert six == two
@@ -147,8 +147,8 @@ def test_each_write_back_of_a_group_gets_its_own_values():
     rows = claimed(tenant, 4)
     marked = claimed(tenant, 2)
 
-    writeback._tried([(row.pk, {"ok": True, "tried": True, "n": n}) for n, row in enumerate(marked)])
-    writeback._finished(finished(rows))
+    issue_update._tried([(row.pk, {"ok": True, "tried": True, "n": n}) for n, row in enumerate(marked)])
+    issue_update._finished(finished(rows))
 
     assert [DeliverySchedule.objects.get(pk=row.pk).outcome["n"] for row in marked] == [0, 1]
     assert not DeliverySchedule.objects.filter(pk__in=[row.pk for row in rows]).exists()

@@ -11,10 +11,10 @@ from django.utils import timezone
 
 from core.http import ClientCache
 from deliveries import tasks
-from deliveries.delivery import WRITEBACK_QUEUED
 from deliveries.models import DeliverySchedule
-from deliveries.scheduler import schedules_claim
-from deliveries.writeback_queue import writebacks_claim, writebacks_step
+from deliveries.publish.delivery import WRITEBACK_QUEUED
+from deliveries.publish.scheduler import schedules_claim
+from deliveries.writeback.queue import writebacks_claim, writebacks_step
 from tests.helpers.backlog import body
 from tests.helpers.deliveries import DUE, write_backs
 

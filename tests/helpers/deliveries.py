@@ -12,11 +12,11 @@ import time_machine
 from django.utils import timezone
 
 from core.timeutil import JST
-from deliveries.delivery import FAILED_QUEUED, WRITEBACK_QUEUED, delivery_run
 from deliveries.models import DeliverySchedule
-from deliveries.scheduler import schedules_claim
+from deliveries.publish.delivery import FAILED_QUEUED, WRITEBACK_QUEUED, delivery_run
+from deliveries.publish.scheduler import schedules_claim
 from deliveries.tasks import deliver, writeback_batch
-from deliveries.writeback_queue import writebacks_claim
+from deliveries.writeback.queue import writebacks_claim
 from tests.helpers.factories import ContentTaskFactory, TenantFactory
 
 DUE = datetime(2026, 12, 10, 10, 0, tzinfo=JST)

@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from backlog_bridge.body.issue import parse_issue
 from core.transport import TransportError
-from deliveries.approval_checks import approval_check
+from deliveries.approve.checks import approval_check
 from deliveries.models import MessageTemplate
 from line.coupons import AccountCoupon, account_coupons, coupon_body, coupon_close, coupon_create
 from line.models import LineCoupon, LinePushSettings, LineWebhookEvent

@@ -1,6 +1,6 @@
 """Instagram's template rules: its shapes are `KINDS` below, each with its check.
 
-Checked at approval and again before the first platform call (deliveries/approval_checks.py,
+Checked at approval and again before the first platform call (deliveries/approve/checks.py,
 deliveries/channels/posts.py).
 """
 

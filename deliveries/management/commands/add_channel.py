@@ -28,7 +28,7 @@ from core.models import Tenant
 from core.timeutil import iso_jst
 from deliveries.channels.models import ChannelAccount
 from deliveries.channels.registry import channel_part
-from deliveries.connections import account_check, connections_record
+from deliveries.setup.connections import account_check, connections_record
 
 SECRETS = ("access_token", "refresh_token")
 

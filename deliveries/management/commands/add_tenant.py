@@ -19,8 +19,8 @@ from core.backlog_url import validate_base_url
 from core.connections import CheckResult
 from core.models import Tenant, new_webhook_token
 from core.quiet_hours import QuietHours
-from deliveries.connections import connections_record, tenant_checks
 from deliveries.services import tenant_webhook_urls
+from deliveries.setup.connections import connections_record, tenant_checks
 
 REQUIRED_ON_CREATE = ("backlog_url", "backlog_api_key", "backlog_project")
 CONNECTION_OPTIONS = ("backlog_url", "backlog_api_key", "backlog_project", "line_channel_token")

@@ -9,7 +9,7 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandError
 
 from core.models import Tenant
-from deliveries.connections import connections_check
+from deliveries.setup.connections import connections_check
 
 
 class Command(BaseCommand):

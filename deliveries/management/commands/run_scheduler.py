@@ -20,7 +20,7 @@ from django.core.management.base import BaseCommand
 from django.utils import timezone
 
 from core.keeper import ConnectionCheck
-from deliveries.scheduler import heartbeat, next_wakeup
+from deliveries.publish.scheduler import heartbeat, next_wakeup
 from deliveries.scheduler_steps import Pass, scheduler_steps_run
 
 logger = logging.getLogger("automedia.scheduler")

@@ -12,7 +12,7 @@ import sys
 from django.core.management.base import BaseCommand, CommandError, OutputWrapper
 
 from core.models import Tenant
-from deliveries.scan import ScanResult, scan_run, scan_totals
+from deliveries.safety_net.scan import ScanResult, scan_run, scan_totals
 
 EXIT_LEAKS = 3
 DEFAULT_WORKERS = 1  # by hand: `--workers 2` on 2 CPUs; the daily job (a django-q worker) is serial

@@ -13,7 +13,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from core.models import Tenant
-from deliveries.connections import tenant_setup
+from deliveries.setup.connections import tenant_setup
 
 
 class Command(BaseCommand):

@@ -9,10 +9,10 @@ import pytest
 
 from backlog_bridge.client import BacklogClient
 from core.channels import CHANNELS, ChannelKind
+from deliveries.approve.preview import preview_build, preview_comment
 from deliveries.channels.registry import channel_part, kind_of
 from deliveries.issues import issue_read
 from deliveries.models import ContentTask, MessageTemplate
-from deliveries.preview import preview_build, preview_comment
 from tests.helpers.backlog import texts
 from tests.helpers.deliveries import DUE, approve_issue, fire
 from tests.helpers.fake_channel import publisher as fake_publisher

@@ -331,8 +331,8 @@ def test_an_edit_after_the_publish_call_does_not_strand_the_post(approve_channel
 
 def test_a_preview_shows_the_post_without_line_audience_problems(approve_channel, fake_backlog, tenant):
     from backlog_bridge.client import BacklogClient
+    from deliveries.approve.preview import preview_build, preview_comment
     from deliveries.issues import issue_read
-    from deliveries.preview import preview_build, preview_comment
 
     key = approve_channel(
         "instagram", body=channel_body("instagram", audience="").replace("- 対象タグ: \n", "")

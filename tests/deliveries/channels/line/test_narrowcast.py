@@ -20,7 +20,7 @@ from deliveries.channels.line.publisher import narrowcast_key, publish
 from deliveries.channels.models import ChannelPost
 from deliveries.channels.publisher import Context, Done, PublishFailed, Wait
 from deliveries.models import DeliveryAttempt
-from deliveries.outcome_comments import success_comment
+from deliveries.writeback.outcome_comments import success_comment
 from line.models import LineContact
 from tests.helpers.backlog import texts
 from tests.helpers.deliveries import fire

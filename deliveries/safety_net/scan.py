@@ -2,7 +2,7 @@
 
 Per tenant, the approved issues are read page by page and checked against local state with
 one query per page. An approved issue with no schedule and no 自動配信実行日時 is a leak,
-registered as a webhook would (`issue_reconcile`; a page's leaks together: deliveries/rescue.py);
+registered as a webhook would (`issue_reconcile`; a page's leaks together: deliveries/safety_net/rescue.py);
 an unlisted issue's schedule is re-checked on its own; one due long ago and still leased is
 reported as stuck. Memory stays bounded by one page plus the tenant's approved issue keys.
 """
@@ -24,10 +24,10 @@ from django.utils import timezone
 from backlog_bridge.client import MAX_PAGE, BacklogClient
 from backlog_bridge.statuses import status_id_require
 from core.models import Tenant
+from deliveries.approve.lifecycle import issue_reconcile
 from deliveries.issues import issue_read
-from deliveries.lifecycle import issue_reconcile
 from deliveries.models import FIELD_DELIVERED_AT, STATUS_APPROVED, ContentTask, DeliverySchedule
-from deliveries.rescue import RECOVERABLE, Outcome, leaks_rescue
+from deliveries.safety_net.rescue import RECOVERABLE, Outcome, leaks_rescue
 from deliveries.signals import scan_finished
 from line.forecast import line_usage_shared
 

@@ -12,7 +12,7 @@ from deliveries.channels.publishing import outcome_lines
 from deliveries.channels.tokens import renewal_advice
 
 # The first words a manager reads on the issue; the `[automedia]` mark lets the comment
-# commands know automedia's own comments (deliveries/commands/run.py, OWN_PREFIX).
+# commands know automedia's own comments (deliveries/comment_commands/run.py, OWN_PREFIX).
 DELIVERED_HEAD = "[automedia] 配信しました: "
 FAILED_HEAD = "[automedia] 配信できませんでした: "
 

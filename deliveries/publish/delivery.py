@@ -1,7 +1,7 @@
 """`deliver`: one claimed schedule → its channel's publisher exactly once → one Backlog write-back.
 
 Claim → lock per (tenant, issue) → idempotency (自動配信実行日時) → re-check in Backlog →
-render → publish → record, the row given back for its write-back (deliveries/writeback.py).
+render → publish → record, the row given back for its write-back (deliveries/writeback/issue_update.py).
 No transaction or row lock is held across an HTTP call; every step tolerates running twice.
 """
 
@@ -23,6 +23,7 @@ from core.quiet_hours import QuietAction, quiet_hours_apply
 from core.retry import backlog_budget_spent, backlog_delay, retry_delay
 from core.timeutil import iso_jst
 from core.transport import TransportError
+from deliveries.approve.lifecycle import issue_reconcile
 from deliveries.channels.models import ChannelPost
 from deliveries.channels.posts import committed_post
 from deliveries.channels.publisher import ClaimLost, Context, Done, PublishFailed, Wait
@@ -31,11 +32,10 @@ from deliveries.channels.registry import kind_of
 from deliveries.channels.tokens import channel_token_expired
 from deliveries.claimed import SCHEDULE_LEASE, issue_lock_take, lease_release, lease_renew
 from deliveries.issues import IssueState, issue_read, issue_state
-from deliveries.lifecycle import issue_reconcile
 from deliveries.locks import lock_release
 from deliveries.models import ContentTask, DeliverySchedule, lease_length
-from deliveries.sent import Moved, Sent, sends_record, to_writeback
-from deliveries.writeback import writeback_claimed
+from deliveries.publish.sent import Moved, Sent, sends_record, to_writeback
+from deliveries.writeback.issue_update import writeback_claimed
 
 logger = logging.getLogger(__name__)
 
@@ -101,10 +101,10 @@ class Batched:
     so that the run does not do it again."""
 
     schedule: DeliverySchedule  # the row, with its task and tenant
-    # The issue's JSON, read for the whole batch (batch_reads.py) or ahead of the due second
-    # (prepare.py); None: the re-check reads it.
+    # The issue's JSON, read for the whole batch (publish/batch_reads.py) or ahead of the due
+    # second (prepare/ahead.py); None: the re-check reads it.
     issue: dict | None = None
-    locked: bool = False  # the issue's delivery lock is taken (locks.locks_take)
+    locked: bool = False  # the issue's delivery lock is taken (deliveries/locks.py `locks_take`)
     # Holding the claim and the lock, the batch found neither a platform post nor an accepted
     # LINE send of this approval (batch_reads.sent_before): the run does not ask again.
     fresh: bool = False
@@ -263,8 +263,8 @@ def _published(run: Run, step: Done) -> str:
 def _sent(run: Run, now: datetime, outcome: dict, *, records: list) -> str:
     """The message / post is out: 自動配信実行日時 and the row's move to the write-back stage,
     given back due now, in one transaction shared with the batch's other rows that recorded a
-    send meanwhile (one statement per table for them all: deliveries/sent.py). The
-    write-back is the write-backs' queue's (deliveries/writeback_queue.py): it never holds
+    send meanwhile (one statement per table for them all: deliveries/publish/sent.py). The
+    write-back is the write-backs' queue's (deliveries/writeback/queue.py): it never holds
     this worker or the tenant's room for sends."""
     moved = Moved(schedule=run.schedule, token=run.token, outcome=outcome, release=True)
     run.writes.write(Together(sends_record, Sent(moved=moved, at=now, attempts=records)))

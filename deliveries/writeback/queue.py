@@ -1,6 +1,6 @@
 """The write-backs' queue: schedules at the write-back stage, claimed apart from the sends.
 
-A send ends by giving its row back at the write-back stage (deliveries/delivery.py). This
+A send ends by giving its row back at the write-back stage (deliveries/publish/delivery.py). This
 queue claims those rows once the tenant has no send due and unclaimed, one tenant at a time (Backlog asks for one user's calls in series)
 and hands them to a task on the default queue, never to a deliverer: a write-back takes
 neither a send's capacity nor its worker. The task writes them back in order through a
@@ -24,7 +24,7 @@ from core.keeper import keeper
 from deliveries.claimed import SCHEDULE_LEASE, lease_release, schedules_take
 from deliveries.models import DeliverySchedule
 from deliveries.signals import delivery_finished
-from deliveries.writeback import writeback_claimed
+from deliveries.writeback.issue_update import writeback_claimed
 
 logger = logging.getLogger(__name__)
 

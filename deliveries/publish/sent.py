@@ -1,7 +1,7 @@
 """What a send leaves in the database, for all the rows of a commit group at once.
 
 A row that has sent records its accepted attempts, the task's 自動配信実行日時 and its
-schedule's move to the write-back stage (deliveries/delivery.py `_sent`): one statement per
+schedule's move to the write-back stage (deliveries/publish/delivery.py `_sent`): one statement per
 table for the group (core/group_commit.py). Each schedule's UPDATE checks its claim; if a
 claim was lost meanwhile, the group is made again row by row.
 """

@@ -24,8 +24,8 @@ from deliveries.models import (
     ContentTask,
     DeliverySchedule,
 )
-from deliveries.outcome_comments import failure_comment, success_comment
 from deliveries.signals import delivery_failed
+from deliveries.writeback.outcome_comments import failure_comment, success_comment
 
 logger = logging.getLogger(__name__)
 

@@ -30,7 +30,7 @@ from backlog_bridge.models import (
 from backlog_bridge.statuses import BacklogConfigError
 from core.models import Tenant
 from core.timeutil import fmt_jst
-from deliveries.actions import ACTIONS
+from deliveries.approve.actions import ACTIONS
 from deliveries.issues import IssueState, issue_read, issue_state, task_for_issue
 from deliveries.models import ContentTask, DeliverySchedule
 from deliveries.services import schedule_delete

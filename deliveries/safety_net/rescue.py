@@ -19,10 +19,10 @@ from django.utils import timezone
 from backlog_bridge.client import BacklogClient, BacklogError
 from backlog_bridge.statuses import BacklogConfigError
 from core.models import Tenant
-from deliveries.actions import RegistrationPlan, registration_announce, registration_plan
-from deliveries.approval_checks import approval_check_counts_others
+from deliveries.approve.actions import RegistrationPlan, registration_announce, registration_plan
+from deliveries.approve.checks import approval_check_counts_others
+from deliveries.approve.lifecycle import ConcurrentChange, issue_reconcile, task_mirror
 from deliveries.issues import IssueState, issue_state
-from deliveries.lifecycle import ConcurrentChange, issue_reconcile, task_mirror
 from deliveries.models import ContentTask, DeliverySchedule
 from deliveries.services import approval_fields, prepare_from, schedule_due_at
 

@@ -10,12 +10,12 @@ from core.channels import channel_label
 from core.models import Tenant
 from core.quiet_hours import quiet_hours_apply
 from core.timeutil import fmt_jst
-from deliveries.approval_checks import approval_check
+from deliveries.approve.checks import approval_check
+from deliveries.approve.review import review_messages
 from deliveries.channels.preview import Preview, post_fields, post_kind
 from deliveries.channels.registry import channel_part, kind_of
 from deliveries.issues import IssueState
 from deliveries.models import ContentTask, DeliverySchedule
-from deliveries.review import review_messages
 from deliveries.services import schedule_due_at
 
 

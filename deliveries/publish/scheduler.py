@@ -2,7 +2,7 @@
 within each tenant's concurrency limit; the loop's wake-up time and heartbeat.
 
 Only sends are claimed here: a row at the write-back stage belongs to the write-backs' queue
-(deliveries/writeback_queue.py), which never takes a tenant's delivery capacity.
+(deliveries/writeback/queue.py), which never takes a tenant's delivery capacity.
 """
 
 from __future__ import annotations
@@ -157,7 +157,7 @@ def next_wakeup(*, now: datetime, poll: float) -> float:
     agg = DeliverySchedule.objects.aggregate(
         free=Min("due_at", filter=Q(lease_until__isnull=True, due_at__gt=now)),
         leased=Min("lease_until", filter=Q(lease_until__gt=now)),
-        prepare=Min("prepare_at", filter=Q(prepare_at__gt=now)),  # deliveries/prepare.py
+        prepare=Min("prepare_at", filter=Q(prepare_at__gt=now)),  # deliveries/prepare/ahead.py
     )
     times = [t for t in (agg["free"], agg["leased"], agg["prepare"]) if t is not None]
     if not times:

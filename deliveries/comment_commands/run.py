@@ -16,17 +16,17 @@ from backlog_bridge.statuses import BacklogConfigError, status_id_require, statu
 from core.channels import CHANNELS, DEFAULT_CHANNEL, channel_label
 from core.models import Tenant
 from core.timeutil import fmt_jst
-from deliveries.actions import revert_status_id
-from deliveries.approval_checks import approval_check, approval_checks_store
+from deliveries.approve.actions import revert_status_id
+from deliveries.approve.checks import approval_check, approval_checks_store
+from deliveries.approve.preview import preview_build, preview_comment
 from deliveries.channels.approval import ApprovalChecks
 from deliveries.channels.corrections import correction_send
 from deliveries.channels.posts import committed_post
 from deliveries.channels.publishing import send_problems
 from deliveries.channels.registry import channel_part
-from deliveries.commands.parse import USAGE, Command, commands_parse
+from deliveries.comment_commands.parse import USAGE, Command, commands_parse
 from deliveries.issues import IssueState, issue_read, task_for_issue
 from deliveries.models import STATUS_APPROVED, ContentTask, DeliveryAttempt, DeliverySchedule
-from deliveries.preview import preview_build, preview_comment
 from deliveries.services import approval_record, schedule_delete, schedule_due_at, schedule_upsert
 
 logger = logging.getLogger(__name__)

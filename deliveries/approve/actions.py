@@ -1,4 +1,4 @@
-"""What the lifecycle does once it has decided (deliveries.lifecycle): schedule, reschedule,
+"""What the lifecycle does once it has decided (deliveries.approve.lifecycle): schedule, reschedule,
 unschedule, invalidate or refuse, each with the Backlog comment that says so."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from core import metrics
 from core.models import Tenant
 from core.quiet_hours import QuietAction, quiet_hours_apply
 from core.timeutil import fmt_jst
-from deliveries.approval_checks import ApprovalChecks, approval_check, approval_checks_store
+from deliveries.approve.checks import ApprovalChecks, approval_check, approval_checks_store
 from deliveries.issues import IssueState
 from deliveries.models import (
     FIELD_DELIVERED_AT,
