@@ -17,7 +17,7 @@ RECURRING = {
         "func": "deliveries.tasks.scan_daily",
         "schedule_type": "D",  # daily: the safety net (manage.py scan_backlog)
     },
-    # Instagram / TikTok token refresh before expiry (deliveries/channels/tokens.py).
+    # Instagram / TikTok token refresh before expiry (deliveries/channels/token_upkeep.py).
     "automedia-channel-tokens": {"func": "deliveries.tasks.channel_tokens", "schedule_type": "D"},
     # LINE group posts (linepush): producers, the quota check.
     "automedia-linepush-reminders": {"func": "linepush.tasks.reminders_hourly", "schedule_type": "H"},

@@ -18,8 +18,8 @@ from console.services import ACTION_ERRORS, IssueMissing, task_preview
 from console.task_state import task_state
 from core.access import may_act
 from core.channels import channel_label
-from deliveries.channels.preview import post_fields, post_kind
-from deliveries.channels.templates import html_fields
+from deliveries.channels.post_templates import html_fields
+from deliveries.channels.preview_base import post_fields, post_kind
 from deliveries.models import ContentTask
 
 MAX_FLEX_TEXTS = 12

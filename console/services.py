@@ -28,7 +28,7 @@ from core.timeutil import fmt_jst
 from deliveries.approve.lifecycle import ConcurrentChange, issue_reconcile
 from deliveries.approve.preview import preview_build
 from deliveries.channels.corrections import correction_send
-from deliveries.channels.preview import Preview
+from deliveries.channels.preview_base import Preview
 from deliveries.comment_commands.run import OWN_PREFIX, schedule_cancel
 from deliveries.issues import issue_read
 from deliveries.models import STATUS_APPROVED, STATUS_ERROR, ContentTask, DeliverySchedule

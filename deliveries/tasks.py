@@ -11,8 +11,8 @@ from core.due import handed
 from core.group_commit import GroupCommit
 from core.keeper import Held, in_threads, keeper
 from core.models import Tenant
-from deliveries.channels.effects import effect_reports_run
-from deliveries.channels.tokens import channel_tokens_upkeep
+from deliveries.channels.effect_reports import effect_reports_run
+from deliveries.channels.token_upkeep import channel_tokens_upkeep
 from deliveries.claimed import SCHEDULE_LEASE, schedules_take
 from deliveries.locks import locks_take
 from deliveries.models import DeliverySchedule
@@ -155,7 +155,7 @@ def effect_reports() -> int:
 
 
 def channel_tokens() -> dict[str, int]:
-    """Daily: refresh Instagram / TikTok tokens before they expire (deliveries/channels/tokens.py)."""
+    """Daily: refresh Instagram / TikTok tokens before they expire (deliveries/channels/token_upkeep.py)."""
     return channel_tokens_upkeep()
 
 

@@ -17,7 +17,7 @@ from backlog_bridge.views import _tenants
 from core.http import ClientCache
 from core.timeutil import JST
 from deliveries.channels.models import ChannelAccount
-from deliveries.channels.rendering import _resolved
+from deliveries.channels.template_store import _resolved
 from deliveries.models import MessageTemplate
 from sandbox.backlog import FakeBacklog
 from sandbox.hubspot import FakeHubSpot

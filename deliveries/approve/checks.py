@@ -14,7 +14,7 @@ from datetime import datetime
 from backlog_bridge.body.task import ParsedTask
 from core.channels import CHANNELS
 from core.models import Tenant
-from deliveries.channels.approval import ApprovalChecks
+from deliveries.channels.approval_base import ApprovalChecks
 from deliveries.channels.publishing import sending_channel
 from deliveries.channels.registry import channel_part
 from deliveries.models import ContentTask

@@ -12,7 +12,7 @@ from core.quiet_hours import quiet_hours_apply
 from core.timeutil import fmt_jst
 from deliveries.approve.checks import approval_check
 from deliveries.approve.review import review_messages
-from deliveries.channels.preview import Preview, post_fields, post_kind
+from deliveries.channels.preview_base import Preview, post_fields, post_kind
 from deliveries.channels.registry import channel_part, kind_of
 from deliveries.issues import IssueState
 from deliveries.models import ContentTask, DeliverySchedule

@@ -83,7 +83,7 @@ class ChannelPost(models.Model):
 
     Every platform id is saved here the moment it exists, before the next call, so a
     retry continues from it instead of publishing again (neither Instagram nor TikTok
-    has an idempotency key, see deliveries/channels/platform.py).
+    has an idempotency key, see deliveries/channels/platform_transport.py).
     """
 
     class Phase(models.TextChoices):

@@ -1,7 +1,7 @@
 """What the effect measurement of Instagram, TikTok and HubSpot posts shares: the reports
 planned for a finished `ChannelPost`, and the lines of their Backlog comment.
 
-Each channel's effects.py reads its own platform's figures; deliveries/channels/effects.py
+Each channel's effects.py reads its own platform's figures; deliveries/channels/effect_reports.py
 claims the due reports, runs them and posts the comment.
 """
 
@@ -15,7 +15,7 @@ from core.channels import channel_label
 from core.models import Tenant
 from core.timeutil import fmt_jst
 from core.transport import TransportError
-from deliveries.channels.effects import OFFSETS, PREFIX
+from deliveries.channels.effect_reports import OFFSETS, PREFIX
 from deliveries.channels.models import ChannelAccount, ChannelPost
 from deliveries.models import ContentTask, EffectReport
 

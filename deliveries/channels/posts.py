@@ -13,11 +13,11 @@ from core.channels import channel_label
 from core.models import Tenant
 from core.timeutil import fmt_jst
 from deliveries.channels.models import ChannelPost
-from deliveries.channels.publisher import PublishFailed, account_for
+from deliveries.channels.placeholders import RenderError
+from deliveries.channels.post_templates import describe, render_channel_template
+from deliveries.channels.publisher_base import PublishFailed, account_for
 from deliveries.channels.registry import channel_part
-from deliveries.channels.rendering import template_resolve
-from deliveries.channels.templates import describe, render_channel_template
-from deliveries.channels.templating import RenderError
+from deliveries.channels.template_store import template_resolve
 from deliveries.models import ContentTask
 
 

@@ -13,7 +13,7 @@ from datetime import datetime
 from backlog_bridge.body.task import ParsedTask
 from core.channels import CHANNELS, DEFAULT_CHANNEL
 from core.models import Tenant
-from deliveries.channels.publisher import Context, Done, PublishFailed, Wait, Waiting
+from deliveries.channels.publisher_base import Context, Done, PublishFailed, Wait, Waiting
 from deliveries.channels.registry import channel_part
 
 

@@ -19,7 +19,7 @@ from core.timeutil import fmt_jst
 from deliveries.approve.actions import revert_status_id
 from deliveries.approve.checks import approval_check, approval_checks_store
 from deliveries.approve.preview import preview_build, preview_comment
-from deliveries.channels.approval import ApprovalChecks
+from deliveries.channels.approval_base import ApprovalChecks
 from deliveries.channels.corrections import correction_send
 from deliveries.channels.posts import committed_post
 from deliveries.channels.publishing import send_problems

@@ -24,7 +24,7 @@ from core.due import Lease, claim
 from core.lanes import Lanes
 from core.models import Tenant
 from core.statements import rows_update
-from deliveries.channels.publisher import Context, PublishFailed
+from deliveries.channels.publisher_base import Context, PublishFailed
 from deliveries.channels.publishing import content_render, prepare_send, prepares
 from deliveries.claimed import SCHEDULE_LEASE
 from deliveries.issues import issue_state

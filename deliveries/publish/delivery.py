@@ -26,10 +26,10 @@ from core.transport import TransportError
 from deliveries.approve.lifecycle import issue_reconcile
 from deliveries.channels.models import ChannelPost
 from deliveries.channels.posts import committed_post
-from deliveries.channels.publisher import ClaimLost, Context, Done, PublishFailed, Wait
+from deliveries.channels.publisher_base import ClaimLost, Context, Done, PublishFailed, Wait
 from deliveries.channels.publishing import content_render, outcome_fields, publish_step
 from deliveries.channels.registry import kind_of
-from deliveries.channels.tokens import channel_token_expired
+from deliveries.channels.token_upkeep import channel_token_expired
 from deliveries.claimed import SCHEDULE_LEASE, issue_lock_take, lease_release, lease_renew
 from deliveries.issues import IssueState, issue_read, issue_state
 from deliveries.locks import lock_release

@@ -13,7 +13,7 @@ from backlog_bridge.statuses import BacklogConfigError, status_id_require
 from core.group_commit import GroupCommit, Together
 from core.retry import writeback_delay
 from core.statements import rows_insert, rows_update
-from deliveries.channels.effects import effect_report_rows
+from deliveries.channels.effect_reports import effect_report_rows
 from deliveries.claimed import issue_lock_take, lease_release
 from deliveries.issues import issue_read
 from deliveries.locks import lock_release

@@ -9,7 +9,7 @@ from django.utils import timezone
 from core.channels import DEFAULT_CHANNEL
 from core.timeutil import fmt_jst
 from deliveries.channels.publishing import outcome_lines
-from deliveries.channels.tokens import renewal_advice
+from deliveries.channels.token_upkeep import renewal_advice
 
 # The first words a manager reads on the issue; the `[automedia]` mark lets the comment
 # commands know automedia's own comments (deliveries/comment_commands/run.py, OWN_PREFIX).

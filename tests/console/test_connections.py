@@ -12,7 +12,7 @@ from console.attention import CONNECTION, attention_list
 from core.models import Connection, TenantMembership
 from deliveries.channels.models import ChannelAccount
 from deliveries.channels.registry import channel_part
-from deliveries.channels.tokens import token_expired_notice
+from deliveries.channels.token_upkeep import token_expired_notice
 from tests.helpers.console import change_url, member, messages_of, tenant_form
 
 pytestmark = pytest.mark.django_db

@@ -11,7 +11,7 @@ from django.conf import settings
 from django.core.management import CommandError, call_command
 
 from backlog_bridge.body.task import TemplateRef
-from deliveries.channels.rendering import ImportResult, template_import, template_resolve, template_rev
+from deliveries.channels.template_store import ImportResult, template_import, template_resolve, template_rev
 from deliveries.models import MessageTemplate
 from tests.helpers.factories import MessageTemplateFactory, TenantFactory
 

@@ -18,7 +18,7 @@ from referencing.jsonschema import DRAFT4
 from backlog_bridge.body.task import Attachment
 from deliveries.channels.line.correction import correction_message
 from deliveries.channels.line.templates import render_messages
-from deliveries.channels.templating import template_variables
+from deliveries.channels.placeholders import template_variables
 from line.messages import validate_line_messages
 from line.transport import LineTransport, aggregation_unit, multicast_body, push_body
 from tests.contracts import openapi

@@ -8,7 +8,7 @@ import pytest
 
 from backlog_bridge.body.task import Attachment
 from deliveries.channels.line.templates import render_messages
-from deliveries.channels.templating import RenderError
+from deliveries.channels.placeholders import RenderError
 from line.messages import validate_line_messages
 
 ACTION = {"type": "message", "label": "はい", "text": "はい"}

@@ -9,7 +9,7 @@ from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT4
 
 from deliveries.channels.line.templates import render_messages, template_problems
-from deliveries.channels.templating import RenderError
+from deliveries.channels.placeholders import RenderError
 from line.messages import validate_line_messages
 from line.transport import push_body
 from tests.contracts.openapi import SCHEMAS, OpenApi30Validator, load_spec, with_discriminator_bases

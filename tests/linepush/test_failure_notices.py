@@ -11,7 +11,7 @@ import time_machine
 from core.models import TenantMembership
 from core.timeutil import JST
 from deliveries.channels.models import ChannelAccount
-from deliveries.channels.tokens import channel_tokens_upkeep
+from deliveries.channels.token_upkeep import channel_tokens_upkeep
 from deliveries.models import ContentTask
 from deliveries.scheduler_steps import Pass
 from deliveries.signals import delivery_failed

@@ -6,7 +6,7 @@ from datetime import datetime
 
 from backlog_bridge.body.task import ParsedTask
 from core.models import Tenant
-from deliveries.channels.approval import ApprovalChecks, post_rules
+from deliveries.channels.approval_base import ApprovalChecks, post_rules
 from deliveries.channels.models import ChannelAccount
 from deliveries.models import ContentTask
 

@@ -10,8 +10,8 @@ from backlog_bridge.body.task import ParsedTask
 from core.models import Tenant
 from deliveries.channels.hubspot.publisher import audience_count
 from deliveries.channels.models import ChannelAccount
-from deliveries.channels.platform import PlatformError
-from deliveries.channels.preview import Preview, post_preview
+from deliveries.channels.platform_transport import PlatformError
+from deliveries.channels.preview_base import Preview, post_preview
 
 
 def fill(preview: Preview, *, tenant: Tenant, parsed: ParsedTask, override: dict, now: datetime) -> None:

@@ -31,9 +31,9 @@ from deliveries.channels.hubspot.transport import (
     HubSpotTransport,
 )
 from deliveries.channels.models import ChannelAccount, ChannelPost
-from deliveries.channels.platform import PlatformError
+from deliveries.channels.platform_transport import PlatformError
 from deliveries.channels.posts import PostParts, post_outcome, post_outcome_lines
-from deliveries.channels.publisher import (
+from deliveries.channels.publisher_base import (
     SEND_KEY_NAMESPACE,
     Context,
     Done,

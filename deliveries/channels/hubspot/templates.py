@@ -5,14 +5,14 @@ Note bodies up to 65,536 characters (https://developers.hubspot.com/docs/api-ref
 
 from __future__ import annotations
 
-from deliveries.channels.templates import (
+from deliveries.channels.placeholders import with_samples
+from deliveries.channels.post_templates import (
     SAMPLE_URL,
     Kinds,
     Problems,
     kinds_problems,
     text_field,
 )
-from deliveries.channels.templating import with_samples
 
 NOTE_BODY_MAX = 65_536
 

@@ -6,7 +6,7 @@ from datetime import datetime
 
 from core.models import Tenant
 from deliveries.channels.models import ChannelAccount
-from deliveries.channels.tokens import account_renewal_advice, account_token_expired
+from deliveries.channels.token_upkeep import account_renewal_advice, account_token_expired
 
 
 def refresh_due(account: ChannelAccount, now: datetime) -> bool:

@@ -18,7 +18,7 @@ import httpx
 from django.conf import settings
 
 from core.transport import parse_retry_after
-from deliveries.channels.platform import PlatformError, PlatformTransport, json_body
+from deliveries.channels.platform_transport import PlatformError, PlatformTransport, json_body
 
 CONTACTS = "/crm/v3/objects/contacts"
 NOTES = "/crm/v3/objects/notes"

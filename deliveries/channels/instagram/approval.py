@@ -17,7 +17,7 @@ from backlog_bridge.body.task import ParsedTask
 from core.models import Tenant
 from core.timeutil import fmt_jst
 from core.transport import TransportError
-from deliveries.channels.approval import ApprovalChecks, post_rules
+from deliveries.channels.approval_base import ApprovalChecks, post_rules
 from deliveries.channels.instagram.transport import FALLBACK_QUOTA, InstagramTransport
 from deliveries.channels.models import ChannelAccount, ChannelPost
 from deliveries.models import ContentTask, DeliverySchedule

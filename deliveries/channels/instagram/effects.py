@@ -6,7 +6,6 @@ from datetime import datetime
 
 from deliveries.channels.instagram.transport import InstagramTransport
 from deliveries.channels.models import ChannelAccount, ChannelPost
-from deliveries.channels.platform import PlatformError
 from deliveries.channels.platform_effects import (
     H24,
     MISSING,
@@ -20,6 +19,7 @@ from deliveries.channels.platform_effects import (
     post_reports,
     published_labels,
 )
+from deliveries.channels.platform_transport import PlatformError
 from deliveries.models import ContentTask, EffectReport
 
 # (metric, label, unit); a reel adds its average watch time (milliseconds). Metrics Meta

@@ -6,7 +6,7 @@ from datetime import datetime
 
 from backlog_bridge.body.task import ParsedTask
 from core.models import Tenant
-from deliveries.channels.preview import Preview, post_preview
+from deliveries.channels.preview_base import Preview, post_preview
 
 
 def fill(preview: Preview, *, tenant: Tenant, parsed: ParsedTask, override: dict, now: datetime) -> None:

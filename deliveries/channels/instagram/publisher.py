@@ -18,9 +18,9 @@ from django.db.models import Min
 from core.timeutil import fmt_jst
 from deliveries.channels.instagram.transport import FALLBACK_QUOTA, InstagramTransport, is_not_ready
 from deliveries.channels.models import ChannelAccount, ChannelPost
-from deliveries.channels.platform import PlatformError
+from deliveries.channels.platform_transport import PlatformError
 from deliveries.channels.posts import PostParts, post_outcome, post_outcome_lines
-from deliveries.channels.publisher import (
+from deliveries.channels.publisher_base import (
     Context,
     Done,
     PublishFailed,

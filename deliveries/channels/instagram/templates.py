@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import re
 
-from deliveries.channels.templates import (
+from deliveries.channels.placeholders import with_samples
+from deliveries.channels.post_templates import (
     SAMPLE_URL,
     Kinds,
     Problems,
@@ -19,7 +20,6 @@ from deliveries.channels.templates import (
     text_field,
     url_field,
 )
-from deliveries.channels.templating import with_samples
 
 # The `caption` parameter's limits in Meta's IG User Media reference
 # (https://developers.facebook.com/docs/instagram-platform/instagram-graph-api/reference/ig-user/media;

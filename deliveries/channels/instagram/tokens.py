@@ -14,8 +14,8 @@ from django.conf import settings
 from core.models import Tenant
 from deliveries.channels.instagram.transport import InstagramTransport
 from deliveries.channels.models import ChannelAccount
-from deliveries.channels.platform import PlatformError
-from deliveries.channels.tokens import (
+from deliveries.channels.platform_transport import PlatformError
+from deliveries.channels.token_upkeep import (
     RefreshBusy,
     RefreshFailed,
     account_renewal_advice,

@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 from django.conf import settings
 
-from deliveries.channels.platform import PlatformError, PlatformTransport, json_body
+from deliveries.channels.platform_transport import PlatformError, PlatformTransport, json_body
 
 # Code → how the retry policy treats it: https://developers.facebook.com/docs/graph-api/guides/error-handling
 # (32 and 613: an old copy of Meta's table; 80002: third-party,

@@ -12,13 +12,13 @@ from backlog_bridge.audience import AudienceError, parse_audience
 from backlog_bridge.body.task import ParsedTask, TemplateRef
 from core.models import Tenant
 from core.transport import TransportError
-from deliveries.channels.approval import ApprovalChecks
+from deliveries.channels.approval_base import ApprovalChecks
 from deliveries.channels.line.publisher import audience_plan
 from deliveries.channels.line.quota import quota_forecast
 from deliveries.channels.line.templates import render_messages
-from deliveries.channels.publisher import PublishFailed
-from deliveries.channels.rendering import template_resolve
-from deliveries.channels.templating import RenderError
+from deliveries.channels.placeholders import RenderError
+from deliveries.channels.publisher_base import PublishFailed
+from deliveries.channels.template_store import template_resolve
 from deliveries.models import ContentTask
 from line.coupons import coupon_message_problems
 from line.transport import line_transport

@@ -7,7 +7,7 @@ line/line-openapi, https://github.com/line/line-openapi). A figure is null when 
 (privacy; https://developers.line.biz/ja/docs/messaging-api/unit-based-statistics-aggregation),
 so the comment says so instead of printing 0; the per-unit overview has no `delivered`
 (insight.yml), so the count comes from automedia's own DeliveryAttempt rows.
-Claiming and retrying the reports: deliveries/channels/effects.py.
+Claiming and retrying the reports: deliveries/channels/effect_reports.py.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from datetime import date, datetime, timedelta
 
 from core.timeutil import JST
 from core.transport import TransportError
-from deliveries.channels.effects import OFFSETS, PREFIX
+from deliveries.channels.effect_reports import OFFSETS, PREFIX
 from deliveries.models import ContentTask, DeliveryAttempt, EffectReport
 from line.transport import MAX_AGGREGATION_DAYS, aggregation_unit, line_transport
 

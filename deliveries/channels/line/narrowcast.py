@@ -18,7 +18,7 @@ from django.db import IntegrityError, transaction
 from core.transport import SendResult, TransportError
 from deliveries.channels.line.quota import quota_forecast
 from deliveries.channels.models import ChannelPost
-from deliveries.channels.publisher import Context, Done, PublishFailed, Wait, save
+from deliveries.channels.publisher_base import Context, Done, PublishFailed, Wait, save
 from deliveries.models import DeliveryAttempt
 from line.transport import AUDIENCE_IDS_MAX, LineTransport, line_transport
 

@@ -7,8 +7,8 @@ from datetime import datetime
 from backlog_bridge.body.task import ParsedTask
 from core.models import Tenant
 from deliveries.channels.line.publisher import audience_plan
-from deliveries.channels.preview import Preview
-from deliveries.channels.publisher import PublishFailed
+from deliveries.channels.preview_base import Preview
+from deliveries.channels.publisher_base import PublishFailed
 from deliveries.channels.publishing import messages_render
 
 

@@ -24,9 +24,9 @@ from deliveries.channels.line.narrowcast import (
     narrowcast_wanted,
 )
 from deliveries.channels.line.templates import render_messages
-from deliveries.channels.publisher import Context, Done, PublishFailed, Wait
-from deliveries.channels.rendering import template_resolve
-from deliveries.channels.templating import RenderError
+from deliveries.channels.placeholders import RenderError
+from deliveries.channels.publisher_base import Context, Done, PublishFailed, Wait
+from deliveries.channels.template_store import template_resolve
 from deliveries.models import ContentTask, DeliveryAttempt
 from line.services import contacts_matching
 from line.transport import (

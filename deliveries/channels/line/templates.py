@@ -3,7 +3,7 @@
 
 A LINE template is a JSON array of 1–5 LINE message objects whose strings may hold
 `{{ variable }}` placeholders (seed 001: テンプレ `announce_open@<commit>`, 文面 / 変数,
-添付); resolving and importing are deliveries/channels/rendering.py.
+添付); resolving and importing are deliveries/channels/template_store.py.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from urllib.parse import urlsplit
 
 from backlog_bridge.body.task import Attachment
-from deliveries.channels.templating import RenderError, placeholders_fill, with_samples
+from deliveries.channels.placeholders import RenderError, placeholders_fill, with_samples
 from line.messages import validate_line_messages
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg")

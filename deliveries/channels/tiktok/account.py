@@ -11,7 +11,7 @@ from deliveries.channels.account_check import account_check
 from deliveries.channels.models import ChannelAccount
 from deliveries.channels.tiktok.tokens import tiktok_access_token
 from deliveries.channels.tiktok.transport import TikTokTransport
-from deliveries.channels.tokens import RefreshBusy, RefreshFailed
+from deliveries.channels.token_upkeep import RefreshBusy, RefreshFailed
 
 REQUIRED_ON_CREATE = ("access_token", "open_id")
 

@@ -15,7 +15,7 @@ from datetime import datetime
 from backlog_bridge.body.task import ParsedTask
 from core.models import Tenant
 from core.transport import TransportError
-from deliveries.channels.approval import ApprovalChecks, post_rules
+from deliveries.channels.approval_base import ApprovalChecks, post_rules
 from deliveries.channels.models import ChannelAccount
 from deliveries.channels.tiktok.choices import (
     creator_line,

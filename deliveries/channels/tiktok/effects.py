@@ -19,7 +19,7 @@ from deliveries.channels.platform_effects import (
 )
 from deliveries.channels.tiktok.tokens import tiktok_access_token
 from deliveries.channels.tiktok.transport import TikTokTransport
-from deliveries.channels.tokens import RefreshBusy, RefreshFailed
+from deliveries.channels.token_upkeep import RefreshBusy, RefreshFailed
 from deliveries.models import ContentTask, EffectReport
 
 TT_FIELDS = [

@@ -8,7 +8,7 @@ from backlog_bridge.body.task import ParsedTask
 from core.channels import channel_label
 from core.models import Tenant
 from deliveries.channels.models import ChannelAccount
-from deliveries.channels.preview import Preview, post_preview
+from deliveries.channels.preview_base import Preview, post_preview
 from deliveries.channels.tiktok import choices
 
 

@@ -17,9 +17,9 @@ from django.utils.dateparse import parse_datetime
 
 from core.timeutil import fmt_jst
 from deliveries.channels.models import ChannelAccount, ChannelPost
-from deliveries.channels.platform import PlatformError
+from deliveries.channels.platform_transport import PlatformError
 from deliveries.channels.posts import PostParts, post_outcome, post_outcome_lines
-from deliveries.channels.publisher import (
+from deliveries.channels.publisher_base import (
     Context,
     Done,
     PublishFailed,
@@ -41,7 +41,7 @@ from deliveries.channels.tiktok.transport import (
     VIDEO_INIT,
     TikTokTransport,
 )
-from deliveries.channels.tokens import RefreshBusy, RefreshFailed
+from deliveries.channels.token_upkeep import RefreshBusy, RefreshFailed
 from deliveries.models import DeliveryAttempt
 
 RECHECKS = (15, 30, 60, 60, 120, 300, 600)  # seconds; then every LATE_RECHECK

@@ -6,7 +6,8 @@ them to the person posting, so the issue body states them (deliveries/channels/t
 
 from __future__ import annotations
 
-from deliveries.channels.templates import (
+from deliveries.channels.placeholders import with_samples
+from deliveries.channels.post_templates import (
     SAMPLE_URL,
     Kinds,
     Problems,
@@ -17,7 +18,6 @@ from deliveries.channels.templates import (
     text_field,
     url_field,
 )
-from deliveries.channels.templating import with_samples
 
 # Video titles in UTF-16 units (https://developers.tiktok.com/doc/content-posting-api-reference-direct-post).
 TIKTOK_TITLE_MAX = 2200

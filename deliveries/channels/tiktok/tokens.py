@@ -2,7 +2,7 @@
 
 Access tokens are short-lived and every refresh returns a NEW refresh token; the old one
 stops working (https://developers.tiktok.com/docs/en/oauth-refresh-a-user-access-token).
-So refreshes are single-flight per account (deliveries/channels/tokens.py `refresh_claim`), the
+So refreshes are single-flight per account (deliveries/channels/token_upkeep.py `refresh_claim`), the
 refresh token is re-read after the lease is taken, and the new pair is stored in the same
 UPDATE that frees the lease.
 """
@@ -15,9 +15,9 @@ from django.conf import settings
 
 from core.models import Tenant
 from deliveries.channels.models import ChannelAccount
-from deliveries.channels.platform import PlatformError
+from deliveries.channels.platform_transport import PlatformError
 from deliveries.channels.tiktok.transport import TikTokTransport
-from deliveries.channels.tokens import (
+from deliveries.channels.token_upkeep import (
     RefreshBusy,
     RefreshFailed,
     account_renewal_advice,

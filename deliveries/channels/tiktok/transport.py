@@ -14,7 +14,7 @@ import httpx
 from django.conf import settings
 
 from core.transport import parse_retry_after
-from deliveries.channels.platform import PlatformError, PlatformTransport, json_body
+from deliveries.channels.platform_transport import PlatformError, PlatformTransport, json_body
 
 CREATOR_INFO = "/v2/post/publish/creator_info/query/"
 VIDEO_INIT = "/v2/post/publish/video/init/"

@@ -17,7 +17,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from core.channels import CHANNELS, DEFAULT_CHANNEL
 from core.models import Tenant
-from deliveries.channels.rendering import ImportResult, template_import
+from deliveries.channels.template_store import ImportResult, template_import
 
 
 class Command(BaseCommand):

@@ -8,8 +8,8 @@ from datetime import date, datetime, timedelta
 import pytest
 import time_machine
 
-from deliveries.channels import effects
-from deliveries.channels.effects import effect_report_rows, effect_reports_run
+from deliveries.channels import effect_reports
+from deliveries.channels.effect_reports import effect_report_rows, effect_reports_run
 from deliveries.channels.line.effects import format_effect_comment
 from deliveries.models import ContentTask, EffectReport
 from line.transport import LineTransport
@@ -171,7 +171,7 @@ def test_it_gives_up_after_5_failures_with_a_warning(delivered, fake_backlog, li
     line.fail_next(500, count=5, path_prefix=INSIGHT)
     when = delivered_at(delivered) + timedelta(hours=24)
 
-    with caplog.at_level(logging.WARNING, logger="deliveries.channels.effects"):
+    with caplog.at_level(logging.WARNING, logger="deliveries.channels.effect_reports"):
         for attempt in range(5):
             assert run_at(when + timedelta(hours=attempt, seconds=5 * attempt)) == 0
 
@@ -196,11 +196,11 @@ def test_it_does_not_comment_twice_when_run_twice(delivered, fake_backlog, line)
 def test_a_report_claimed_by_another_worker_is_left_alone(delivered, fake_backlog, line):
     when = delivered_at(delivered) + timedelta(hours=24)
     report = EffectReport.objects.get(task__issue_key=delivered, label="24h")
-    assert effects._claim(report.pk, report.due_at, when) is not None
+    assert effect_reports._claim(report.pk, report.due_at, when) is not None
 
-    assert effects._claim(report.pk, report.due_at, when) is None
+    assert effect_reports._claim(report.pk, report.due_at, when) is None
     assert run_at(when + timedelta(minutes=5)) == 0
-    assert run_at(when + effects.LEASE) == 1  # the lease expired: the worker died
+    assert run_at(when + effect_reports.LEASE) == 1  # the lease expired: the worker died
 
 
 def test_it_sends_yyyymmdd_dates_and_refuses_more_than_30_days(line):

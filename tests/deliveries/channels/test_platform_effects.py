@@ -17,7 +17,7 @@ import pytest
 import respx
 import time_machine
 
-from deliveries.channels.effects import effect_reports_run
+from deliveries.channels.effect_reports import effect_reports_run
 from deliveries.channels.models import ChannelAccount, ChannelPost
 from deliveries.models import ContentTask, EffectReport
 from tests.helpers.backlog import texts
@@ -310,7 +310,7 @@ def test_it_gives_up_after_5_failures_with_a_warning(http, caplog):
     route = http.get(f"{IG}/v25.0/{MEDIA_ID}/insights").respond(500, json={"error": {"code": 2}})
     when = report.due_at
 
-    with caplog.at_level(logging.WARNING, logger="deliveries.channels.effects"):
+    with caplog.at_level(logging.WARNING, logger="deliveries.channels.effect_reports"):
         for attempt in range(6):
             run_at(when + timedelta(hours=attempt, seconds=5 * attempt))
 

@@ -7,8 +7,8 @@ import time_machine
 
 from backlog_bridge.body.task import Attachment, TemplateRef
 from deliveries.channels.line.templates import render_messages
-from deliveries.channels.rendering import template_resolve, template_rev
-from deliveries.channels.templating import RenderError, template_variables
+from deliveries.channels.placeholders import RenderError, template_variables
+from deliveries.channels.template_store import template_resolve, template_rev
 from line.messages import validate_line_messages
 from tests.helpers.factories import MessageTemplateFactory, TenantFactory
 

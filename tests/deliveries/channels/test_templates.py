@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
-from deliveries.channels.templates import render_channel_template, url_field, validate_channel_template
-from deliveries.channels.templating import RenderError
+from deliveries.channels.placeholders import RenderError
+from deliveries.channels.post_templates import render_channel_template, url_field, validate_channel_template
 from deliveries.models import MessageTemplate
 from tests.helpers.channels import TEMPLATES
 

@@ -10,7 +10,7 @@ from django.core import mail
 from backlog_bridge.schedules import RECURRING
 from core.timeutil import JST
 from deliveries.channels.models import ChannelAccount
-from deliveries.channels.tokens import channel_tokens_upkeep
+from deliveries.channels.token_upkeep import channel_tokens_upkeep
 from deliveries.tasks import channel_tokens
 from tests.helpers.channels import IG_TOKEN, TT_REFRESH
 

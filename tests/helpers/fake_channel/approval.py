@@ -6,7 +6,7 @@ from datetime import datetime
 
 from backlog_bridge.body.task import ParsedTask
 from core.models import Tenant
-from deliveries.channels.approval import ApprovalChecks
+from deliveries.channels.approval_base import ApprovalChecks
 from deliveries.models import ContentTask
 
 

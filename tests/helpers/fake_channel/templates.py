@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from deliveries.channels.templates import SAMPLE_URL, Problems, kinds_problems, text_field
-from deliveries.channels.templating import with_samples
+from deliveries.channels.placeholders import with_samples
+from deliveries.channels.post_templates import SAMPLE_URL, Problems, kinds_problems, text_field
 
 KIND = "fake"
 KINDS = {"note": ({"text"}, lambda content: text_field(content, "text", 100))}

@@ -18,7 +18,7 @@ from core.timeutil import JST
 from core.transport import TransportError
 from deliveries.channels.line.publisher import narrowcast_key, publish
 from deliveries.channels.models import ChannelPost
-from deliveries.channels.publisher import Context, Done, PublishFailed, Wait
+from deliveries.channels.publisher_base import Context, Done, PublishFailed, Wait
 from deliveries.models import DeliveryAttempt
 from deliveries.writeback.outcome_comments import success_comment
 from line.models import LineContact

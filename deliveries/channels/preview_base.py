@@ -16,7 +16,7 @@ from backlog_bridge.body.task import ParsedTask
 from core.channels import channel_label
 from core.models import Tenant
 from core.quiet_hours import QuietVerdict
-from deliveries.channels.approval import ApprovalChecks
+from deliveries.channels.approval_base import ApprovalChecks
 from deliveries.channels.models import ChannelAccount
 from deliveries.channels.posts import post_check, post_message
 from deliveries.channels.registry import channel_part

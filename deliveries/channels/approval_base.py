@@ -14,9 +14,9 @@ from datetime import datetime
 from backlog_bridge.body.task import ParsedTask, TemplateRef
 from core.channels import channel_label
 from core.models import Tenant
-from deliveries.channels.rendering import template_resolve
-from deliveries.channels.templates import render_channel_template
-from deliveries.channels.templating import RenderError
+from deliveries.channels.placeholders import RenderError
+from deliveries.channels.post_templates import render_channel_template
+from deliveries.channels.template_store import template_resolve
 
 
 @dataclass

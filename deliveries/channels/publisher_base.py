@@ -19,7 +19,7 @@ from django.db import IntegrityError, transaction
 from core.channels import channel_label
 from core.models import Tenant
 from deliveries.channels.models import ChannelAccount, ChannelPost
-from deliveries.channels.platform import PlatformError, PlatformTransport
+from deliveries.channels.platform_transport import PlatformError, PlatformTransport
 from deliveries.models import ContentTask, DeliveryAttempt
 
 SEND_KEY_NAMESPACE = uuid.UUID("2b8e6d0c-7f3a-4c59-9e1d-5a4f3c2b1e07")

@@ -1,6 +1,6 @@
 """`{{ variable }}` placeholders, shared by every channel's templates (deliveries/channels/<kind>/).
 
-Below rendering.py and every channel: it knows no channel and no model.
+Below template_store.py, post_templates.py and every channel: it knows no channel and no model.
 """
 
 from __future__ import annotations

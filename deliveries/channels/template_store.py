@@ -1,6 +1,6 @@
 """Versioned message templates: resolve `name@rev` and import.
 
-A template is one channel's content with `{{ variable }}` placeholders (deliveries/channels/templating.py):
+A template is one channel's content with `{{ variable }}` placeholders (deliveries/channels/placeholders.py):
 LINE's is a JSON array of 1–5 message objects (seed 001: テンプレ `announce_open@<commit>`,
 文面 / 変数, 添付); each channel's rules are deliveries/channels/<kind>/templates.py.
 Templates come from a folder of NAME.json files (the seed's theme repo); each distinct
@@ -22,8 +22,8 @@ from django.db.models import QuerySet
 from backlog_bridge.body.task import TemplateRef
 from core.channels import DEFAULT_CHANNEL
 from core.models import Tenant
+from deliveries.channels.placeholders import RenderError
 from deliveries.channels.registry import channel_part
-from deliveries.channels.templating import RenderError
 from deliveries.models import MessageTemplate
 
 # A rev written shorter than stored (git style, as in the seed's `announce_open@3f2a9c1`).

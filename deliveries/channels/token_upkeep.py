@@ -19,7 +19,7 @@ from core.connections import connection_denied
 from core.due import Lease, claim_one, release
 from core.models import Tenant
 from deliveries.channels.models import ChannelAccount
-from deliveries.channels.platform import PlatformError
+from deliveries.channels.platform_transport import PlatformError
 from deliveries.channels.registry import channel_part
 from deliveries.signals import token_expired
 

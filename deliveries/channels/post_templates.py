@@ -14,8 +14,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from core.channels import channel_label
+from deliveries.channels.placeholders import RenderError, placeholders_fill
 from deliveries.channels.registry import channel_part
-from deliveries.channels.templating import RenderError, placeholders_fill
 
 URL_MAX = 2000
 SAMPLE_URL = "https://example.com/sample.jpg"
