@@ -1,8 +1,8 @@
 """The layout's rules, checked: the import-linter contracts of pyproject.toml (the apps'
 direction core → backlog_bridge → line → deliveries → linepush → console, no app importing the
 composition root, the product importing neither the fakes nor the tests, no import running
-back up inside deliveries, a channel's modules reached only from deliveries/channels/), no
-import cycle between modules, no app module over 400 lines."""
+back up inside deliveries, deliveries' stages in layers, a channel's modules reached only
+from deliveries/channels/), no import cycle between modules, no app module over 400 lines."""
 
 from __future__ import annotations
 
