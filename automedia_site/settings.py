@@ -145,19 +145,17 @@ AXES_FAILURE_LIMIT = env.int("AXES_FAILURE_LIMIT", default=5)
 AXES_COOLOFF_TIME = timedelta(hours=env.float("AXES_COOLOFF_HOURS", default=1.0))
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
-# Behind proxies the client's address is in X-Forwarded-For (django-ipware, as django-axes
-# reads it, and the API's failed-token throttle with it). Unset: only REMOTE_ADDR counts, as a
-# client can write X-Forwarded-For itself. Set: how many proxy addresses the header holds
-# after the client's (ipware's count): 0 behind one proxy that appends the client's address
-# (nginx `$proxy_add_x_forwarded_for`), 1 behind a load balancer and nginx.
+# Behind proxies the client's address is in X-Forwarded-For (django-ipware, for django-axes and
+# the API's failed-token throttle). Unset: only REMOTE_ADDR counts (a client can write the header).
+# Set: how many proxy addresses follow the client's in it (ipware's count): 0 behind one proxy
+# that appends it (nginx `$proxy_add_x_forwarded_for`), 1 behind a load balancer and nginx.
 if env.str("AXES_IPWARE_PROXY_COUNT", default="") != "":
     AXES_IPWARE_PROXY_COUNT = env.int("AXES_IPWARE_PROXY_COUNT")
     if AXES_IPWARE_PROXY_COUNT < 0:
         raise ImproperlyConfigured("AXES_IPWARE_PROXY_COUNT must be 0 or more")
     AXES_IPWARE_META_PRECEDENCE_ORDER = ("HTTP_X_FORWARDED_FOR", "REMOTE_ADDR")
-    # The address that many entries from the header's right end, however many entries a
-    # client forged in front of it (django-ipware is strict by default: a longer header
-    # would then fall back to the proxy's own address).
+    # The address that many entries from the header's right end, whatever a client forged in front
+    # (strict, ipware's default, would take the proxy's own address from a longer header).
     IPWARE_STRICT = False
 AXES_COOLOFF_MESSAGE = _(
     "ログインの失敗が続いたため、しばらくログインできません。時間をおいてもう一度お試しください。"
@@ -218,11 +216,9 @@ Q_CLUSTER = {
     "sync": env.bool("Q_SYNC", default=False),
     # Deliveries have their own queue and workers (`Q_CLUSTER_NAME=deliveries manage.py
     # qcluster`), so a burst of webhook processing never delays a due delivery.
-    # save_limit -1: a successful task of that queue leaves no django_q Success row. Each
-    # outcome is recorded on its own rows (LinePushAttempt, DeliveryAttempt); with the default (250)
-    # the monitor read and pruned up to 250 pickled rows after every task.
-    # bulk: how many tasks the deliveries pusher takes from the ORM broker at once (Redis
-    # ignores it); core/orm_broker.py.
+    # save_limit -1: a successful task there leaves no django_q Success row (its outcome has rows
+    # of its own); the default (250) read and pruned up to 250 pickled rows after every task.
+    # bulk: the tasks its pusher takes from the ORM broker at once (core/orm_broker.py; not Redis).
     "ALT_CLUSTERS": {
         "deliveries": {
             "workers": env.int("DELIVERY_WORKERS", default=_deliverer_share),  # automedia_site/workers.py
@@ -282,9 +278,8 @@ BACKLOG_TIMEOUT_SECONDS = env.float("BACKLOG_TIMEOUT_SECONDS", default=10.0)
 # tenant's API key is never sent to it.
 BACKLOG_ALLOWED_HOSTS = env.list("BACKLOG_ALLOWED_HOSTS", default=[])
 # Where the Backlog API key travels: "query", the documented `apiKey` parameter
-# (https://developer.nulab.com/docs/backlog/auth), or "header", `Backlog-API-Key` (the name
-# python-backlog sends, https://pypi.org/project/python-backlog/0.18.0/; Backlog's own pages
-# do not name a header).
+# (https://developer.nulab.com/docs/backlog/auth), or "header", `Backlog-API-Key` (python-backlog's
+# name, https://pypi.org/project/python-backlog/0.18.0/; Backlog's own pages name no header).
 BACKLOG_API_KEY_IN = env.str("BACKLOG_API_KEY_IN", default="query")
 if BACKLOG_API_KEY_IN not in ("header", "query"):
     raise ImproperlyConfigured("BACKLOG_API_KEY_IN must be header or query")
@@ -330,9 +325,8 @@ SANDBOX_INSTAGRAM_URL = env.str("SANDBOX_INSTAGRAM_URL", default="http://127.0.0
 SANDBOX_TIKTOK_URL = env.str("SANDBOX_TIKTOK_URL", default="http://127.0.0.1:8084")
 SANDBOX_HUBSPOT_URL = env.str("SANDBOX_HUBSPOT_URL", default="http://127.0.0.1:8085")
 
-# Delivery engine: a claim's lease (a live worker renews it every third of it, so a dead
-# worker's schedule is due again within it; core/keeper.py), the scheduler's longest
-# sleep, and health thresholds.
+# Delivery engine: a claim's lease (renewed by a live worker every third of it, so a dead
+# worker's schedule is due again within it; core/keeper.py), the scheduler's longest sleep.
 DELIVERY_LEASE_SECONDS = env.int("DELIVERY_LEASE_SECONDS", default=5)
 SCHEDULER_POLL_SECONDS = env.float("SCHEDULER_POLL_SECONDS", default=0.5)
 # The sleep instead while due rows wait only for room under a queue's cap.
@@ -340,10 +334,17 @@ SCHEDULER_HELD_POLL_SECONDS = env.float("SCHEDULER_HELD_POLL_SECONDS", default=0
 # Rows run_scheduler claims per pass and queue (its --batch): a pass costs a dozen queries
 # whatever its size, so a burst or a drain takes few passes.
 SCHEDULER_BATCH = env.int("SCHEDULER_BATCH", default=200)
-# The most claimed rows one `deliver_batch` task runs. A pass's rows are spread evenly over
-# the deliverers' workers (DELIVERY_WORKERS × DATABASE_PROCESSES' deliverers) up to this
-# many each: a task's own cost (django-q2's, its batch's reads, its refill) is paid once
-# for its rows.
+# run_scheduler's pass runs each of these queues' steps, in this order (deliveries/scheduler_steps.py).
+SCHEDULER_STEPS = [
+    "deliveries.publish.scheduler.schedules_step",  # due deliveries
+    "deliveries.writeback.queue.writebacks_step",  # due Backlog write-backs
+    "deliveries.prepare.ahead.prepare_step",  # the reads ahead of a send's second
+    "backlog_bridge.events.events_stranded_step",  # Backlog webhook events no worker took
+    "line.events.line_events_stranded_step",  # LINE webhook events no worker took
+    "linepush.push.push_step",  # due LINE group posts
+]
+# The most claimed rows one `deliver_batch` task runs: a pass's rows are spread evenly over the
+# deliverers' workers up to this many each, and a task's own cost is paid once for its rows.
 DELIVERY_TASK_SIZE = env.int("DELIVERY_TASK_SIZE", default=50)
 # Preparing a send (deliveries/prepare/ahead.py): from this many seconds before it is due, and the
 # oldest issue read a send relies on (read again shortly before the second).
@@ -359,9 +360,8 @@ HEALTH_OVERDUE_MAX_SECONDS = env.int("HEALTH_OVERDUE_MAX_SECONDS", default=60)
 METRICS_TOKEN = env.str("METRICS_TOKEN", default="")
 METRICS_PUBLIC = env.bool("METRICS_PUBLIC", default=False)
 
-# LINE group posts (linepush): the claim lease of a queued post, posts per worker task,
-# the most posts under lease at once, and when an automediaエラー task is escalated
-# (their retries: core/retry.py).
+# LINE group posts (linepush): a queued post's claim lease, posts per worker task, the most
+# under lease at once, when an automediaエラー task is escalated (retries: core/retry.py).
 LINEPUSH_LEASE_SECONDS = env.int("LINEPUSH_LEASE_SECONDS", default=5)
 LINEPUSH_BATCH_SIZE = env.int("LINEPUSH_BATCH_SIZE", default=100)
 LINEPUSH_MAX_IN_FLIGHT = env.int("LINEPUSH_MAX_IN_FLIGHT", default=500)

@@ -16,29 +16,17 @@ class DeliveriesConfig(AppConfig):
 
     def ready(self) -> None:
         # backlog_bridge's event drain acts through these; it imports nothing of deliveries.
-        from backlog_bridge.events import event_handlers_register, events_stranded_step
+        from backlog_bridge.events import event_handlers_register
         from backlog_bridge.signals import issues_listed
         from core.retention import retention_rule_register
         from deliveries import retention
         from deliveries.approve import lifecycle
         from deliveries.channels.line import line_user_erasing_received
         from deliveries.comment_commands import run
-        from deliveries.prepare.ahead import prepare_step
-        from deliveries.publish.scheduler import schedules_step
-        from deliveries.scheduler_steps import scheduler_step_register
-        from deliveries.writeback.queue import writebacks_step
-        from line.events import line_events_stranded_step
         from line.signals import line_user_erasing
 
         event_handlers_register({**lifecycle.EVENT_HANDLERS, **run.EVENT_HANDLERS})
         issues_listed.connect(lifecycle.issues_listed_received, dispatch_uid="deliveries.issues_listed")
-        # run_scheduler's queues, the lower layers' too (backlog_bridge and line cannot import
-        # this registry): their stranded webhook events.
-        scheduler_step_register(schedules_step)
-        scheduler_step_register(writebacks_step)
-        scheduler_step_register(prepare_step)
-        scheduler_step_register(events_stranded_step)
-        scheduler_step_register(line_events_stranded_step)
         # The LINE channel stored LINE users' ids too: a user's erasure reaches them.
         line_user_erasing.connect(line_user_erasing_received, dispatch_uid="deliveries.line_user_erasing")
         retention_rule_register(*retention.RULES)

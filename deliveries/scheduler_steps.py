@@ -1,12 +1,18 @@
-"""The steps of run_scheduler's pass, one per queue, registered in the apps'
-AppConfig.ready so the loop imports none of them: due schedules and stranded Backlog
-events (deliveries' ready), due group posts and stranded LINE events (linepush's)."""
+"""The steps of run_scheduler's pass, one per queue. settings.SCHEDULER_STEPS names them in
+order, as MIDDLEWARE names Django's middleware: the composition root lists every queue the
+pass serves (the lower layers' stranded webhook events, linepush's group posts above), so
+the loop imports none of them and a reader finds them all in one place."""
 
 from __future__ import annotations
 
 from datetime import datetime
 from enum import Enum
+from functools import lru_cache
 from typing import Protocol
+
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+from django.utils.module_loading import import_string
 
 
 class Pass(Enum):
@@ -24,18 +30,27 @@ class SchedulerStep(Protocol):
         the workers free as they start their tasks (a queue's cap on what waits for them)."""
 
 
-SCHEDULER_STEPS: list[SchedulerStep] = []
+def scheduler_steps() -> tuple[SchedulerStep, ...]:
+    """The steps settings.SCHEDULER_STEPS names, in its order."""
+    return _imported(tuple(settings.SCHEDULER_STEPS))
 
 
-def scheduler_step_register(step: SchedulerStep) -> None:
-    if step not in SCHEDULER_STEPS:  # ready() may run more than once in tests
-        SCHEDULER_STEPS.append(step)
+@lru_cache(maxsize=8)
+def _imported(paths: tuple[str, ...]) -> tuple[SchedulerStep, ...]:
+    # Keyed by the paths, not read once for good: a test that changes the setting gets its steps.
+    steps = []
+    for path in paths:
+        try:
+            steps.append(import_string(path))
+        except ImportError as exc:
+            raise ImproperlyConfigured(f"SCHEDULER_STEPS: {path!r} does not import ({exc})") from exc
+    return tuple(steps)
 
 
 def scheduler_steps_run(*, now: datetime, limit: int) -> Pass:
-    """Every registered step, each every pass: WORKED when any handed out work, else HELD
+    """Every configured step, each every pass: WORKED when any handed out work, else HELD
     when any holds due work back, else IDLE."""
-    found = {_as_pass(step(now=now, limit=limit)) for step in SCHEDULER_STEPS}
+    found = {_as_pass(step(now=now, limit=limit)) for step in scheduler_steps()}
     return next((p for p in (Pass.WORKED, Pass.HELD) if p in found), Pass.IDLE)
 
 

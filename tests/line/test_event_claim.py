@@ -102,10 +102,10 @@ def test_the_scheduler_step_drains_events_no_worker_took(stored, monkeypatch):
     enqueue.assert_called_once_with("line.tasks.process_line_events")
 
 
-def test_the_line_events_step_is_registered():
-    from deliveries.scheduler_steps import SCHEDULER_STEPS
+def test_run_scheduler_runs_the_line_events_step():
+    from deliveries.scheduler_steps import scheduler_steps
 
-    assert line_events_stranded_step in SCHEDULER_STEPS
+    assert line_events_stranded_step in scheduler_steps()
 
 
 def test_an_event_whose_worker_died_is_drained_again_within_seconds(stored):

@@ -1,9 +1,9 @@
 """The scheduler loop (`manage.py run_scheduler`): due work fires within a second.
 
 django-q2's own Schedule runner looks only every ~30 s. This loop sleeps until the earliest
-due row (at most SCHEDULER_POLL_SECONDS) and runs the steps the apps register in their
-AppConfig.ready (deliveries/scheduler_steps.py): each claims its queue's due rows under a
-lease and hands them to django-q2 workers. Several of these processes may run at once.
+due row (at most SCHEDULER_POLL_SECONDS) and runs the steps settings.SCHEDULER_STEPS lists
+(deliveries/scheduler_steps.py): each claims its queue's due rows under a lease and hands
+them to django-q2 workers. Several of these processes may run at once.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from django.utils import timezone
 
 from core.keeper import ConnectionCheck
 from deliveries.publish.scheduler import heartbeat, next_wakeup
-from deliveries.scheduler_steps import Pass, scheduler_steps_run
+from deliveries.scheduler_steps import Pass, scheduler_steps, scheduler_steps_run
 
 logger = logging.getLogger("automedia.scheduler")
 HEARTBEAT_EVERY = timedelta(seconds=1)  # the health check allows HEALTH_HEARTBEAT_MAX_AGE (30 s)
@@ -44,7 +44,9 @@ class Command(BaseCommand):
         self.batch = batch
         signal.signal(signal.SIGTERM, self._stop)
         signal.signal(signal.SIGINT, self._stop)
-        logger.info("scheduler %s started (poll %.2fs)", self.name, poll)
+        # A path that does not import stops the start here, not every pass in the loop below.
+        steps = scheduler_steps()
+        logger.info("scheduler %s started (poll %.2fs, %d steps)", self.name, poll, len(steps))
         check = ConnectionCheck()  # not on every pass: a burst runs many passes a second
         while not self.stopping:
             check()
@@ -64,7 +66,7 @@ class Command(BaseCommand):
     last_beat = None  # when this loop last wrote its heartbeat
 
     def handle_one(self) -> Pass:
-        """One pass: every registered step (deliveries/scheduler_steps.py Pass). The
+        """One pass: every configured step (deliveries/scheduler_steps.py Pass). The
         heartbeat is written at most once per HEARTBEAT_EVERY: a burst runs many passes
         a second, and each write is a commit."""
         now = timezone.now()
