@@ -8,14 +8,11 @@ this adapter decides nothing about deliveries itself.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from datetime import datetime
 
-import psycopg
 from django.conf import settings
-from django.db import InterfaceError, OperationalError, connection
-from django.utils import timezone
+from django.db.models import ExpressionWrapper, F, QuerySet, TextField
 
 from backlog_bridge.activities import (
     ISSUE_KEY_MAX,
@@ -47,108 +44,39 @@ def event_handlers_register(handlers: dict[int, EventHandler]) -> None:
     EVENT_HANDLERS.update(handlers)
 
 
-_EVENT_COLUMNS = (
-    "tenant_id, activity_id, type, issue_key, payload, source, outcome, detail, attempts, received_at"
-)
-_INSERT_EVENT = (
-    "INSERT INTO {table} (" + _EVENT_COLUMNS + ") VALUES (%s, %s, %s, %s, %s, %s, %s, '', 0, %s)"
-    " ON CONFLICT (tenant_id, activity_id) DO NOTHING RETURNING id"
-)
-# The webhook's: the tenant row must still be active and hold the webhook token (as stored,
-# encrypted) the receiver checked, read maybe minutes ago. A rotation writes a new
-# ciphertext, so an old token stores nothing, in the same single statement.
-_INSERT_WEBHOOK_EVENT = (
-    "INSERT INTO {table} (" + _EVENT_COLUMNS + ") SELECT %s, %s, %s, %s, %s, %s, %s, '', 0, %s"
-    " FROM {tenants} WHERE id = %s AND is_active AND webhook_token = %s"
-    " ON CONFLICT (tenant_id, activity_id) DO NOTHING RETURNING id"
-)
+def activity_event(*, tenant: Tenant, activity: dict, source: str) -> BacklogEvent:
+    """The row a received activity is stored as (`BACKLOG_EVENTS.store`): pending when its
+    type is handled, ignored otherwise."""
+    handled = activity_handled(activity)
+    return BacklogEvent(
+        tenant=tenant,
+        activity_id=activity["id"],
+        type=activity["type"],
+        issue_key=issue_key_of(tenant, activity.get("content"))[:ISSUE_KEY_MAX],  # checked before use
+        payload=activity,
+        source=source,
+        outcome=BacklogEvent.Outcome.PENDING if handled else BacklogEvent.Outcome.IGNORED,
+    )
 
 
-def activity_store(
-    *, tenant: Tenant, activity: dict, source: str, stored_token: str | None = None
-) -> int | None:
-    """Store a raw activity once per (tenant, activity id): the new row's id, or None
-    when it was stored before (a duplicate) or, given `stored_token` (the webhook token's
-    column as the receiver read it), when the tenant no longer holds it.
-
-    One `INSERT … ON CONFLICT DO NOTHING RETURNING` (SQLite ≥ 3.35 and PostgreSQL): no
-    read before, and no savepoint, on the webhook's hot path.
-    """
-    outcome = BacklogEvent.Outcome.PENDING if activity_handled(activity) else BacklogEvent.Outcome.IGNORED
-    field = BacklogEvent._meta.get_field
-    params = [
-        tenant.pk,
-        activity["id"],
-        activity["type"],
-        issue_key_of(tenant, activity.get("content"))[:ISSUE_KEY_MAX],  # checked before use
-        field("payload").get_db_prep_save(activity, connection),
-        source,
-        outcome,
-        field("received_at").get_db_prep_save(timezone.now(), connection),
-    ]
-    table = BacklogEvent._meta.db_table
-    if stored_token is None:
-        row = _insert_event(_INSERT_EVENT.format(table=table), params)
-    else:
-        sql = _INSERT_WEBHOOK_EVENT.format(table=table, tenants=Tenant._meta.db_table)
-        row = _insert_event(sql, [*params, tenant.pk, stored_token])
-    return None if row is None else row[0]
+def activity_store(*, tenant: Tenant, activity: dict, source: str) -> int | None:
+    """Store a raw activity once per (tenant, activity id): the new row's id, or None when
+    it was stored before (a duplicate)."""
+    event = activity_event(tenant=tenant, activity=activity, source=source)
+    return event.pk if BACKLOG_EVENTS.store(event) else None
 
 
-def _insert_event(sql: str, params: list) -> tuple | None:
-    """Run the event INSERT without Django's health-check round trip before it.
-
-    With CONN_HEALTH_CHECKS, a request's first query is preceded by a `SELECT 1` that
-    checks the kept-alive connection: a whole round trip, about a third of a webhook's
-    database time on PostgreSQL. The INSERT is idempotent (ON CONFLICT DO NOTHING), so
-    outside a transaction it goes first and, if the connection proves dead, is sent
-    once more on a new one. Any other database error is raised as it is.
-    """
-    if connection.in_atomic_block:
-        return _fetchone(sql, params)  # a transaction's connection cannot be replaced
-    connection.health_check_done = True
-    try:
-        return _fetchone(sql, params)
-    except (InterfaceError, OperationalError):
-        if connection.is_usable():
-            raise
-        connection.close()
-    return _fetchone(sql, params)
+def stored_webhook_token() -> ExpressionWrapper:
+    """The tenant's webhook token as stored (encrypted), compared without decrypting it."""
+    return ExpressionWrapper(F("webhook_token"), output_field=TextField())
 
 
-def _fetchone(sql: str, params: list) -> tuple | None:
-    if connection.vendor != "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute(sql, params)
-            return cursor.fetchone()
-    # PostgreSQL: a prepared statement with server-side parameters. PostgreSQL parses
-    # and plans the INSERT once per connection, and the payload travels as a parameter
-    # instead of an escaped literal (Django's cursors bind on the client). This psycopg
-    # cursor bypasses Django's query log, not its error translation.
-    connection.ensure_connection()
-    with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cursor:
-        cursor.execute(sql, params, prepare=True)
-        return cursor.fetchone()
-
-
-_drain_requested_at = float("-inf")  # time.monotonic() of this process's last drain enqueue
-
-
-def events_drain_soon() -> bool:
-    """Enqueue a drain task, at most one per BACKLOG_EVENT_BATCH_SECONDS per process.
-
-    A drain takes every pending event, so during a burst one task per window is
-    enough. An event stored just after a drain's last look, with no webhook after it
-    to enqueue the next drain, is taken by the stranded-events step (run_scheduler,
-    after core.intake.STRANDED_AFTER) and, failing that, by the catch-up job's sweep.
-    """
-    global _drain_requested_at
-    now = time.monotonic()
-    if now - _drain_requested_at < settings.BACKLOG_EVENT_BATCH_SECONDS:
-        return False
-    _drain_requested_at = now
-    BACKLOG_EVENTS.drain_enqueue()
-    return True
+def webhook_token_held(tenant: Tenant, stored_token: str) -> QuerySet:
+    """The tenant's row while it is active and holds the webhook token its receiver read
+    (as stored), maybe minutes ago: a rotation writes a new ciphertext, so an event that
+    comes with an old token is not stored (`BACKLOG_EVENTS.store`'s guard)."""
+    held = Tenant.objects.filter(pk=tenant.pk, is_active=True)
+    return held.alias(stored=stored_webhook_token()).filter(stored=stored_token)
 
 
 def _handle(event: BacklogEvent, client: BacklogClient | None = None) -> str:
@@ -166,6 +94,7 @@ BACKLOG_EVENTS = EventIntake(
     drain_task="backlog_bridge.tasks.process_events",
     name="backlog event",
     expected=(BacklogError, BacklogConfigError, EventRetry),
+    drain_window=lambda: settings.BACKLOG_EVENT_BATCH_SECONDS,  # a burst's webhooks share a drain
 )
 
 

@@ -11,7 +11,13 @@ from datetime import timedelta
 
 from backlog_bridge.activities import activity_handled, webhook_validate
 from backlog_bridge.client import MAX_PAGE, BacklogClient
-from backlog_bridge.events import BACKLOG_EVENTS, activity_store, event_process, events_drain_soon
+from backlog_bridge.events import (
+    BACKLOG_EVENTS,
+    activity_event,
+    activity_store,
+    event_process,
+    webhook_token_held,
+)
 from backlog_bridge.signals import issues_listed
 from core.models import Tenant
 
@@ -19,17 +25,17 @@ from core.models import Tenant
 def webhook_accept(*, tenant: Tenant, payload: object, stored_token: str | None = None) -> str:
     """Validate, store and hand to a drain; returns "accepted", "duplicate" or "ignored".
 
-    The stored event row is the queue: one INSERT (autocommit) is all a webhook
-    writes. Processing is a django-q2 drain task that takes every pending event.
+    The stored event row is the queue: its INSERT (autocommit) is all a webhook writes.
+    Processing is a django-q2 drain task that takes every pending event (core/intake.py).
     With `stored_token`, "duplicate" also means the tenant no longer holds that token.
     """
     activity = webhook_validate(tenant=tenant, payload=payload)
-    if activity_store(tenant=tenant, activity=activity, source="webhook", stored_token=stored_token) is None:
-        return "duplicate"
-    if not activity_handled(activity):
-        return "ignored"
-    events_drain_soon()
-    return "accepted"
+    event = activity_event(tenant=tenant, activity=activity, source="webhook")
+    guard = None if stored_token is None else webhook_token_held(tenant, stored_token)
+    with BACKLOG_EVENTS.receiving() as received:
+        if not received.store(event, guard=guard):
+            return "duplicate"
+    return "accepted" if activity_handled(activity) else "ignored"
 
 
 # -- catch-up (missed webhooks) ----------------------------------------------------

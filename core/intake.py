@@ -1,5 +1,6 @@
 """One intake for stored webhook events (`core.records.StoredWebhookEvent` with a `tenant`):
 each app configures an `EventIntake` with its model, handler and drain task, and gets the
+store (once per the model's unique constraint), the drain's enqueue after a request, the
 claim, the drain, the stranded-events step and the give-up from here.
 
 The drain rule: an event is due when it is not settled (pending or failed), has attempts
@@ -11,14 +12,15 @@ stranded step or the recurring sweep takes it again until it ends.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import IntegrityError, InterfaceError, OperationalError, connection, transaction
 from django.db.models import F, QuerySet
 from django.utils import timezone
 from django_q import tasks as broker_tasks
@@ -56,7 +58,8 @@ class EventIntake:
     `expected`: failures the handler reports (a provider's error), logged without a
     traceback; any other exception is a bug or an unforeseen shape, logged with one. Both
     are retried on the ladder. `on_settled(event)`: more columns written when the event
-    ends (LINE blanks a message's content).
+    ends (LINE blanks a message's content). `drain_window()`: seconds within which a
+    process enqueues at most one drain (0: one per request that stored a pending event).
     """
 
     batch = 50  # events read per round of a drain
@@ -71,10 +74,83 @@ class EventIntake:
         name: str,
         expected: tuple[type[Exception], ...] = (),
         on_settled: Callable[[StoredWebhookEvent], dict] | None = None,
+        drain_window: Callable[[], float] = lambda: 0.0,
     ) -> None:
         self.model, self.handle, self.drain_task, self.name = model, handle, drain_task, name
-        self.expected, self.on_settled = expected, on_settled
+        self.expected, self.on_settled, self.drain_window = expected, on_settled, drain_window
         self.stranded_checked_at = float("-inf")  # time.monotonic() of the last look
+        self.drain_requested_at = float("-inf")  # time.monotonic() of this process's last enqueue
+
+    # -- storing what a webhook received -------------------------------------------
+
+    @contextlib.contextmanager
+    def receiving(self) -> Iterator[Received]:
+        """One request's stores: `received.store(row)` for each event; when the request
+        stored a pending one, a drain is enqueued once, as the block ends (`drain_soon`)."""
+        received = Received(self)
+        yield received
+        if received.pending:
+            self.drain_soon()
+
+    def store(self, row: StoredWebhookEvent, *, guard: QuerySet | None = None) -> bool:
+        """Store a received event once: True when stored now; False when the model holds it
+        already (a redelivery: the same values of its unique constraint, e.g. the tenant and
+        the provider's event id) or, given `guard`, when `guard` matches no row (the Backlog
+        tenant no longer holds the token its receiver checked). Any other refusal of the
+        database (a DataError, a CHECK) is raised.
+
+        Outside a transaction, without Django's health-check round trip before it (a
+        `SELECT 1` on a kept-alive connection, at a request's first query): storing is
+        idempotent, so if the connection proves dead it is stored once more on a new one."""
+        if connection.in_atomic_block:
+            return self._store(row, guard)  # a transaction's connection cannot be replaced
+        connection.health_check_done = True
+        try:
+            return self._store(row, guard)
+        except (InterfaceError, OperationalError):
+            if connection.is_usable():
+                raise
+            connection.close()
+        return self._store(row, guard)
+
+    def _store(self, row: StoredWebhookEvent, guard: QuerySet | None) -> bool:
+        if guard is not None and not guard.exists():
+            return False
+        try:
+            if not connection.in_atomic_block:
+                row.save(force_insert=True)  # autocommit: a refused INSERT leaves nothing behind
+            else:
+                with transaction.atomic():  # a savepoint: the caller's transaction goes on
+                    row.save(force_insert=True)
+        except IntegrityError:
+            if self._held(row):
+                return False
+            raise
+        return True
+
+    def _held(self, row: StoredWebhookEvent) -> bool:
+        """Whether a row with the same values of one of the model's unique constraints is
+        stored: after an IntegrityError, a redelivery rather than a CHECK or NOT NULL."""
+        meta = self.model._meta
+        for constraint in meta.total_unique_constraints:
+            columns = [meta.get_field(name).attname for name in constraint.fields]
+            if self.model.objects.filter(**{name: getattr(row, name) for name in columns}).exists():
+                return True
+        return False
+
+    def drain_soon(self) -> bool:
+        """Enqueue a drain, at most one per `drain_window()` seconds per process.
+
+        A drain takes every due event, so during a burst one task per window is enough. An
+        event stored just after a drain's last look, with no request after it to enqueue
+        the next drain, is taken by the stranded-events step (run_scheduler, after
+        STRANDED_AFTER) and, failing that, by the recurring sweep."""
+        now = time.monotonic()
+        if now - self.drain_requested_at < self.drain_window():
+            return False
+        self.drain_requested_at = now
+        self.drain_enqueue()
+        return True
 
     # -- which events are due ------------------------------------------------------
 
@@ -84,6 +160,8 @@ class EventIntake:
         )
 
     def drain_enqueue(self) -> None:
+        """A drain task now: after the caller's commit with Redis, which lies outside the
+        transaction; in it with the ORM broker, whose task row commits with the events."""
         enqueue = lambda: broker_tasks.async_task(self.drain_task)  # noqa: E731
         if settings.REDIS_URL:
             transaction.on_commit(enqueue)  # Redis is outside any transaction the caller holds
@@ -218,3 +296,16 @@ class EventIntake:
             changes |= self.on_settled(event)
         self.model.objects.filter(pk=event.pk).update(**changes)
         return outcome
+
+
+class Received:
+    """The events one request stored (`EventIntake.receiving`)."""
+
+    def __init__(self, intake: EventIntake) -> None:
+        self.intake, self.pending = intake, 0
+
+    def store(self, row: StoredWebhookEvent, *, guard: QuerySet | None = None) -> bool:
+        """`EventIntake.store`; a stored event that is not settled yet counts as pending."""
+        stored = self.intake.store(row, guard=guard)
+        self.pending += stored and not row.is_settled()
+        return stored

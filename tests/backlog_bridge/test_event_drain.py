@@ -54,7 +54,7 @@ def test_a_burst_of_webhooks_enqueues_one_drain_per_window(
     client, tenant, fake_backlog, approvals, enqueued, settings, monkeypatch
 ):
     settings.BACKLOG_EVENT_BATCH_SECONDS = 60.0
-    monkeypatch.setattr(events, "_drain_requested_at", float("-inf"))
+    monkeypatch.setattr(BACKLOG_EVENTS, "drain_requested_at", float("-inf"))
 
     codes = post_all(client, tenant, fake_backlog)
 
@@ -165,7 +165,7 @@ def test_the_view_writes_no_task_row_per_event_with_the_orm_broker(
 
     monkeypatch.setattr(Conf, "SYNC", False)  # a real enqueue into the ORM broker
     settings.BACKLOG_EVENT_BATCH_SECONDS = 60.0
-    monkeypatch.setattr(events, "_drain_requested_at", float("-inf"))
+    monkeypatch.setattr(BACKLOG_EVENTS, "drain_requested_at", float("-inf"))
 
     post_all(client, tenant, fake_backlog)
 

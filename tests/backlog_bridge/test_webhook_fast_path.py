@@ -73,10 +73,10 @@ def test_it_reconnects_once_when_the_kept_connection_died(client, tenant):
 
 
 def test_it_answers_503_and_accepts_nothing_when_the_database_is_unreachable(client, tenant, monkeypatch):
-    def unreachable(sql, params):
+    def unreachable(*args, **kwargs):
         raise OperationalError("connection refused")
 
-    monkeypatch.setattr("backlog_bridge.events._fetchone", unreachable)
+    monkeypatch.setattr(BacklogEvent, "save", unreachable)
 
     response = post(client, webhook_url(tenant), load_fixture("backlog/issue_updated.json"))
 
@@ -141,10 +141,10 @@ def test_it_refuses_text_no_database_can_store_on_every_database(client, tenant,
 def test_it_answers_400_not_503_when_the_database_refuses_the_body_for_good(
     client, tenant, monkeypatch, refusal
 ):
-    def refuse(sql, params):
+    def refuse(*args, **kwargs):
         raise refusal
 
-    monkeypatch.setattr("backlog_bridge.events._fetchone", refuse)
+    monkeypatch.setattr(BacklogEvent, "save", refuse)
 
     response = post(client, webhook_url(tenant), load_fixture("backlog/issue_updated.json"))
 
