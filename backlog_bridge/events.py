@@ -12,7 +12,6 @@ from collections.abc import Callable
 from datetime import datetime
 
 from django.conf import settings
-from django.db.models import ExpressionWrapper, F, QuerySet, TextField
 
 from backlog_bridge.activities import (
     ISSUE_KEY_MAX,
@@ -28,6 +27,7 @@ from backlog_bridge.models import BacklogEvent
 from backlog_bridge.statuses import BacklogConfigError
 from core.intake import EventIgnored, EventIntake, EventRejected
 from core.models import Tenant
+from core.statements import Held
 
 EventHandler = Callable[[BacklogEvent, BacklogClient], str]
 """Acts on one stored, checked event; returns what was done (the event's detail)."""
@@ -66,17 +66,11 @@ def activity_store(*, tenant: Tenant, activity: dict, source: str) -> int | None
     return event.pk if BACKLOG_EVENTS.store(event) else None
 
 
-def stored_webhook_token() -> ExpressionWrapper:
-    """The tenant's webhook token as stored (encrypted), compared without decrypting it."""
-    return ExpressionWrapper(F("webhook_token"), output_field=TextField())
-
-
-def webhook_token_held(tenant: Tenant, stored_token: str) -> QuerySet:
+def webhook_token_held(tenant: Tenant, stored_token: str) -> Held:
     """The tenant's row while it is active and holds the webhook token its receiver read
-    (as stored), maybe minutes ago: a rotation writes a new ciphertext, so an event that
-    comes with an old token is not stored (`BACKLOG_EVENTS.store`'s guard)."""
-    held = Tenant.objects.filter(pk=tenant.pk, is_active=True)
-    return held.alias(stored=stored_webhook_token()).filter(stored=stored_token)
+    (as stored, encrypted), maybe minutes ago: a rotation writes a new ciphertext, so an
+    event that comes with an old token is not stored (checked in the event's INSERT)."""
+    return Held(Tenant, {"id": tenant.pk, "is_active": True, "webhook_token": stored_token})
 
 
 def _handle(event: BacklogEvent, client: BacklogClient | None = None) -> str:

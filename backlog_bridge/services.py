@@ -25,15 +25,15 @@ from core.models import Tenant
 def webhook_accept(*, tenant: Tenant, payload: object, stored_token: str | None = None) -> str:
     """Validate, store and hand to a drain; returns "accepted", "duplicate" or "ignored".
 
-    The stored event row is the queue: its INSERT (autocommit) is all a webhook writes.
+    The stored event row is the queue: one INSERT (autocommit) is all a webhook writes.
     Processing is a django-q2 drain task that takes every pending event (core/intake.py).
     With `stored_token`, "duplicate" also means the tenant no longer holds that token.
     """
     activity = webhook_validate(tenant=tenant, payload=payload)
     event = activity_event(tenant=tenant, activity=activity, source="webhook")
-    guard = None if stored_token is None else webhook_token_held(tenant, stored_token)
+    held = None if stored_token is None else webhook_token_held(tenant, stored_token)
     with BACKLOG_EVENTS.receiving() as received:
-        if not received.store(event, guard=guard):
+        if not received.store(event, held=held):
             return "duplicate"
     return "accepted" if activity_handled(activity) else "ignored"
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 import hmac
 
 from django.conf import settings
+from django.db.models import ExpressionWrapper, F, TextField
 from django.db.models.signals import post_delete, post_save
 from django.dispatch import receiver
 from django.http import Http404
 from rest_framework.response import Response
 
 from backlog_bridge.activities import PayloadError
-from backlog_bridge.events import stored_webhook_token
 from backlog_bridge.services import webhook_accept
 from core.models import Tenant
 from core.webhooks import WebhookView, body_json, body_size_refusal
@@ -19,14 +19,14 @@ from core.webhooks import WebhookView, body_json, body_size_refusal
 _tenants: dict[str, Tenant] = {}
 """Tenants by slug whose webhook token a request of this process matched: a webhook
 burst reads (and decrypts) the tenant row once, not once per request. Never trusted
-alone: the event is stored only while the row still holds the token that was read
-(`stored_webhook_token`, the store's guard), so a token rotated or a tenant deactivated in
+alone: the event INSERT stores the event only while the row still holds the token
+that was read (`stored_webhook_token`), so a token rotated or a tenant deactivated in
 any process stops working at the next request, with no query added to the fast path."""
 
 
 def _lookup(slug: str) -> Tenant | None:
-    tenants = Tenant.objects.filter(slug=slug, is_active=True)
-    return tenants.annotate(stored_webhook_token=stored_webhook_token()).first()
+    stored = ExpressionWrapper(F("webhook_token"), output_field=TextField())  # as stored: encrypted
+    return Tenant.objects.filter(slug=slug, is_active=True).annotate(stored_webhook_token=stored).first()
 
 
 @receiver([post_save, post_delete], sender=Tenant)
@@ -73,7 +73,7 @@ class BacklogWebhookView(WebhookView):
         except ValueError as exc:
             return Response({"error": str(exc)}, status=400)
         try:
-            # Stored (autocommit) only while the tenant's row holds the token read.
+            # One INSERT (autocommit), made only while the tenant's row holds the token read.
             result = webhook_accept(tenant=tenant, payload=payload, stored_token=tenant.stored_webhook_token)
         except PayloadError as exc:
             return Response({"error": str(exc)}, status=400)

@@ -20,7 +20,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import IntegrityError, InterfaceError, OperationalError, connection, transaction
+from django.db import InterfaceError, OperationalError, connection, transaction
 from django.db.models import F, QuerySet
 from django.utils import timezone
 from django_q import tasks as broker_tasks
@@ -30,6 +30,7 @@ from core.keeper import held_claim, keeper
 from core.models import Tenant
 from core.records import StoredWebhookEvent
 from core.retry import max_attempts, next_retry_at
+from core.statements import Held, row_insert_new
 
 logger = logging.getLogger(__name__)
 
@@ -92,51 +93,27 @@ class EventIntake:
         if received.pending:
             self.drain_soon()
 
-    def store(self, row: StoredWebhookEvent, *, guard: QuerySet | None = None) -> bool:
+    def store(self, row: StoredWebhookEvent, *, held: Held | None = None) -> bool:
         """Store a received event once: True when stored now; False when the model holds it
         already (a redelivery: the same values of its unique constraint, e.g. the tenant and
-        the provider's event id) or, given `guard`, when `guard` matches no row (the Backlog
-        tenant no longer holds the token its receiver checked). Any other refusal of the
-        database (a DataError, a CHECK) is raised.
+        the provider's event id) or, given `held`, when no row holds those values (the
+        Backlog tenant no longer holds the token its receiver checked). One INSERT
+        (`row_insert_new`); any other refusal of the database (a DataError) is raised.
 
         Outside a transaction, without Django's health-check round trip before it (a
-        `SELECT 1` on a kept-alive connection, at a request's first query): storing is
-        idempotent, so if the connection proves dead it is stored once more on a new one."""
+        `SELECT 1` on a kept-alive connection, at a request's first query): the INSERT is
+        idempotent, so if the connection proves dead it is sent once more on a new one."""
         if connection.in_atomic_block:
-            return self._store(row, guard)  # a transaction's connection cannot be replaced
+            with transaction.atomic():  # a savepoint: a refused row leaves the caller's transaction usable
+                return row_insert_new(row, held=held)
         connection.health_check_done = True
         try:
-            return self._store(row, guard)
+            return row_insert_new(row, held=held)
         except (InterfaceError, OperationalError):
             if connection.is_usable():
                 raise
             connection.close()
-        return self._store(row, guard)
-
-    def _store(self, row: StoredWebhookEvent, guard: QuerySet | None) -> bool:
-        if guard is not None and not guard.exists():
-            return False
-        try:
-            if not connection.in_atomic_block:
-                row.save(force_insert=True)  # autocommit: a refused INSERT leaves nothing behind
-            else:
-                with transaction.atomic():  # a savepoint: the caller's transaction goes on
-                    row.save(force_insert=True)
-        except IntegrityError:
-            if self._held(row):
-                return False
-            raise
-        return True
-
-    def _held(self, row: StoredWebhookEvent) -> bool:
-        """Whether a row with the same values of one of the model's unique constraints is
-        stored: after an IntegrityError, a redelivery rather than a CHECK or NOT NULL."""
-        meta = self.model._meta
-        for constraint in meta.total_unique_constraints:
-            columns = [meta.get_field(name).attname for name in constraint.fields]
-            if self.model.objects.filter(**{name: getattr(row, name) for name in columns}).exists():
-                return True
-        return False
+        return row_insert_new(row, held=held)
 
     def drain_soon(self) -> bool:
         """Enqueue a drain, at most one per `drain_window()` seconds per process.
@@ -304,8 +281,8 @@ class Received:
     def __init__(self, intake: EventIntake) -> None:
         self.intake, self.pending = intake, 0
 
-    def store(self, row: StoredWebhookEvent, *, guard: QuerySet | None = None) -> bool:
+    def store(self, row: StoredWebhookEvent, *, held: Held | None = None) -> bool:
         """`EventIntake.store`; a stored event that is not settled yet counts as pending."""
-        stored = self.intake.store(row, guard=guard)
+        stored = self.intake.store(row, held=held)
         self.pending += stored and not row.is_settled()
         return stored

@@ -1,14 +1,15 @@
-"""The INSERT and UPDATE of many rows a commit group makes, written without the ORM's compiler.
-
-A commit group (core/group_commit.py) writes a burst's records while SQLite's one write
-lock is held, so building them must cost little: each statement here is a string and its
-parameters, every value prepared by its own field (`get_db_prep_save`), as the ORM would.
-Only plain columns: no expressions as values, and a row's primary key is its model's `pk`.
+"""INSERT and UPDATE statements written without the ORM's compiler, where building them
+must cost little: a commit group's (core/group_commit.py) writes a burst's records while
+SQLite's one write lock is held, and a webhook's event store (core/intake.py) is its
+request's only write. Each statement is a string and its parameters, every value prepared
+by its own field (`get_db_prep_save`), as the ORM would. Only plain columns: no
+expressions as values, and a row's primary key is its model's `pk`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from django.db import DEFAULT_DB_ALIAS, connections
@@ -96,3 +97,50 @@ def rows_insert(
         obj.pk = pk
         obj._state.adding = False
         obj._state.db = using
+
+
+@dataclass(frozen=True)
+class Held:
+    """`row_insert_new`'s condition: a row of `model` holds these values (field name → the
+    value as stored in its column, compared as it is: an encrypted field's ciphertext)."""
+
+    model: type[Model]
+    values: Mapping[str, Any]
+
+
+def row_insert_new(obj: Model, *, held: Held | None = None, using: str = DEFAULT_DB_ALIAS) -> bool:
+    """One INSERT of a new row, each column's value as `save()` would write it; True, with
+    the object's primary key set, when it was stored. False when a stored row has the same
+    values of one of the model's unique constraints (`ON CONFLICT DO NOTHING`) or, given
+    `held`, when no row holds its values, checked in the same statement. Any other
+    refusal (a CHECK, a value too long) is raised."""
+    connection = connections[using]
+    meta, quote = obj._meta, connection.ops.quote_name
+    fields = [field for field in meta.concrete_fields if field is not meta.auto_field]
+    obj._prepare_related_fields_for_save(operation_name="row_insert_new")
+    params = [field.get_db_prep_save(field.pre_save(obj, True), connection) for field in fields]
+    marks = ", ".join(["%s"] * len(fields))
+    rows = f"VALUES ({marks})"
+    if held is not None:
+        rows = f"SELECT {marks} WHERE EXISTS ({_held_sql(held, quote)})"
+        params += list(held.values.values())
+    sql = (
+        f"INSERT INTO {quote(meta.db_table)} ({', '.join(quote(field.column) for field in fields)})"
+        f" {rows} ON CONFLICT DO NOTHING RETURNING {quote(meta.pk.column)}"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        row = cursor.fetchone()
+    if row is None:
+        return False
+    obj.pk = row[0]
+    obj._state.adding = False
+    obj._state.db = using
+    return True
+
+
+def _held_sql(held: Held, quote) -> str:
+    meta = held.model._meta
+    columns = [quote(meta.get_field(name).column) for name in held.values]
+    where = " AND ".join(f"{column} = %s" for column in columns)
+    return f"SELECT 1 FROM {quote(meta.db_table)} WHERE {where}"

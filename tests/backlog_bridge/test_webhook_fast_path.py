@@ -76,7 +76,7 @@ def test_it_answers_503_and_accepts_nothing_when_the_database_is_unreachable(cli
     def unreachable(*args, **kwargs):
         raise OperationalError("connection refused")
 
-    monkeypatch.setattr(BacklogEvent, "save", unreachable)
+    monkeypatch.setattr("core.intake.row_insert_new", unreachable)
 
     response = post(client, webhook_url(tenant), load_fixture("backlog/issue_updated.json"))
 
@@ -144,7 +144,7 @@ def test_it_answers_400_not_503_when_the_database_refuses_the_body_for_good(
     def refuse(*args, **kwargs):
         raise refusal
 
-    monkeypatch.setattr(BacklogEvent, "save", refuse)
+    monkeypatch.setattr("core.intake.row_insert_new", refuse)
 
     response = post(client, webhook_url(tenant), load_fixture("backlog/issue_updated.json"))
 

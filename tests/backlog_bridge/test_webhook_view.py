@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import json
+from unittest import mock
 
 import pytest
 import respx
 from django.db import connection
+from django.db.models import ExpressionWrapper, F, TextField
 from django.test.utils import CaptureQueriesContext
 
-from backlog_bridge.events import events_drain
+from backlog_bridge.events import BACKLOG_EVENTS, events_drain
 from backlog_bridge.models import BacklogEvent
+from core.intake import EventIntake
 from core.models import Tenant
 from deliveries.models import DeliverySchedule
 from tests.helpers.backlog import comment_in_backlog, load_fixture, post, webhook_url
@@ -327,7 +330,7 @@ def test_it_reads_a_tenant_edited_in_another_process_when_its_project_key_no_lon
     assert post(client, webhook_url(tenant), payload).json() == {"result": "accepted"}
 
 
-def test_a_known_tenants_webhook_is_the_token_check_and_the_insert(client, tenant, enqueued):
+def test_a_known_tenants_webhook_is_one_statement(client, tenant, enqueued):
     post(client, webhook_url(tenant), load_fixture("backlog/issue_updated.json"))  # the tenant is known now
 
     with CaptureQueriesContext(connection) as queries:
@@ -335,6 +338,21 @@ def test_a_known_tenants_webhook_is_the_token_check_and_the_insert(client, tenan
 
     assert response.json() == {"result": "accepted"}
     # The savepoint is the test's transaction's: a webhook's INSERT runs in autocommit.
-    check, insert = [q["sql"] for q in queries if "SAVEPOINT" not in q["sql"]]
-    assert check.startswith("SELECT") and "webhook_token" in check and "is_active" in check
+    [insert] = [q["sql"] for q in queries if "SAVEPOINT" not in q["sql"]]
     assert insert.startswith(f'INSERT INTO "{BacklogEvent._meta.db_table}"')
+    assert "webhook_token" in insert and "ON CONFLICT DO NOTHING" in insert  # the token, the duplicate
+
+
+def test_it_stores_through_the_shared_intake(client, tenant, enqueued):
+    store = mock.patch.object(EventIntake, "store", autospec=True, side_effect=EventIntake.store)
+
+    with store as stored:
+        response = post(client, webhook_url(tenant), load_fixture("backlog/issue_updated.json"))
+
+    assert response.json() == {"result": "accepted"}
+    [call] = stored.call_args_list
+    assert call.args[0] is BACKLOG_EVENTS and call.args[1].activity_id == 12
+    stored = ExpressionWrapper(F("webhook_token"), output_field=TextField())  # the ciphertext
+    token = Tenant.objects.filter(pk=tenant.pk).values_list(stored, flat=True).get()
+    assert call.kwargs["held"].values == {"id": tenant.pk, "is_active": True, "webhook_token": token}
+    assert enqueued == [("backlog_bridge.tasks.process_events",)]

@@ -1,5 +1,6 @@
-"""The stored events' intake both apps configure: one drain rule (due while pending or failed,
-attempts left, free), failures on the webhook_event ladder, and every event ending."""
+"""The stored events' intake both apps configure: one store (once per the model's unique
+constraint), one enqueue rule (a drain once per request), one drain rule (due while pending
+or failed, attempts left, free), failures on the webhook_event ladder, and every event ending."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from unittest import mock
 
 import pytest
 import time_machine
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from core.intake import (
@@ -18,6 +20,8 @@ from core.intake import (
     EventIntake,
     EventRejected,
 )
+from core.models import Tenant
+from core.statements import Held
 from line.models import LineWebhookEvent
 from tests.helpers.factories import TenantFactory
 
@@ -231,3 +235,106 @@ def test_a_task_for_an_event_another_worker_holds_does_nothing(tenant):
 
     assert intake(handle).process(event_id=event.pk) == CLAIMED_ELSEWHERE
     assert handle.call_count == 0
+
+
+# -- storing what a webhook received --------------------------------------------------------
+
+
+def received(tenant, n: int = 1, **fields) -> LineWebhookEvent:
+    """A received event, not stored yet."""
+    return LineWebhookEvent(
+        tenant=tenant, webhook_event_id=f"e{n}", type="follow", payload={"n": n}, **fields
+    )
+
+
+def test_it_stores_an_event_once_and_tells_a_redelivery(tenant):
+    events = intake(mock.Mock())
+
+    assert events.store(received(tenant)) is True
+    assert events.store(received(tenant)) is False  # the same tenant and event id
+    assert events.store(received(TenantFactory())) is True  # another tenant's
+
+    assert LineWebhookEvent.objects.filter(webhook_event_id="e1").count() == 2
+
+
+def test_a_refusal_other_than_a_redelivery_is_raised_not_taken_for_one(tenant):
+    with pytest.raises(IntegrityError):
+        intake(mock.Mock()).store(received(tenant, attempts=-1))  # a CHECK, not the unique constraint
+
+    assert not LineWebhookEvent.objects.exists()
+
+
+def test_it_stores_nothing_unless_the_row_it_needs_is_held(tenant):
+    events = intake(mock.Mock())
+
+    assert (
+        events.store(received(tenant, 1), held=Held(Tenant, {"id": tenant.pk, "is_active": False})) is False
+    )
+    assert events.store(received(tenant, 2), held=Held(Tenant, {"id": tenant.pk, "is_active": True})) is True
+
+    assert list(LineWebhookEvent.objects.values_list("webhook_event_id", flat=True)) == ["e2"]
+
+
+def test_a_redelivery_inside_a_transaction_leaves_it_usable(tenant):
+    events = intake(mock.Mock())
+
+    with transaction.atomic():
+        assert events.store(received(tenant, 1)) is True
+        assert events.store(received(tenant, 1)) is False
+        assert events.store(received(tenant, 2)) is True  # PostgreSQL refuses this in an aborted one
+
+    assert LineWebhookEvent.objects.count() == 2
+
+
+def test_a_request_that_stored_pending_events_enqueues_one_drain_as_it_ends(tenant):
+    events = intake(mock.Mock())
+
+    with mock.patch("django_q.tasks.async_task") as enqueue:
+        with events.receiving() as request:
+            for n in range(3):
+                request.store(received(tenant, n))
+            assert enqueue.call_count == 0  # not before the request stored its last event
+        assert request.pending == 3
+
+    enqueue.assert_called_once_with(DRAIN)
+
+
+def test_a_request_that_stored_no_pending_event_enqueues_nothing(tenant):
+    events = intake(mock.Mock())
+    events.store(received(tenant, 1))
+    settled = LineWebhookEvent.finished(outcome="rejected", detail="odd")
+
+    with mock.patch("django_q.tasks.async_task") as enqueue, events.receiving() as request:
+        assert request.store(received(tenant, 1)) is False  # a redelivery
+        assert request.store(received(tenant, 2, **settled)) is True  # stored, already settled
+
+    assert request.pending == 0 and enqueue.call_count == 0
+
+
+def test_within_its_window_a_process_enqueues_one_drain(tenant):
+    events = intake(mock.Mock(), drain_window=lambda: 60.0)
+
+    with mock.patch("django_q.tasks.async_task") as enqueue:
+        for n in range(3):
+            with events.receiving() as request:
+                request.store(received(tenant, n))
+
+    enqueue.assert_called_once_with(DRAIN)
+    assert LineWebhookEvent.objects.count() == 3  # the stranded-events step takes what waits
+
+
+def test_with_redis_the_drain_is_enqueued_after_the_commit(
+    tenant, settings, django_capture_on_commit_callbacks
+):
+    settings.REDIS_URL = "redis://127.0.0.1:6379/0"
+    events = intake(mock.Mock())
+
+    with mock.patch("django_q.tasks.async_task") as enqueue:
+        with django_capture_on_commit_callbacks(execute=False) as callbacks, transaction.atomic():
+            with events.receiving() as request:
+                request.store(received(tenant))
+            assert enqueue.call_count == 0  # Redis would hand it to a worker before the event commits
+        assert len(callbacks) == 1
+        callbacks[0]()
+
+    enqueue.assert_called_once_with(DRAIN)

@@ -1,5 +1,5 @@
-"""The INSERT and UPDATE of many rows without the ORM's compiler (core/statements.py): one
-statement each, every value written as the ORM writes it, on SQLite and PostgreSQL."""
+"""INSERT and UPDATE without the ORM's compiler (core/statements.py): one statement each,
+every value written as the ORM writes it, on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -7,12 +7,13 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.db import connection
+from django.db import IntegrityError, connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from core.models import Tenant, TenantMembership
-from core.statements import rows_insert, rows_update
+from core.statements import Held, row_insert_new, rows_insert, rows_update
+from line.models import LineWebhookEvent
 from tests.helpers.factories import TenantFactory
 
 pytestmark = pytest.mark.django_db
@@ -115,3 +116,45 @@ def test_it_inserts_foreign_keys_from_the_related_objects():
 
 def test_an_empty_insert_makes_no_statement():
     assert statements(lambda: rows_insert([])) == []
+
+
+def event(tenant, event_id: str = "e1", **fields) -> LineWebhookEvent:
+    fields = {"type": "follow", "payload": {"a": [1]}} | fields
+    return LineWebhookEvent(tenant=tenant, webhook_event_id=event_id, **fields)
+
+
+def test_it_inserts_a_new_row_as_save_would_in_one_statement():
+    row = event(TenantFactory())
+
+    assert statements(lambda: row_insert_new(row)) == ["INSERT"]
+
+    stored = LineWebhookEvent.objects.get(pk=row.pk)
+    assert (stored.payload, stored.outcome, stored.detail, stored.attempts) == ({"a": [1]}, "pending", "", 0)
+    assert stored.received_at == row.received_at and row.received_at is not None  # auto_now_add
+
+
+def test_a_row_breaking_a_unique_constraint_is_not_inserted_nor_raised():
+    tenant = TenantFactory()
+    row_insert_new(event(tenant))
+    again = event(tenant, payload={"b": 2})
+
+    assert row_insert_new(again) is False
+
+    assert again.pk is None and again._state.adding
+    assert list(LineWebhookEvent.objects.values_list("payload", flat=True)) == [{"a": [1]}]
+
+
+def test_a_row_breaking_a_check_is_refused():
+    with pytest.raises(IntegrityError):
+        row_insert_new(event(TenantFactory(), attempts=-1))
+
+
+def test_it_inserts_only_while_the_held_row_holds_its_values_in_the_same_statement():
+    tenant = TenantFactory(name="元の名前")
+    held = Held(Tenant, {"id": tenant.pk, "name": "元の名前", "is_active": True})
+
+    assert statements(lambda: row_insert_new(event(tenant, "e1"), held=held)) == ["INSERT"]
+    Tenant.objects.filter(pk=tenant.pk).update(name="別の名前")
+    assert row_insert_new(event(tenant, "e2"), held=held) is False
+
+    assert list(LineWebhookEvent.objects.values_list("webhook_event_id", flat=True)) == ["e1"]
