@@ -65,7 +65,8 @@ def line_event_process(*, event_id: int, transport: LineTransport | None = None)
 
 
 def line_events_drain() -> int:
-    """Every due event in arrival order (the drain the stranded-events step enqueues)."""
+    """Every due event in arrival order (the drain the webhook and the stranded-events step
+    enqueue)."""
     return LINE_EVENTS.drain()
 
 

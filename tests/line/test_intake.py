@@ -5,15 +5,20 @@ body that is not a callback at all is refused whole."""
 
 from __future__ import annotations
 
-import hashlib
 import json
+import re
 from unittest import mock
 
 import pytest
 from django.db import DataError
 from django.urls import reverse
+from django_q.conf import Conf
+from django_q.models import OrmQ
 from prometheus_client import REGISTRY
 
+from core import intake as intake_module
+from core.intake import EventIntake
+from line.events import LINE_EVENTS
 from line.models import LineContact, LineSurveyRule, LineWebhookEvent
 from tests.helpers.linepush import USER, deliver, fixture, shop
 
@@ -100,7 +105,7 @@ def test_it_stores_a_mixed_body_event_by_event_and_answers_200(client, tenant, l
         odd,
     )
     assert rejected.processed_at is not None and rejected.attempts == 0
-    assert task.call_count == 2  # the odd event is never handed to a worker
+    task.assert_called_once_with("line.tasks.process_line_events")  # one drain for the body
     assert line.requests and all(PLACEHOLDER not in r.path for r in line.requests)
 
 
@@ -142,11 +147,7 @@ def test_it_stores_an_event_id_longer_than_its_column_under_an_id_of_its_bytes(c
     assert again.json() == {"accepted": 0, "duplicate": 3, "rejected": 0}
 
 
-def id_of_its_bytes(event: object) -> str:
-    """The id an event without a usable webhookEventId is stored under: its bytes' digest, the
-    same for a redelivery and different for another event."""
-    digest = hashlib.sha256(json.dumps(event, sort_keys=True).encode()).hexdigest()
-    return "sha256:" + digest[:57]  # the column holds 64 characters
+DERIVED_ID = re.compile(r"sha256:[0-9a-f]{57}")  # the column holds 64 characters
 
 
 # An odd event no column can hold: stored by its id (None: it has no usable one, so by the
@@ -176,20 +177,34 @@ def test_it_records_an_event_no_column_can_hold_by_id_and_reason_only(client, te
     rejected = LineWebhookEvent.objects.get(outcome="rejected")
     assert rejected.payload == {} and rejected.detail.startswith("payload not stored: ")
     assert reason in rejected.detail
-    assert rejected.webhook_event_id == (event_id or id_of_its_bytes(odd))
+    if event_id is not None:
+        assert rejected.webhook_event_id == event_id
+    else:  # no usable id: one derived from the event's bytes, the same for a redelivery
+        assert DERIVED_ID.fullmatch(rejected.webhook_event_id)
+        assert deliver(client, raw).json() == {"accepted": 0, "duplicate": 3, "rejected": 0}
     assert_the_valid_events_were_processed()
+
+
+def test_events_without_a_usable_id_are_told_apart_by_their_bytes(client, tenant):
+    events = ["follow", "unfollow", {"type": "follow"}, {"type": "unfollow"}]
+
+    response = deliver(client, {"destination": "U" + "b" * 32, "events": events})
+
+    assert response.json()["accepted"] == response.json()["rejected"] == 2
+    ids = set(LineWebhookEvent.objects.values_list("webhook_event_id", flat=True))
+    assert len(ids) == 4 and all(DERIVED_ID.fullmatch(i) for i in ids)
 
 
 def test_it_records_an_event_the_database_refuses_by_id_and_reason_only(client, tenant, line):
     odd = odd_message(lambda e: e)
-    save = LineWebhookEvent.save
+    insert = intake_module.row_insert_new
 
-    def refuse_its_payload(row, *args, **kwargs):
+    def refuse_its_payload(row, **kwargs):
         if row.webhook_event_id == ODD_ID and row.payload:
             raise DataError("value too long for type character varying(32)\nDETAIL: …")
-        return save(row, *args, **kwargs)
+        return insert(row, **kwargs)
 
-    with mock.patch.object(LineWebhookEvent, "save", refuse_its_payload):
+    with mock.patch.object(intake_module, "row_insert_new", refuse_its_payload):
         response = deliver(client, mixed_body(odd))
 
     assert response.status_code == 200 and response.json()["rejected"] == 1
@@ -280,3 +295,48 @@ def test_the_cap_says_which_events_were_not_stored(client, tenant, settings, lin
         "reasons": ["events[1:]: not stored: one body holds at most 1 events"],
     }
     assert list(LineWebhookEvent.objects.values_list("type", flat=True)) == ["follow"]
+
+
+def follows(count: int) -> dict:
+    events = [
+        fixture("follow")["events"][0] | {"webhookEventId": f"01JF00000000000000000000{n:02d}"}
+        for n in range(count)
+    ]
+    return {"destination": "U" + "b" * 32, "events": events}
+
+
+def test_a_body_is_stored_through_the_shared_intake_and_enqueues_one_drain_after_its_commit(
+    client, tenant, settings, django_capture_on_commit_callbacks
+):
+    settings.REDIS_URL = "redis://127.0.0.1:6379/0"
+    store = mock.patch.object(EventIntake, "store", autospec=True, side_effect=EventIntake.store)
+
+    with store as stored, mock.patch("django_q.tasks.async_task") as task:
+        with django_capture_on_commit_callbacks(execute=False) as callbacks:
+            response = deliver(client, follows(3))
+        assert task.call_count == 0  # nothing reaches Redis before the events commit
+        for callback in callbacks:
+            callback()
+
+    assert response.json() == {"accepted": 3, "duplicate": 0, "rejected": 0}
+    assert [call.args[0] for call in stored.call_args_list] == [LINE_EVENTS] * 3
+    task.assert_called_once_with("line.tasks.process_line_events")
+
+
+def test_with_the_orm_broker_a_body_writes_one_task_row_with_its_events(client, tenant, monkeypatch):
+    monkeypatch.setattr(Conf, "SYNC", False)  # a real enqueue into the ORM broker
+
+    deliver(client, follows(3))
+
+    assert LineWebhookEvent.objects.filter(outcome="pending").count() == 3
+    assert [row.func() for row in OrmQ.objects.all()] == ["line.tasks.process_line_events"]
+
+
+def test_an_event_twice_in_one_body_is_stored_once(client, tenant, line):
+    body = follows(1)
+    body["events"] *= 2
+
+    response = deliver(client, body)
+
+    assert response.json() == {"accepted": 1, "duplicate": 1, "rejected": 0}
+    assert LineWebhookEvent.objects.get().outcome == "done"

@@ -132,7 +132,7 @@ def test_it_stores_raw_events_and_answers_before_processing(client, tenant, line
         "pending",
     )
     assert event.payload == fixture("follow")["events"][0]
-    enqueue_task.assert_called_once_with("line.tasks.process_line_event", event.pk)
+    enqueue_task.assert_called_once_with("line.tasks.process_line_events")
     assert line.requests == []  # nothing slow happened in the request
 
 
