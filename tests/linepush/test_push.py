@@ -317,10 +317,13 @@ def test_it_holds_a_post_that_would_exceed_the_monthly_quota(line, tenant, team)
 
 def test_it_counts_a_group_post_once_per_member(line, tenant):
     _usage(tenant, 0)
-    enqueue(tenant, group(tenant, members=7))
+    team = group(tenant, members=7)
+    enqueue(tenant, team)
 
     step()
 
+    [sent] = line.sent(PUSH)
+    assert sent.body == {"to": team.group_id, "messages": [{"type": "text", "text": "明日 10:00 撮影です"}]}
     assert LineMonthlyUsage.objects.get(tenant=tenant).messages == 7
 
 
@@ -354,7 +357,8 @@ def test_the_claim_tells_its_task_when_the_month_reaches_80_percent_and_only_the
             assert push_step(now=timezone.now(), limit=50) is Pass.WORKED
         [call] = enqueue_task.call_args_list
         with CaptureQueriesContext(connection) as queries:
-            push_send(item_ids=call.args[1], token=call.args[2], near_quota=call.args[3])
+            sent = push_send(item_ids=call.args[1], token=call.args[2], near_quota=call.args[3])
+        assert sent == {Status.SENT: 1} and line.sent(PUSH)[-1].body["to"] == team.group_id
         return call.args[3], [q["sql"] for q in queries.captured_queries if "linemonthlyusage" in q["sql"]]
 
     assert send("a") == (False, [])  # 153 < 160
@@ -368,6 +372,7 @@ def test_the_claim_tells_its_task_when_the_month_reaches_80_percent_and_only_the
     [warning] = mail.outbox
     assert "（162 / 200 通）" in warning.body
     assert send("e") == (False, [])  # warned once this month: no flag, no read
+    assert len(line.sent(PUSH)) == 5
 
 
 def test_it_holds_a_post_line_refuses_for_the_monthly_limit(line, tenant, team):
