@@ -18,9 +18,8 @@ UNCONFIRMED:
   (https://developers.tiktok.com/doc/content-posting-api-reference-direct-post,
   https://developers.tiktok.com/doc/content-posting-api-reference-photo-post): the
   interaction and commercial-content fields are booleans, a video title is at most 2,200
-  UTF-16 units and a photo title at most 90 (that figure is UNCONFIRMED in the official text,
-  the text read stops before it; third parties give it), a photo description at most
-  4,000; anything else → 400 ``invalid_params``. What TikTok answers to an interaction
+  UTF-16 units and a photo title at most 90 UTF-16 units (the photo-post reference), a
+  photo description at most 4,000; anything else → 400 ``invalid_params``. What TikTok answers to an interaction
   allowed that the creator turned off is not documented: the fake accepts it and keeps the
   body (``inits()``) for tests to see.
 - ``status/fetch`` answers PROCESSING_DOWNLOAD ``processing_fetches`` times, then
